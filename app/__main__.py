@@ -1,0 +1,5 @@
+import sys
+
+from refscope.app.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""Typed errors. Every error knows the file it is about and, for corruption, the byte offset.
+
+The CLI turns any of these into exactly one line, ``refscope: <file>: <what>``, and exit status 1;
+the TUI shows them in place. Nothing else should escape the backend.
+"""
+
+from __future__ import annotations
+
+
+class RefscopeError(Exception):
+    """Base of every error the backend raises on purpose."""
+
+    def __init__(self, file: str | None, what: str, offset: int | None = None) -> None:
+        super().__init__(file, what, offset)
+        self.file = file
+        self.what = what
+        self.offset = offset
+
+    def __str__(self) -> str:
+        where = self.file or "refscope"
+        if self.offset is not None:
+            return f"{where}: {self.what} (at byte {self.offset})"
+        return f"{where}: {self.what}"
+
+    def cli_line(self) -> str:
+        """The one line the CLI prints: ``refscope: <file>: <what>``."""
+        return f"refscope: {self}"
+
+
+class NotARepository(RefscopeError):
+    """No git directory was found where discovery looked."""
+
+
+class DubiousOwnership(RefscopeError):
+    """The repository belongs to another user and ``safe.directory`` does not allow it."""
+
+
+class UnsupportedFormat(RefscopeError):
+    """A storage format, version or hash refscope does not handle (e.g. unknown refStorage)."""
+
+
+class CorruptStore(RefscopeError):
+    """On-disk data that git would reject (or that refscope checks more strictly)."""
+
+
+class InvalidRefName(RefscopeError):
+    """A name that fails git's check-ref-format rules."""
+
+
+class TransactionRefused(RefscopeError):
+    """A commit that did not happen; nothing on disk changed."""
+
+
+class StaleValue(TransactionRefused):
+    """An expected old value did not match under the lock ("is at X but expected Y")."""
+
+
+class LockBusy(TransactionRefused):
+    """A lock file could not be created within the configured timeout."""

@@ -1,0 +1,69 @@
+"""The one small interface both ref stores (files, reftable) implement.
+
+A Snapshot is immutable: it maps the files it was built from and decodes rows on demand. Row order is
+git's order (bytewise by name), the same set ``git for-each-ref`` prints (HEAD and other pseudo/root refs
+outside ``refs/`` are not rows; ``head()`` reads HEAD).
+
+Opening must be cheap (a 1M-ref snapshot ready to show its first rows in < 50 ms): work proportional
+to the number of refs (e.g. building a row index for random access) happens lazily, on first need,
+and is cached inside the snapshot. ``iter_from`` never needs the row index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+from ..model import LogEntry, Ref
+
+
+class Snapshot(Protocol):
+    format: str  # "files" or "reftable"
+    hash_name: str  # "sha1" or "sha256"
+    gitdir: str  # the per-worktree git dir this snapshot was opened for
+    commondir: str  # where the shared refs live
+
+    def __len__(self) -> int:
+        """Number of effective refs (may build the row index on first call)."""
+
+    def row(self, i: int) -> Ref:
+        """The i-th effective ref in name order (IndexError outside 0..len-1)."""
+
+    def name_at(self, i: int) -> bytes:
+        """Just the name of row i: the cheap path for rendering and bisecting."""
+
+    def prefix_range(self, prefix: bytes) -> range:
+        """Rows whose names start with ``prefix``, by binary search (no scan)."""
+
+    def lookup(self, name: bytes) -> Ref | None:
+        """The effective ref of that exact name, or None. Does not need the row index."""
+
+    def iter_from(self, start: bytes = b"") -> Iterator[Ref]:
+        """Refs in name order from the first name >= ``start``: streaming, no row index needed."""
+
+    def __iter__(self) -> Iterator[Ref]: ...
+
+    def head(self) -> Ref | None:
+        """HEAD of this snapshot's worktree (symref or detached), or None if missing."""
+
+    def reflog(self, name: bytes) -> list[LogEntry]:
+        """The reflog of ``name`` newest first, as ``git reflog show`` lists it; [] when none."""
+
+    def files(self) -> dict[str, tuple[int, int, int]]:
+        """Identity of every file this snapshot read: path -> (st_dev, st_ino, st_size).
+
+        Refresh compares these to reuse unchanged parts; the watcher uses them to classify changes.
+        """
+
+
+class Store(Protocol):
+    """A ref store opened on one repository (worktree): produces snapshots, commits deletions."""
+
+    format: str
+
+    def snapshot(self) -> Snapshot:
+        """A fresh snapshot of what is on disk now."""
+
+    def refresh(self, previous: Snapshot) -> Snapshot:
+        """A snapshot of what is on disk now, reusing every file/table of ``previous`` that did not change
+        (same path, device, inode and size). Returns ``previous`` itself when nothing changed."""
