@@ -1,0 +1,80 @@
+"""git's ref-name rules (refs.c ``check_refname_format`` and ``refname_is_safe``), on bytes.
+
+Why here and not ad hoc: readers hide names git hides ("ignoring ref with broken name"), the transaction
+refuses names git refuses, and both must agree with git byte for byte. The flags match how git reads
+stores: one-level names are allowed (``REFNAME_ALLOW_ONELEVEL``, as the ref iterators use) and ``*`` is
+never a pattern. git only answers "bad"; the reason strings are refscope's, naming the rule that failed.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Bytes git rejects anywhere in a name: controls, DEL, space and ``~ ^ : ? [ \ *`` (NUL ends a C string;
+# in bytes it can only be an error).
+_BAD_BYTE = re.compile(rb"[\x00-\x20\x7f~^:?\[\\*]")
+# Everything that can make a name invalid, for the one-search fast path.
+_ANY_PROBLEM = re.compile(
+    rb"[\x00-\x20\x7f~^:?\[\\*]|\.\.|@\{|//|/\.|\.lock(?:/|\Z)|\A\.|\A/|/\Z|\.\Z|\A@\Z|\A\Z"
+)
+
+
+def _byte_reason(ch: int) -> str:
+    if ch == 0:
+        return "contains a NUL byte"
+    if ch < 0x20 or ch == 0x7F:
+        return f"contains control character 0x{ch:02x}"
+    if ch == 0x20:
+        return "contains a space"
+    return f"contains forbidden character '{chr(ch)}'"
+
+
+def check_refname(name: bytes) -> str | None:
+    """None when git accepts ``name`` (onelevel allowed, no pattern), else why it does not."""
+    if _ANY_PROBLEM.search(name) is None:
+        return None
+    if name == b"":
+        return "is empty"
+    if name == b"@":
+        return "is the single character '@'"
+    for comp in name.split(b"/"):
+        if not comp:
+            return "has an empty component (leading, trailing or double '/')"
+        m = _BAD_BYTE.search(comp)
+        if m is not None:
+            return _byte_reason(comp[m.start()])
+        if b".." in comp:
+            return "contains '..'"
+        if b"@{" in comp:
+            return "contains '@{'"
+        if comp[:1] == b".":
+            return "has a component starting with '.'"
+        if comp.endswith(b".lock"):
+            return "has a component ending with '.lock'"
+    if name.endswith(b"."):
+        return "ends with '.'"
+    return "is not a valid ref name"  # unreachable when the fast pattern and the rules agree
+
+
+def is_valid_refname(name: bytes) -> bool:
+    """check_refname(name) is None, without building a reason."""
+    return _ANY_PROBLEM.search(name) is None
+
+
+def is_safe_refname(name: bytes) -> bool:
+    """git's ``refname_is_safe``: may this name be joined to a git dir as a path at all?
+
+    Under ``refs/`` the rest must be non-empty, not start or end with '/', and be already normalized
+    (no empty, '.' or '..' components). Outside ``refs/`` only uppercase letters and '_' (``HEAD``,
+    ``FETCH_HEAD``...). A NUL byte is never safe (git would see a different, truncated name).
+    """
+    if b"\0" in name:
+        return False
+    if name.startswith(b"refs/"):
+        rest = name[5:]
+        if not rest or rest[:1] == b"/" or rest[-1:] == b"/":
+            return False
+        return all(comp not in (b"", b".", b"..") for comp in rest.split(b"/"))
+    if not name:
+        return False
+    return all(0x41 <= ch <= 0x5A or ch == 0x5F for ch in name)
