@@ -1,0 +1,546 @@
+"""A git config reader: enough of config.c for real repository configs.
+
+Why our own: refscope needs a handful of values (extensions, core.fsync, lock timeouts, reftable knobs,
+safe.directory) at startup, and spawning ``git config`` would cost more than the whole ``list`` command.
+Supported: sections, ``[section "subsection"]`` and the old ``[section.subsection]``, quoted values, the
+escapes ``\\n \\t \\b \\" \\\\``, line continuations, comments, value-less keys (boolean true), integers
+with k/m/g suffixes (base prefixes as strtoimax), ``include.path`` (relative to the including file, ``~/``
+expanded). ``includeIf`` is read only for ``gitdir:`` / ``gitdir/i:`` conditions with plain prefixes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+from .errors import RefscopeError
+
+_MAX_INCLUDE_DEPTH = 10
+
+
+class ConfigError(RefscopeError):
+    """A config file git itself would refuse to read."""
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except IsADirectoryError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _is_key_char(c: str) -> bool:
+    return c.isalnum() or c == "-"
+
+
+def parse_config(text: str, path: str) -> list[tuple[str, str | None]]:
+    """(key, value) pairs in file order; key is ``section[.subsection].name`` with section and name
+    lowercased (subsection keeps its case, as git); value None for a value-less key."""
+    out: list[tuple[str, str | None]] = []
+    i, n, line = 0, len(text), 1
+    section = ""
+    if text.startswith("\ufeff"):
+        i = 1
+
+    def fail(what: str) -> ConfigError:
+        return ConfigError(path, what if what else f"bad config line {line} in file {path}")
+
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+            continue
+        if c in " \t\r\f\v":
+            i += 1
+            continue
+        if c in "#;":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == "[":
+            j = i + 1
+            name = []
+            while j < n and (_is_key_char(text[j]) or text[j] == "."):
+                name.append(text[j])
+                j += 1
+            sect = "".join(name).lower()
+            if j < n and text[j] in " \t":
+                # [section "subsection"]
+                while j < n and text[j] in " \t":
+                    j += 1
+                if j >= n or text[j] != '"':
+                    raise fail("")
+                j += 1
+                sub = []
+                while True:
+                    if j >= n or text[j] == "\n":
+                        raise fail("")
+                    ch = text[j]
+                    if ch == '"':
+                        j += 1
+                        break
+                    if ch == "\\":
+                        j += 1
+                        if j >= n or text[j] == "\n":
+                            raise fail("")
+                        ch = text[j]
+                    sub.append(ch)
+                    j += 1
+                if j >= n or text[j] != "]" or not sect:
+                    raise fail("")
+                section = f"{sect}.{''.join(sub)}"
+                i = j + 1
+                continue
+            if j >= n or text[j] != "]" or not sect:
+                raise fail("")
+            # old-style [section.subsection]: subsection lowercased too
+            section = sect
+            i = j + 1
+            continue
+        if not c.isalpha():
+            raise fail("")
+        # key
+        j = i
+        while j < n and _is_key_char(text[j]):
+            j += 1
+        key = text[i:j].lower()
+        if not section:
+            raise fail("")
+        while j < n and text[j] in " \t":
+            j += 1
+        if j >= n or text[j] == "\n" or text[j] in "#;":
+            out.append((f"{section}.{key}", None))
+            if j < n and text[j] in "#;":
+                k = text.find("\n", j)
+                j = n if k < 0 else k
+            i = j
+            continue
+        if text[j] == "\r" and j + 1 < n and text[j + 1] == "\n":
+            out.append((f"{section}.{key}", None))
+            i = j + 1
+            continue
+        if text[j] != "=":
+            raise fail("")
+        j += 1
+        # value (config.c parse_value)
+        buf: list[str] = []
+        quote = False
+        comment = False
+        space = 0
+        while True:
+            if j >= n:
+                if quote:
+                    raise fail("")
+                break
+            ch = text[j]
+            j += 1
+            if ch == "\r" and j < n and text[j] == "\n":
+                continue
+            if ch == "\n":
+                if quote:
+                    raise fail("")
+                line += 1
+                break
+            if comment:
+                continue
+            if ch in " \t\v\f\r" and not quote:
+                if buf:
+                    space += 1
+                continue
+            if not quote and ch in ";#":
+                comment = True
+                continue
+            if space:
+                buf.append(" " * space)
+                space = 0
+            if ch == "\\":
+                if j >= n:
+                    raise fail("")
+                ch = text[j]
+                j += 1
+                if ch == "\n":
+                    line += 1
+                    continue
+                if ch == "\r" and j < n and text[j] == "\n":
+                    j += 1
+                    line += 1
+                    continue
+                esc = {"t": "\t", "b": "\b", "n": "\n", "\\": "\\", '"': '"'}.get(ch)
+                if esc is None:
+                    raise fail("")
+                buf.append(esc)
+                continue
+            if ch == '"':
+                quote = not quote
+                continue
+            buf.append(ch)
+        out.append((f"{section}.{key}", "".join(buf)))
+        i = j
+    return out
+
+
+def normalize_key(key: str) -> str:
+    """``Section.Sub.Name`` -> ``section.Sub.name`` (git's canonical form)."""
+    first = key.find(".")
+    last = key.rfind(".")
+    if first < 0:
+        return key.lower()
+    if first == last:
+        return key.lower()
+    return key[:first].lower() + key[first:last] + key[last:].lower()
+
+
+def parse_int(value: str | None, key: str = "") -> int:
+    """git_parse_signed: strtoimax base 0 plus an optional k/m/g unit (case-insensitive)."""
+    if value is None:
+        raise ConfigError(None, f"bad numeric config value '' for '{key}': invalid unit")
+    v = value.strip()
+    factor = 1
+    if v and v[-1] in "kKmMgG":
+        factor = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[v[-1].lower()]
+        v = v[:-1]
+    try:
+        s = v
+        neg = s.startswith("-")
+        if s[:1] in "+-":
+            s = s[1:]
+        if s[:2].lower() == "0x":
+            num = int(s[2:], 16)
+        elif len(s) > 1 and s[0] == "0":
+            num = int(s[1:], 8)
+        else:
+            num = int(s, 10)
+        if s.strip() != s or not s:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(None, f"bad numeric config value '{value}' for '{key}': invalid unit") from None
+    return (-num if neg else num) * factor
+
+
+def parse_bool(value: str | None, key: str = "") -> bool:
+    """git_config_bool: value-less = true; true/yes/on, false/no/off/"" ; else an integer."""
+    if value is None:
+        return True
+    low = value.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off", ""):
+        return False
+    try:
+        return parse_int(value, key) != 0
+    except ConfigError:
+        raise ConfigError(None, f"bad boolean config value '{value}' for '{key}'") from None
+
+
+class Config:
+    """Ordered (key, value) pairs from every source git reads, lowest priority first; last value wins."""
+
+    __slots__ = ("entries", "_last")
+
+    def __init__(self, entries: Iterable[tuple[str, str | None]] = ()) -> None:
+        self.entries: list[tuple[str, str | None]] = list(entries)
+        self._last: dict[str, str | None] | None = None
+
+    def _index(self) -> dict[str, str | None]:
+        if self._last is None:
+            self._last = dict(self.entries)
+        return self._last
+
+    def has(self, key: str) -> bool:
+        return normalize_key(key) in self._index()
+
+    def get(self, key: str) -> str | None:
+        """Last value of ``key`` (None when absent or value-less)."""
+        return self._index().get(normalize_key(key))
+
+    def get_all(self, key: str) -> list[str | None]:
+        k = normalize_key(key)
+        return [v for kk, v in self.entries if kk == k]
+
+    def get_bool(self, key: str, default: bool = False) -> bool:
+        idx = self._index()
+        k = normalize_key(key)
+        if k not in idx:
+            return default
+        return parse_bool(idx[k], key)
+
+    def get_int(self, key: str, default: int = 0) -> int:
+        idx = self._index()
+        k = normalize_key(key)
+        if k not in idx:
+            return default
+        return parse_int(idx[k], key)
+
+    # -- the values refscope's stores and engines need ------------------------------------------------
+    def fsync_components(self) -> set[str]:
+        """core.fsync as git resolves it (environment.c): the last value wins; it starts from git's
+        default (pack, pack-metadata, commit-graph: no ``reference``), ``none`` clears, ``-x`` removes, and
+        names match by prefix as git's strncmp does (``ref`` means ``reference``)."""
+        value = self.get("core.fsync") if self.has("core.fsync") else None
+        current = {"pack", "pack-metadata", "commit-graph"}
+        if value is None:
+            return current
+        objects = {"loose-object", "pack"}
+        derived = {"pack-metadata", "commit-graph"}
+        names = {
+            "loose-object": {"loose-object"},
+            "pack": {"pack"},
+            "pack-metadata": {"pack-metadata"},
+            "commit-graph": {"commit-graph"},
+            "index": {"index"},
+            "objects": objects,
+            "reference": {"reference"},
+            "derived-metadata": derived,
+            "committed": objects | {"reference"},
+            "added": objects | {"reference", "index"},
+            "all": objects | derived | {"reference", "index"},
+        }
+        positive: set[str] = set()
+        negative: set[str] = set()
+        rest = value
+        while True:
+            rest = rest.lstrip(", \t\n\r")
+            if rest == "none":
+                current = set()
+                break
+            word, sep, tail = rest.partition(",")
+            neg = word.startswith("-")
+            if neg:
+                word = word[1:]
+            if not word:
+                break
+            for full, bits in names.items():
+                if full.startswith(word):
+                    (negative if neg else positive).update(bits)
+            if not sep:
+                break
+            rest = tail
+        return (current - negative) | positive
+
+    def fsync_references(self) -> bool:
+        """Does core.fsync include ``reference`` (directly, or via ``committed``/``added``/``all``)?"""
+        return "reference" in self.fsync_components()
+
+    def fsync_method(self) -> str:
+        return self.get("core.fsyncMethod") or "fsync"
+
+    def files_ref_lock_timeout(self) -> int:
+        return self.get_int("core.filesRefLockTimeout", 100)
+
+    def packed_refs_timeout(self) -> int:
+        return self.get_int("core.packedRefsTimeout", 1000)
+
+    def reftable_lock_timeout(self) -> int:
+        return self.get_int("reftable.lockTimeout", 100)
+
+    def reftable_geometric_factor(self) -> int:
+        return self.get_int("reftable.geometricFactor", 2)
+
+    def reftable_auto_compaction(self) -> bool:
+        return self.get_bool("reftable.autoCompaction", True)
+
+    def reftable_block_size(self) -> int:
+        return self.get_int("reftable.blockSize", 4096)
+
+    def reftable_restart_interval(self) -> int:
+        return self.get_int("reftable.restartInterval", 16)
+
+    def reftable_index_objects(self) -> bool:
+        return self.get_bool("reftable.indexObjects", True)
+
+
+def read_file_entries(
+    path: str, env: Mapping[str, str] | None = None, gitdir: str | None = None, depth: int = 0
+) -> list[tuple[str, str | None]]:
+    """Entries of one config file with ``include.path`` (and simple ``includeIf.gitdir:``) expanded."""
+    data = _read(path)
+    if data is None:
+        return []
+    entries = parse_config(data.decode("utf-8", "surrogateescape"), path)
+    if not any(k == "include.path" or k.startswith("includeif.") for k, _ in entries):
+        return entries
+    out: list[tuple[str, str | None]] = []
+    base = os.path.dirname(os.path.abspath(path))
+    for key, value in entries:
+        out.append((key, value))
+        target = None
+        if key == "include.path" and value:
+            target = value
+        elif key.startswith("includeif.") and key.endswith(".path") and value and gitdir:
+            cond = key[len("includeif.") : -len(".path")]
+            if _include_if(cond, gitdir, base, env):
+                target = value
+        if target is None or depth >= _MAX_INCLUDE_DEPTH:
+            continue
+        target = _expand_path(target, env)
+        if not os.path.isabs(target):
+            target = os.path.join(base, target)
+        out.extend(read_file_entries(target, env, gitdir, depth + 1))
+    return out
+
+
+def _expand_path(p: str, env: Mapping[str, str] | None) -> str:
+    if p.startswith("~/"):
+        home = (env or os.environ).get("HOME", "")
+        return home + p[1:]
+    return p
+
+
+def _include_if(cond: str, gitdir: str, base: str, env: Mapping[str, str] | None) -> bool:
+    icase = False
+    if cond.startswith("gitdir:"):
+        pat = cond[7:]
+    elif cond.startswith("gitdir/i:"):
+        pat, icase = cond[9:], True
+    else:
+        return False
+    pat = _expand_path(pat, env)
+    if pat.startswith("./"):
+        pat = os.path.join(base, pat[2:])
+    elif not os.path.isabs(pat):
+        pat = "**/" + pat
+    if pat.endswith("/"):
+        pat += "**"
+    import fnmatch
+
+    text = gitdir.rstrip("/") + "/"
+    target = os.path.realpath(gitdir).rstrip("/") + "/"
+    if icase:
+        pat, text, target = pat.lower(), text.lower(), target.lower()
+    pat2 = pat.replace("**/", "*").replace("/**", "/*")
+    return (
+        fnmatch.fnmatchcase(text.rstrip("/"), pat2.rstrip("/"))
+        or fnmatch.fnmatchcase(target.rstrip("/"), pat2.rstrip("/"))
+        or fnmatch.fnmatchcase(text, pat2)
+        or fnmatch.fnmatchcase(target, pat2)
+    )
+
+
+def system_config_path(env: Mapping[str, str]) -> str | None:
+    if parse_bool_env(env.get("GIT_CONFIG_NOSYSTEM")):
+        return None
+    return env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"
+
+
+def global_config_paths(env: Mapping[str, str]) -> list[str]:
+    if "GIT_CONFIG_GLOBAL" in env:
+        return [env["GIT_CONFIG_GLOBAL"]] if env["GIT_CONFIG_GLOBAL"] else []
+    paths = []
+    xdg = env.get("XDG_CONFIG_HOME")
+    home = env.get("HOME")
+    if xdg:
+        paths.append(os.path.join(xdg, "git", "config"))
+    elif home:
+        paths.append(os.path.join(home, ".config", "git", "config"))
+    if home:
+        paths.append(os.path.join(home, ".gitconfig"))
+    return paths
+
+
+def parse_bool_env(value: str | None) -> bool:
+    if value is None:
+        return False
+    try:
+        return parse_bool(value, "")
+    except ConfigError:
+        return False
+
+
+def env_entries(env: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` and ``GIT_CONFIG_PARAMETERS``
+    (what ``git -c`` passes to children), lowest priority first as git applies them."""
+    out: list[tuple[str, str | None]] = []
+    params = env.get("GIT_CONFIG_PARAMETERS")
+    if params:
+        out.extend(_parse_parameters(params))
+    count = env.get("GIT_CONFIG_COUNT")
+    if count:
+        try:
+            n = int(count)
+        except ValueError:
+            n = 0
+        for i in range(n):
+            k = env.get(f"GIT_CONFIG_KEY_{i}")
+            if k:
+                out.append((normalize_key(k), env.get(f"GIT_CONFIG_VALUE_{i}", "")))
+    return out
+
+
+def _parse_parameters(params: str) -> list[tuple[str, str | None]]:
+    """GIT_CONFIG_PARAMETERS: shell-quoted ``'key=value'`` or ``'key'='value'`` words."""
+    out: list[tuple[str, str | None]] = []
+    words: list[str] = []
+    i, n = 0, len(params)
+    cur: list[str] | None = None
+    while i < n:
+        c = params[i]
+        if c == "'":
+            j = params.find("'", i + 1)
+            if j < 0:
+                break
+            cur = (cur or []) + [params[i + 1 : j]]
+            i = j + 1
+            continue
+        if c == "\\" and i + 1 < n:
+            cur = (cur or []) + [params[i + 1]]
+            i += 2
+            continue
+        if c.isspace():
+            if cur is not None:
+                words.append("".join(cur))
+                cur = None
+            i += 1
+            continue
+        cur = (cur or []) + [c]
+        i += 1
+    if cur is not None:
+        words.append("".join(cur))
+    for w in words:
+        if "=" in w:
+            k, v = w.split("=", 1)
+            out.append((normalize_key(k), v))
+        else:
+            out.append((normalize_key(w), None))
+    return out
+
+
+def load_protected(env: Mapping[str, str]) -> Config:
+    """System + global + command-line config: what ``safe.directory`` may come from."""
+    entries: list[tuple[str, str | None]] = []
+    sp = system_config_path(env)
+    if sp:
+        entries.extend(read_file_entries(sp, env))
+    for gp in global_config_paths(env):
+        entries.extend(read_file_entries(gp, env))
+    entries.extend(env_entries(env))
+    return Config(entries)
+
+
+def load_repo_config(
+    commondir: str, gitdir: str, env: Mapping[str, str], worktree_config: bool = False
+) -> Config:
+    """Every source git reads for a repository, lowest priority first."""
+    entries: list[tuple[str, str | None]] = []
+    sp = system_config_path(env)
+    if sp:
+        entries.extend(read_file_entries(sp, env, gitdir))
+    for gp in global_config_paths(env):
+        entries.extend(read_file_entries(gp, env, gitdir))
+    entries.extend(read_file_entries(os.path.join(commondir, "config"), env, gitdir))
+    if worktree_config:
+        entries.extend(read_file_entries(os.path.join(gitdir, "config.worktree"), env, gitdir))
+    entries.extend(env_entries(env))
+    return Config(entries)
