@@ -65,3 +65,123 @@ class IndexRecord(NamedTuple):
 
     last_key: bytes
     position: int
+
+
+# --- varints ---------------------------------------------------------------------------------------------
+# git's reftable varint: big-endian groups of 7 bits, each continuation adds 1 (so no two encodings of one
+# value exist). Values are uint64; decoding rejects anything that would overflow 64 bits.
+
+_VARINT_LIMIT = 1 << 57  # a value this large cannot be shifted by 7 more bits within 64 bits
+
+
+class VarintError(ValueError):
+    """Raised by ``get_varint`` with the offset where decoding failed; callers turn it into CorruptStore."""
+
+    def __init__(self, what: str, offset: int) -> None:
+        super().__init__(what, offset)
+        self.what = what
+        self.offset = offset
+
+
+def get_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """Decode one varint from ``buf[pos:end]``: (value, next position). Raises VarintError."""
+    if pos >= end:
+        raise VarintError("truncated varint", pos)
+    c = buf[pos]
+    pos += 1
+    val = c & 0x7F
+    while c & 0x80:
+        val += 1
+        if val >= _VARINT_LIMIT:
+            raise VarintError("varint overflows 64 bits", pos - 1)
+        if pos >= end:
+            raise VarintError("truncated varint", pos)
+        c = buf[pos]
+        pos += 1
+        val = (val << 7) + (c & 0x7F)
+    return val, pos
+
+
+def put_varint(value: int) -> bytes:
+    """Encode ``value`` (0 <= value < 2**64) as git's reftable varint."""
+    if value < 0x80:
+        return bytes((value,))
+    out = [value & 0x7F]
+    value >>= 7
+    while value:
+        value -= 1
+        out.append(0x80 | (value & 0x7F))
+        value >>= 7
+    out.reverse()
+    return bytes(out)
+
+
+def log_key(name: bytes, update_index: int) -> bytes:
+    """The sort key of a log record: name NUL reverse_int64(update_index)."""
+    return name + b"\0" + (0xFFFFFFFFFFFFFFFF - update_index).to_bytes(8, "big")
+
+
+def common_prefix_len(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def encode_key(prev: bytes, key: bytes, extra: int) -> tuple[bytes, bool]:
+    """Prefix-compressed key bytes and whether it is a restart (prefix length 0), as git's writer does."""
+    p = common_prefix_len(prev, key) if prev else 0
+    return put_varint(p) + put_varint(((len(key) - p) << 3) | extra) + key[p:], p == 0
+
+
+def encode_ref_value(rec: RefRecord, min_update_index: int) -> bytes:
+    """update_index_delta varint + the value bytes of a ref record (oids given as hex)."""
+    head = put_varint(rec.update_index - min_update_index)
+    vt = rec.value_type
+    if vt == VALUE_DELETION:
+        return head
+    if vt == VALUE_VAL1:
+        return head + bytes.fromhex(rec.value.decode())
+    if vt == VALUE_VAL2:
+        return head + bytes.fromhex(rec.value.decode()) + bytes.fromhex(rec.peeled.decode())
+    if vt == VALUE_SYMREF:
+        return head + put_varint(len(rec.target)) + rec.target
+    raise ValueError(f"bad ref value type {vt}")
+
+
+def encode_log_value(rec: LogRecord, hash_size: int) -> bytes:
+    """The log_data of a log record (empty for a deletion record)."""
+    if rec.log_type == LOG_DELETION:
+        return b""
+    old = bytes.fromhex(rec.old.decode()) if rec.old else bytes(hash_size)
+    new = bytes.fromhex(rec.new.decode()) if rec.new else bytes(hash_size)
+    return b"".join(
+        (
+            old,
+            new,
+            put_varint(len(rec.ident_name)),
+            rec.ident_name,
+            put_varint(len(rec.email)),
+            rec.email,
+            put_varint(rec.time),
+            (rec.tz & 0xFFFF).to_bytes(2, "big"),
+            put_varint(len(rec.message)),
+            rec.message,
+        )
+    )
+
+
+def encode_obj_value(positions: tuple[int, ...] | list[int]) -> tuple[bytes, int]:
+    """(value bytes, cnt_3) of an obj record."""
+    n = len(positions)
+    parts = []
+    if n == 0 or n >= 8:
+        parts.append(put_varint(n))
+    if n:
+        parts.append(put_varint(positions[0]))
+        last = positions[0]
+        for p in positions[1:]:
+            parts.append(put_varint(p - last))
+            last = p
+    return b"".join(parts), (n if 0 < n < 8 else 0)

@@ -1,11 +1,38 @@
-"""One reftable file, memory-mapped and decoded lazily (API skeleton; implementation follows)."""
+"""One reftable file, memory-mapped and decoded lazily.
+
+Opening reads the header and footer only (and checks them as git does: magic, version, footer = header,
+hash id, CRC-32). Blocks are parsed when first needed and cached in the Table (decoded ref blocks in a small
+LRU, so random access over a huge table stays bounded in memory while sequential scans never cache).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import mmap
+import os
+import zlib
+from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .record import LogRecord, RefRecord
+from ...errors import CorruptStore, UnsupportedFormat
+from .block import (
+    Block,
+    RefBlock,
+    decode_ref_block,
+    first_key,
+    iter_raw_records,
+    parse_block,
+)
+from .record import BLOCK_INDEX, BLOCK_LOG, BLOCK_OBJ, BLOCK_REF, LogRecord, ObjRecord, RefRecord
+
+HEADER_SIZE = {1: 24, 2: 28}
+FOOTER_SIZE = {1: 68, 2: 72}
+HASH_IDS = {b"sha1": ("sha1", 20), b"s256": ("sha256", 32)}
+HASH_ID_OF = {"sha1": b"sha1", "sha256": b"s256"}
+HASH_SIZE = {"sha1": 20, "sha256": 32}
+_REF_CACHE = 64  # decoded ref blocks kept per table
 
 
 class Footer(NamedTuple):
@@ -19,9 +46,9 @@ class Footer(NamedTuple):
 
 
 class BlockInfo(NamedTuple):
-    """One block as laid out in the file: ``offset`` of its header, ``length`` = bytes it occupies on disk
-    (including padding; for log blocks the compressed size), ``block_len`` as stored (inflated size for logs),
-    ``restart_count``, ``record_count``, and ``level`` for index blocks (0 = leaf-pointing)."""
+    """One block as laid out in the file: ``offset`` of the block (0 for the first, which begins with the
+    file header), ``length`` = bytes it occupies on disk (padding included; for log blocks the compressed
+    size), ``block_len`` as stored (inflated size for logs), ``restart_count``, ``record_count``."""
 
     type: str  # "r", "g", "o", "i"
     section: str  # "ref", "ref_index", "obj", "obj_index", "log", "log_index"
@@ -33,29 +60,454 @@ class BlockInfo(NamedTuple):
 
 
 class Table:
-    """A reftable file. Attributes: name, path, version, hash_name, hash_size, block_size, min_update_index,
-    max_update_index, size, header_size, footer (Footer), stat (st_dev, st_ino, st_size)."""
+    """A reftable file. Attributes: name (file name), path, version, hash_name, hash_size, block_size,
+    min_update_index, max_update_index, size (file size), header_size, footer (Footer), stat
+    (st_dev, st_ino, st_size), has_refs, has_logs, has_objs."""
+
+    __slots__ = (
+        "name",
+        "path",
+        "version",
+        "hash_name",
+        "hash_size",
+        "block_size",
+        "min_update_index",
+        "max_update_index",
+        "size",
+        "header_size",
+        "data_end",
+        "footer",
+        "stat",
+        "has_refs",
+        "has_logs",
+        "has_objs",
+        "_mm",
+        "_blocks",
+        "_refcache",
+        "_logcache",
+        "_ref_offsets",
+        "_counts",
+        "__weakref__",
+    )
 
     @classmethod
     def open(cls, path: str) -> Table:
-        raise NotImplementedError
+        """Map and validate the table at ``path`` (FileNotFoundError propagates: the stack retries on it)."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if st.st_size < HEADER_SIZE[2] + 1:
+                raise CorruptStore(path, f"file too small for a reftable ({st.st_size} bytes)", 0)
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        t = cls.__new__(cls)
+        t.path = path
+        t.name = os.path.basename(path)
+        t.stat = (st.st_dev, st.st_ino, st.st_size)
+        t.size = st.st_size
+        t._mm = mm
+        t._blocks = {}
+        t._refcache = OrderedDict()
+        t._logcache = {}
+        t._ref_offsets = None
+        t._counts = None
+        t._parse_header_footer()
+        return t
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "<memory>") -> Table:
+        """A Table over bytes (tests, dumps of in-memory tables)."""
+        t = cls.__new__(cls)
+        t.path = name
+        t.name = os.path.basename(name)
+        t.stat = (0, 0, len(data))
+        t.size = len(data)
+        if t.size < HEADER_SIZE[2] + 1:
+            raise CorruptStore(name, f"file too small for a reftable ({t.size} bytes)", 0)
+        t._mm = bytes(data)
+        t._blocks = {}
+        t._refcache = OrderedDict()
+        t._logcache = {}
+        t._ref_offsets = None
+        t._counts = None
+        t._parse_header_footer()
+        return t
+
+    def _parse_header_footer(self) -> None:
+        mm = self._mm
+        path = self.path
+        if mm[0:4] != b"REFT":
+            raise CorruptStore(path, "bad magic (not a reftable)", 0)
+        version = mm[4]
+        if version not in (1, 2):
+            raise UnsupportedFormat(path, f"unsupported reftable version {version}", 4)
+        self.version = version
+        hs = HEADER_SIZE[version]
+        fs = FOOTER_SIZE[version]
+        self.header_size = hs
+        if self.size < fs:
+            raise CorruptStore(path, f"file too small for a version {version} footer ({self.size} bytes)", 0)
+        foot_at = self.size - fs
+        footer = mm[foot_at : self.size]
+        if footer[0:4] != b"REFT":
+            raise CorruptStore(path, "bad footer magic", foot_at)
+        if footer[:hs] != mm[0:hs]:
+            raise CorruptStore(path, "footer does not repeat the header", foot_at)
+        self.block_size = int.from_bytes(mm[5:8], "big")
+        self.min_update_index = int.from_bytes(mm[8:16], "big")
+        self.max_update_index = int.from_bytes(mm[16:24], "big")
+        if version == 1:
+            self.hash_name, self.hash_size = "sha1", 20
+        else:
+            hid = mm[24:28]
+            if hid not in HASH_IDS:
+                raise CorruptStore(path, f"unknown hash id {hid!r}", 24)
+            self.hash_name, self.hash_size = HASH_IDS[hid]
+        f = hs
+        vals = [int.from_bytes(footer[f + 8 * i : f + 8 * i + 8], "big") for i in range(5)]
+        crc = int.from_bytes(footer[fs - 4 : fs], "big")
+        computed = zlib.crc32(footer[: fs - 4])
+        if computed != crc:
+            raise CorruptStore(
+                path, f"footer CRC-32 mismatch (stored {crc:08x}, computed {computed:08x})", foot_at + fs - 4
+            )
+        obj = vals[1]
+        self.footer = Footer(vals[0], obj >> 5, obj & 31, vals[2], vals[3], vals[4], crc)
+        self.data_end = foot_at
+        first = mm[hs] if hs < foot_at else 0
+        self.has_refs = first == BLOCK_REF
+        self.has_logs = first == BLOCK_LOG or self.footer.log_position > 0
+        self.has_objs = self.footer.obj_position > 0
+        if self.has_objs and not self.footer.obj_id_len:
+            raise CorruptStore(path, "obj section present but obj_id_len is 0", foot_at + hs + 8)
+        for what, pos in (
+            ("ref_index_position", self.footer.ref_index_position),
+            ("obj_position", self.footer.obj_position),
+            ("obj_index_position", self.footer.obj_index_position),
+            ("log_position", self.footer.log_position),
+            ("log_index_position", self.footer.log_index_position),
+        ):
+            if pos >= foot_at and pos:
+                raise CorruptStore(path, f"{what} {pos} points past the table data", foot_at + hs)
+
+    def close(self) -> None:
+        """Release the mapping (only when no decoded block still references it)."""
+        mm = self._mm
+        self._blocks.clear()
+        self._refcache.clear()
+        self._logcache.clear()
+        if isinstance(mm, mmap.mmap):
+            with contextlib.suppress(BufferError):
+                mm.close()
+
+    def __repr__(self) -> str:
+        return f"<Table {self.name} v{self.version} {self.hash_name} {self.min_update_index}..{self.max_update_index}>"
+
+    # --- blocks ----------------------------------------------------------------------------------------------
+
+    def block_at(self, off: int) -> Block | None:
+        """The parsed block at ``off`` (None at or past the end of the table data). Cached."""
+        blk = self._blocks.get(off)
+        if blk is None:
+            if off >= self.data_end:
+                return None
+            blk = parse_block(
+                self._mm,
+                off,
+                0 if off else self.header_size,
+                self.block_size,
+                self.data_end,
+                self.size,
+                self.hash_size,
+                self.path,
+            )
+            if blk.type != BLOCK_REF:  # ref blocks are re-parsed cheaply; don't pin them all
+                self._blocks[off] = blk
+        return blk
+
+    def _next_of(self, blk: Block, btype: int) -> Block | None:
+        nxt = self.block_at(blk.offset + blk.full_size)
+        if nxt is None or nxt.type != btype:
+            return None
+        return nxt
+
+    def ref_block(self, off: int) -> RefBlock:
+        """The decoded ref block at ``off`` (LRU-cached)."""
+        rb = self._refcache.get(off)
+        if rb is not None:
+            self._refcache.move_to_end(off)
+            return rb
+        blk = self.block_at(off)
+        if blk is None or blk.type != BLOCK_REF:
+            raise CorruptStore(self.path, "expected a ref block", off)
+        rb = decode_ref_block(blk, self.min_update_index)
+        self._refcache[off] = rb
+        if len(self._refcache) > _REF_CACHE:
+            self._refcache.popitem(last=False)
+        return rb
+
+    def _index_records(self, blk: Block) -> tuple[list[bytes], list[int]]:
+        key = ("i", blk.offset)
+        got = self._logcache.get(key)
+        if got is None:
+            keys, poss = [], []
+            for raw in iter_raw_records(blk):
+                keys.append(raw.key)
+                poss.append(raw.record.position)
+            got = (keys, poss)
+            self._logcache[key] = got
+        return got
+
+    def _seek_indexed(self, index_pos: int, want: bytes, leaf_type: int) -> int | None:
+        """Descend a (multi-level) index to the leaf block that may hold ``want`` (None: past the end)."""
+        blk = self.block_at(index_pos)
+        if blk is None or blk.type != BLOCK_INDEX:
+            raise CorruptStore(self.path, "index position does not point at an index block", index_pos)
+        depth = 0
+        while True:
+            keys, poss = self._index_records(blk)
+            j = bisect_left(keys, want)
+            if j == len(keys):
+                blk = self._next_of(blk, BLOCK_INDEX)
+                if blk is None:
+                    return None
+                continue
+            pos = poss[j]
+            child = self.block_at(pos)
+            if child is None:
+                raise CorruptStore(self.path, f"index points at {pos}, past the table data", blk.offset)
+            if child.type == leaf_type:
+                return pos
+            if child.type != BLOCK_INDEX:
+                raise CorruptStore(self.path, "index points at a block of another section", pos)
+            depth += 1
+            if depth > 64:
+                raise CorruptStore(self.path, "index levels loop", pos)
+            blk = child
+
+    # --- refs ------------------------------------------------------------------------------------------------
+
+    def _ref_start_block(self, start: bytes) -> int | None:
+        if not self.has_refs:
+            return None
+        if not start:
+            return 0
+        if self.footer.ref_index_position:
+            return self._seek_indexed(self.footer.ref_index_position, start, BLOCK_REF)
+        blk = self.block_at(0)
+        chosen = 0
+        while True:
+            nxt = self._next_of(blk, BLOCK_REF)
+            if nxt is None or first_key(nxt) > start:
+                return chosen
+            chosen = nxt.offset
+            blk = nxt
+
+    def iter_ref_blocks(self, start: bytes = b"") -> Iterator[tuple[RefBlock, int]]:
+        """(decoded ref block, index of its first record >= start) from the block that may hold ``start``
+        onwards. The hot path for streaming: the caller walks the parallel lists itself."""
+        off = self._ref_start_block(start)
+        if off is None:
+            return
+        first = True
+        while True:
+            blk = self.block_at(off)
+            if blk is None or blk.type != BLOCK_REF:
+                return
+            rb = self._refcache.get(off)
+            if rb is None:
+                rb = decode_ref_block(blk, self.min_update_index)
+            i = bisect_left(rb.names, start) if (first and start) else 0
+            first = False
+            yield rb, i
+            off = blk.offset + blk.full_size
 
     def iter_refs(self, start: bytes = b"") -> Iterator[RefRecord]:
-        """Ref records (tombstones included) in name order from the first name >= start."""
-        raise NotImplementedError
+        """Ref records (tombstones included) in name order from the first name >= ``start``."""
+        for rb, i in self.iter_ref_blocks(start):
+            for j in range(i, len(rb.names)):
+                yield rb.record(j)
 
     def iter_refs_located(self, start: bytes = b"") -> Iterator[tuple[RefRecord, int]]:
-        """Like iter_refs, with the block offset of each record."""
-        raise NotImplementedError
+        """Like iter_refs, with the file offset of each record's block."""
+        for rb, i in self.iter_ref_blocks(start):
+            off = rb.offset
+            for j in range(i, len(rb.names)):
+                yield rb.record(j), off
 
     def seek_ref(self, name: bytes) -> RefRecord | None:
-        """The record of exactly ``name`` (maybe a tombstone), via the index when present."""
-        raise NotImplementedError
+        """The record of exactly ``name`` (possibly a tombstone), or None."""
+        got = self.locate_ref(name)
+        return got[0].record(got[1]) if got else None
+
+    def locate_ref(self, name: bytes) -> tuple[RefBlock, int] | None:
+        """(decoded block, record index) of ``name``, or None. Uses the index when present."""
+        off = self._ref_start_block(name)
+        if off is None:
+            return None
+        rb = self.ref_block(off)
+        i = bisect_left(rb.names, name)
+        if i < len(rb.names):
+            return (rb, i) if rb.names[i] == name else None
+        # past the end of this block: the next block may start with it (linear case only)
+        blk = self.block_at(off)
+        nxt = self._next_of(blk, BLOCK_REF)
+        if nxt is None:
+            return None
+        rb = self.ref_block(nxt.offset)
+        return (rb, 0) if rb.names and rb.names[0] == name else None
+
+    def ref_block_offsets(self) -> list[int]:
+        """File offsets of every ref block, in order (walks the block headers once; cached)."""
+        if self._ref_offsets is None:
+            offs = []
+            if self.has_refs:
+                blk = self.block_at(0)
+                while blk is not None:
+                    offs.append(blk.offset)
+                    blk = self._next_of(blk, BLOCK_REF)
+            self._ref_offsets = offs
+        return self._ref_offsets
+
+    # --- logs ------------------------------------------------------------------------------------------------
+
+    def _log_start(self) -> int | None:
+        if not self.has_logs:
+            return None
+        return self.footer.log_position
+
+    def log_block(self, off: int) -> list[LogRecord]:
+        """Decoded log records of the log block at ``off`` (cached)."""
+        got = self._logcache.get(off)
+        if got is None:
+            blk = self.block_at(off)
+            if blk is None or blk.type != BLOCK_LOG:
+                raise CorruptStore(self.path, "expected a log block", off)
+            got = [raw.record for raw in iter_raw_records(blk)]
+            self._logcache[off] = got
+        return got
 
     def iter_logs(self, name: bytes | None = None) -> Iterator[LogRecord]:
-        """Log records in key order (name, then newest update index first); only ``name``'s when given."""
-        raise NotImplementedError
+        """Log records in key order (by name, newest update index first); only ``name``'s when given."""
+        off = self._log_start()
+        if off is None:
+            return
+        want = None
+        if name is not None:
+            want = name + b"\0"
+            if self.footer.log_index_position:
+                off = self._seek_indexed(self.footer.log_index_position, want, BLOCK_LOG)
+                if off is None:
+                    return
+            else:
+                blk = self.block_at(off)
+                while True:
+                    nxt = self._next_of(blk, BLOCK_LOG) if blk is not None else None
+                    if nxt is None or first_key(nxt) > want:
+                        break
+                    blk = nxt
+                off = blk.offset if blk is not None else off
+        while True:
+            blk = self.block_at(off)
+            if blk is None or blk.type != BLOCK_LOG:
+                return
+            for rec in self.log_block(off):
+                if name is not None:
+                    if rec.name < name:
+                        continue
+                    if rec.name != name:
+                        return
+                yield rec
+            off = blk.offset + blk.full_size
+
+    # --- objs ------------------------------------------------------------------------------------------------
+
+    def iter_objs(self) -> Iterator[ObjRecord]:
+        """Every obj record in order."""
+        if not self.has_objs:
+            return
+        off = self.footer.obj_position
+        while True:
+            blk = self.block_at(off)
+            if blk is None or blk.type != BLOCK_OBJ:
+                return
+            for raw in iter_raw_records(blk):
+                yield raw.record
+            off = blk.offset + blk.full_size
+
+    def refs_for_oid(self, oid: bytes) -> list[RefRecord]:
+        """Refs whose value or peeled value is ``oid`` (hex), via the obj index when the table has one."""
+        if not self.has_objs:
+            return [r for r in self.iter_refs() if oid in (r.value, r.peeled)]
+        prefix = bytes.fromhex(oid.decode())[: self.footer.obj_id_len]
+        positions: tuple[int, ...] | None = None
+        for rec in self.iter_objs():
+            if rec.prefix == prefix:
+                positions = rec.positions
+                break
+            if rec.prefix > prefix:
+                break
+        if positions is None:
+            return []
+        if not positions:
+            return [r for r in self.iter_refs() if oid in (r.value, r.peeled)]
+        out = []
+        for p in positions:
+            rb = self.ref_block(p)
+            for j in range(len(rb.names)):
+                if oid in (rb.oid(j), rb.peeled(j)):
+                    out.append(rb.record(j))
+        return out
+
+    # --- whole-file walks (dumps, stack view) ----------------------------------------------------------------
+
+    def iter_blocks(self) -> Iterator[tuple[str, Block]]:
+        """(section, Block) for every block in file order."""
+        off = 0
+        section_of = {BLOCK_REF: "ref", BLOCK_OBJ: "obj", BLOCK_LOG: "log"}
+        last = "ref"
+        while off < self.data_end:
+            blk = self.block_at(off)
+            if blk is None:
+                return
+            if blk.type == BLOCK_INDEX:
+                section = last + "_index"
+            else:
+                last = section_of[blk.type]
+                section = last
+            yield section, blk
+            if blk.full_size <= 0:
+                raise CorruptStore(self.path, "zero-length block", off)
+            off = blk.offset + blk.full_size
 
     def blocks(self) -> list[BlockInfo]:
-        """Every block of the file, in file order."""
-        raise NotImplementedError
+        """Every block of the file, in file order, with record counts (decodes every block)."""
+        out = []
+        for section, blk in self.iter_blocks():
+            n = sum(1 for _ in iter_raw_records(blk, self.min_update_index))
+            out.append(
+                BlockInfo(
+                    chr(blk.type), section, blk.offset, blk.full_size, blk.block_len, len(blk.restarts), n
+                )
+            )
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Record counts: refs (non-deletions), tombstones, logs, log_deletions, objs, blocks (cached)."""
+        if self._counts is None:
+            c = {"refs": 0, "tombstones": 0, "logs": 0, "log_deletions": 0, "objs": 0, "blocks": 0}
+            for _section, blk in self.iter_blocks():
+                c["blocks"] += 1
+                if blk.type == BLOCK_REF:
+                    rb = decode_ref_block(blk, self.min_update_index)
+                    z = rb.types.count(0)
+                    c["tombstones"] += z
+                    c["refs"] += len(rb.names) - z
+                elif blk.type == BLOCK_LOG:
+                    for rec in self.log_block(blk.offset):
+                        c["logs" if rec.log_type else "log_deletions"] += 1
+                elif blk.type == BLOCK_OBJ:
+                    c["objs"] += sum(1 for _ in iter_raw_records(blk))
+            self._counts = c
+        return self._counts

@@ -1,0 +1,492 @@
+"""Reftable blocks: header, restart table, prefix-compressed records, zlib-inflated log blocks.
+
+A ``Block`` is parsed from the table's mmap at a file offset. Its ``data`` are the block's bytes (for the first
+block they start with the file header; for a log block they are the inflated bytes, the 4-byte block header
+first, as git's reader builds them). Every length and count is checked against the bytes present; any
+violation raises ``CorruptStore(file, what, offset)``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from binascii import hexlify
+from collections.abc import Iterator
+
+from ...errors import CorruptStore
+from .record import (
+    BLOCK_INDEX,
+    BLOCK_LOG,
+    BLOCK_OBJ,
+    BLOCK_REF,
+    IndexRecord,
+    LogRecord,
+    ObjRecord,
+    RefRecord,
+    VarintError,
+    get_varint,
+)
+
+BLOCK_TYPES = (BLOCK_REF, BLOCK_LOG, BLOCK_OBJ, BLOCK_INDEX)
+_NULL_CACHE: dict[int, bytes] = {}
+
+
+class Block:
+    """One parsed block. ``offset`` = file offset of the block (0 for the first block, whose ``header_off``
+    is the file header size); ``full_size`` = bytes it occupies in the file (padding included, for log
+    blocks the compressed length) so the next block starts at ``offset + full_size``."""
+
+    __slots__ = (
+        "file",
+        "offset",
+        "type",
+        "header_off",
+        "block_len",
+        "data",
+        "restart_off",
+        "restarts",
+        "full_size",
+        "hash_size",
+    )
+
+    def __init__(
+        self, file, offset, btype, header_off, block_len, data, restart_off, restarts, full_size, hs
+    ):
+        self.file = file
+        self.offset = offset
+        self.type = btype
+        self.header_off = header_off
+        self.block_len = block_len
+        self.data = data
+        self.restart_off = restart_off
+        self.restarts = restarts
+        self.full_size = full_size
+        self.hash_size = hs
+
+    @property
+    def restart_count(self) -> int:
+        return len(self.restarts)
+
+    def err(self, what: str, pos: int | None = None) -> CorruptStore:
+        """A CorruptStore at in-block position ``pos`` (file offset for ref/obj/index blocks; for log blocks
+        the offset of the block, the position inside the inflated data is named in the message)."""
+        if self.type == BLOCK_LOG:
+            if pos is not None:
+                what = f"{what} (inflated log block byte {pos})"
+            return CorruptStore(self.file, what, self.offset)
+        return CorruptStore(self.file, what, self.offset + (pos if pos is not None else 0))
+
+
+def parse_block(
+    mm,
+    off: int,
+    header_off: int,
+    table_block_size: int,
+    data_end: int,
+    file_size: int,
+    hash_size: int,
+    file: str,
+) -> Block:
+    """Parse the block at file offset ``off`` (``header_off`` > 0 only for the first block).
+
+    ``data_end`` is where the footer starts; blocks must lie before it."""
+    hdr = off + header_off
+    if hdr + 4 > data_end:
+        raise CorruptStore(file, "block header past the end of the table data", off)
+    btype = mm[hdr]
+    if btype not in BLOCK_TYPES:
+        raise CorruptStore(file, f"unknown block type 0x{btype:02x}", hdr)
+    block_len = int.from_bytes(mm[hdr + 1 : hdr + 4], "big")
+    if block_len < header_off + 4 + 2:
+        raise CorruptStore(file, f"block_len {block_len} too small", hdr + 1)
+    if btype == BLOCK_LOG:
+        data, consumed = _inflate(mm, off, header_off, block_len, data_end, file)
+        full_size = header_off + 4 + consumed
+    else:
+        if off + block_len > data_end:
+            raise CorruptStore(
+                file,
+                f"block_len {block_len} runs past the end of the table data ({data_end - off} bytes left)",
+                hdr + 1,
+            )
+        data = mm[off : off + block_len]
+        if table_block_size == 0 or block_len >= table_block_size:
+            full_size = block_len
+        elif off + block_len < file_size and mm[off + block_len] != 0:
+            full_size = block_len  # unpadded: the next block (or the footer) follows at once
+        else:
+            full_size = table_block_size
+    count = int.from_bytes(data[block_len - 2 : block_len], "big")
+    restart_off = block_len - 2 - 3 * count
+    if count == 0:
+        blk = Block(file, off, btype, header_off, block_len, data, restart_off, (), full_size, hash_size)
+        raise blk.err("restart_count is 0", block_len - 2)
+    if restart_off < header_off + 4:
+        blk = Block(file, off, btype, header_off, block_len, data, restart_off, (), full_size, hash_size)
+        raise blk.err(
+            f"restart table of {count} entries does not fit in block_len {block_len}", block_len - 2
+        )
+    restarts = []
+    prev = header_off + 3
+    for p in range(restart_off, block_len - 2, 3):
+        r = (data[p] << 16) | (data[p + 1] << 8) | data[p + 2]
+        if r <= prev or r >= restart_off:
+            blk = Block(file, off, btype, header_off, block_len, data, restart_off, (), full_size, hash_size)
+            raise blk.err(f"restart offset {r} outside the records or not ascending", p)
+        restarts.append(r)
+        prev = r
+    return Block(
+        file, off, btype, header_off, block_len, data, restart_off, tuple(restarts), full_size, hash_size
+    )
+
+
+def _inflate(mm, off: int, header_off: int, block_len: int, data_end: int, file: str) -> tuple[bytes, int]:
+    """Inflate a log block: (header + inflated bytes, compressed byte count)."""
+    skip = header_off + 4
+    want = block_len - skip
+    start = off + skip
+    d = zlib.decompressobj()
+    pos = start
+    # deflateBound-ish: compressed data never exceeds this, so one slice almost always suffices.
+    step = want + (want >> 11) + 64
+    out = []
+    got = 0
+    try:
+        while True:
+            end = min(data_end, pos + step)
+            if pos >= end:
+                raise CorruptStore(file, "truncated log block (zlib stream does not end)", off)
+            chunk = mm[pos:end]
+            part = d.decompress(chunk, want - got + 1)
+            got += len(part)
+            out.append(part)
+            if got > want:
+                raise CorruptStore(file, f"log block inflates to more than its block_len {block_len}", off)
+            if d.eof:
+                consumed = (end - start) - len(d.unused_data)
+                break
+            if d.unconsumed_tail:
+                raise CorruptStore(file, f"log block inflates to more than its block_len {block_len}", off)
+            pos = end
+            step = max(step, 65536)
+    except zlib.error as e:
+        raise CorruptStore(file, f"log block does not inflate: {e}", off) from None
+    if got != want:
+        raise CorruptStore(file, f"log block inflates to {got + skip} bytes, block_len says {block_len}", off)
+    header = mm[off : off + skip]
+    return header + b"".join(out), consumed
+
+
+def _vfail(blk: Block, e: VarintError) -> CorruptStore:
+    return blk.err(e.what, e.offset)
+
+
+# --- ref blocks: the hot path ----------------------------------------------------------------------------
+
+
+class RefBlock:
+    """A decoded ref block: parallel lists, one entry per record (no per-record objects).
+
+    ``names[i]``, ``types[i]`` (value type), ``deltas[i]`` (update index minus the table's min), ``voffs[i]``
+    (position in ``data`` where the value bytes start). ``value/peeled/target`` decode lazily."""
+
+    __slots__ = (
+        "offset",
+        "names",
+        "types",
+        "deltas",
+        "voffs",
+        "data",
+        "hash_size",
+        "min_update_index",
+        "file",
+    )
+
+    def __init__(self, blk: Block, names, types, deltas, voffs, min_update_index: int) -> None:
+        self.offset = blk.offset
+        self.file = blk.file
+        self.names = names
+        self.types = types
+        self.deltas = deltas
+        self.voffs = voffs
+        self.data = blk.data
+        self.hash_size = blk.hash_size
+        self.min_update_index = min_update_index
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def oid(self, i: int) -> bytes | None:
+        t = self.types[i]
+        if t == 1 or t == 2:
+            o = self.voffs[i]
+            return hexlify(self.data[o : o + self.hash_size])
+        return None
+
+    def peeled(self, i: int) -> bytes | None:
+        if self.types[i] == 2:
+            o = self.voffs[i] + self.hash_size
+            return hexlify(self.data[o : o + self.hash_size])
+        return None
+
+    def target(self, i: int) -> bytes | None:
+        if self.types[i] == 3:
+            data = self.data
+            n, p = get_varint(data, self.voffs[i], len(data))  # validated at decode time
+            return data[p : p + n]
+        return None
+
+    def record(self, i: int) -> RefRecord:
+        t = self.types[i]
+        return RefRecord(
+            self.names[i],
+            self.deltas[i] + self.min_update_index,
+            t,
+            self.oid(i),
+            self.peeled(i),
+            self.target(i),
+        )
+
+
+def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
+    """Decode every record of a ref block into a RefBlock (checks every length against the block)."""
+    data = blk.data
+    end = blk.restart_off
+    hs = hs2 = blk.hash_size
+    hs2 = 2 * hs
+    restarts = blk.restarts
+    nrest = len(restarts)
+    ri = 0
+    next_restart = restarts[0]
+    names: list[bytes] = []
+    types: list[int] = []
+    deltas: list[int] = []
+    voffs: list[int] = []
+    add_name = names.append
+    add_type = types.append
+    add_delta = deltas.append
+    add_voff = voffs.append
+    last = b""
+    pos = blk.header_off + 4
+    try:
+        while pos < end:
+            rec = pos
+            c = data[pos]
+            if c < 0x80:
+                prefix = c
+                pos += 1
+            else:
+                prefix, pos = get_varint(data, pos, end)
+            if pos >= end:
+                raise blk.err("truncated record key", pos)
+            c = data[pos]
+            if c < 0x80:
+                x = c
+                pos += 1
+            else:
+                x, pos = get_varint(data, pos, end)
+            slen = x >> 3
+            vt = x & 7
+            if rec == next_restart:
+                if prefix:
+                    raise blk.err(f"record at restart point has prefix length {prefix}", rec)
+                ri += 1
+                next_restart = restarts[ri] if ri < nrest else end
+            elif rec > next_restart:
+                raise blk.err(f"restart offset {next_restart} is not at a record boundary", next_restart)
+            if prefix > len(last):
+                raise blk.err(f"prefix length {prefix} longer than the previous key ({len(last)})", rec)
+            npos = pos + slen
+            if npos > end:
+                raise blk.err(f"key suffix of {slen} bytes runs past the records", pos)
+            name = last[:prefix] + data[pos:npos] if prefix else data[pos:npos]
+            if not name:
+                raise blk.err("empty key", rec)
+            pos = npos
+            if pos >= end:
+                raise blk.err("truncated update index", pos)
+            c = data[pos]
+            if c < 0x80:
+                delta = c
+                pos += 1
+            else:
+                delta, pos = get_varint(data, pos, end)
+            add_voff(pos)
+            if vt == 1:
+                pos += hs
+            elif vt == 2:
+                pos += hs2
+            elif vt == 3:
+                n, pos = get_varint(data, pos, end)
+                pos += n
+            elif vt != 0:
+                raise blk.err(f"unknown ref value type {vt}", rec)
+            if pos > end:
+                raise blk.err("ref value runs past the records", rec)
+            add_name(name)
+            add_type(vt)
+            add_delta(delta)
+            last = name
+    except VarintError as e:
+        raise _vfail(blk, e) from None
+    if ri != nrest:
+        raise blk.err(f"restart offset {restarts[ri]} is not at a record boundary", restarts[ri])
+    return RefBlock(blk, names, types, deltas, voffs, min_update_index)
+
+
+# --- generic records (log, obj, index; and ref for dumps) ------------------------------------------------
+
+
+class RawRecord:
+    """A record as laid out in its block, for dumps: offsets, prefix and suffix lengths, key, extra bits,
+    and the decoded record (RefRecord / LogRecord / ObjRecord / IndexRecord)."""
+
+    __slots__ = ("offset", "prefix_len", "suffix_len", "key", "extra", "record", "size")
+
+    def __init__(self, offset, prefix_len, suffix_len, key, extra, record, size):
+        self.offset = offset
+        self.prefix_len = prefix_len
+        self.suffix_len = suffix_len
+        self.key = key
+        self.extra = extra
+        self.record = record
+        self.size = size
+
+
+def iter_raw_records(blk: Block, min_update_index: int = 0) -> Iterator[RawRecord]:
+    """Every record of any block type, with its layout (``offset`` is the in-block position)."""
+    data = blk.data
+    end = blk.restart_off
+    hs = blk.hash_size
+    restarts = blk.restarts
+    rset = set(restarts)
+    seen = 0
+    last = b""
+    pos = blk.header_off + 4
+    btype = blk.type
+    try:
+        while pos < end:
+            rec = pos
+            prefix, pos = get_varint(data, pos, end)
+            x, pos = get_varint(data, pos, end)
+            slen = x >> 3
+            extra = x & 7
+            if rec in rset:
+                seen += 1
+                if prefix:
+                    raise blk.err(f"record at restart point has prefix length {prefix}", rec)
+            if prefix > len(last):
+                raise blk.err(f"prefix length {prefix} longer than the previous key ({len(last)})", rec)
+            if pos + slen > end:
+                raise blk.err(f"key suffix of {slen} bytes runs past the records", pos)
+            key = last[:prefix] + data[pos : pos + slen]
+            if not key:
+                raise blk.err("empty key", rec)
+            pos += slen
+            if btype == BLOCK_REF:
+                record, pos = _ref_value(blk, key, extra, pos, end, hs, min_update_index, rec)
+            elif btype == BLOCK_LOG:
+                record, pos = _log_value(blk, key, extra, pos, end, hs, rec)
+            elif btype == BLOCK_OBJ:
+                record, pos = _obj_value(blk, key, extra, pos, end)
+            else:
+                if extra:
+                    raise blk.err(f"index record with value type {extra}", rec)
+                position, pos = get_varint(data, pos, end)
+                record = IndexRecord(key, position)
+            yield RawRecord(rec, prefix, slen, key, extra, record, pos - rec)
+            last = key
+    except VarintError as e:
+        raise _vfail(blk, e) from None
+    if seen != len(restarts):
+        raise blk.err("a restart offset is not at a record boundary", blk.restart_off)
+
+
+def _ref_value(blk, key, vt, pos, end, hs, min_ui, rec):
+    data = blk.data
+    delta, pos = get_varint(data, pos, end)
+    val = peeled = target = None
+    if vt == 1:
+        if pos + hs > end:
+            raise blk.err("ref value runs past the records", rec)
+        val = hexlify(data[pos : pos + hs])
+        pos += hs
+    elif vt == 2:
+        if pos + 2 * hs > end:
+            raise blk.err("ref value runs past the records", rec)
+        val = hexlify(data[pos : pos + hs])
+        peeled = hexlify(data[pos + hs : pos + 2 * hs])
+        pos += 2 * hs
+    elif vt == 3:
+        n, pos = get_varint(data, pos, end)
+        if pos + n > end:
+            raise blk.err("symref target runs past the records", rec)
+        target = data[pos : pos + n]
+        pos += n
+    elif vt != 0:
+        raise blk.err(f"unknown ref value type {vt}", rec)
+    return RefRecord(key, delta + min_ui, vt, val, peeled, target), pos
+
+
+def _string(blk, data, pos, end, rec, what):
+    n, pos = get_varint(data, pos, end)
+    if pos + n > end:
+        raise blk.err(f"log {what} runs past the records", rec)
+    return data[pos : pos + n], pos + n
+
+
+def _log_value(blk, key, lt, pos, end, hs, rec):
+    if len(key) <= 9 or key[-9] != 0:
+        raise blk.err("log key is not name NUL update-index", rec)
+    name = key[:-9]
+    ui = 0xFFFFFFFFFFFFFFFF - int.from_bytes(key[-8:], "big")
+    if lt == 0:
+        return LogRecord(name, ui, 0), pos
+    data = blk.data
+    if pos + 2 * hs > end:
+        raise blk.err("log old/new ids run past the records", rec)
+    old = hexlify(data[pos : pos + hs])
+    new = hexlify(data[pos + hs : pos + 2 * hs])
+    pos += 2 * hs
+    ident, pos = _string(blk, data, pos, end, rec, "name")
+    email, pos = _string(blk, data, pos, end, rec, "email")
+    t, pos = get_varint(data, pos, end)
+    if pos + 2 > end:
+        raise blk.err("log timezone runs past the records", rec)
+    tz = int.from_bytes(data[pos : pos + 2], "big", signed=True)
+    pos += 2
+    msg, pos = _string(blk, data, pos, end, rec, "message")
+    return LogRecord(name, ui, lt, old, new, ident, email, t, tz, msg), pos
+
+
+def _obj_value(blk, key, cnt3, pos, end):
+    data = blk.data
+    count = cnt3
+    if cnt3 == 0:
+        count, pos = get_varint(data, pos, end)
+        if count > end - pos:
+            raise blk.err(f"obj record claims {count} positions", pos)
+    positions = []
+    if count:
+        p, pos = get_varint(data, pos, end)
+        positions.append(p)
+        for _ in range(count - 1):
+            d, pos = get_varint(data, pos, end)
+            p += d
+            positions.append(p)
+    return ObjRecord(key, tuple(positions)), pos
+
+
+def first_key(blk: Block) -> bytes:
+    """The key of the block's first record (stored uncompressed)."""
+    data = blk.data
+    end = blk.restart_off
+    pos = blk.header_off + 4
+    try:
+        prefix, pos = get_varint(data, pos, end)
+        x, pos = get_varint(data, pos, end)
+    except VarintError as e:
+        raise _vfail(blk, e) from None
+    slen = x >> 3
+    if prefix or pos + slen > end or not slen:
+        raise blk.err("bad first record key", blk.header_off + 4)
+    return data[pos : pos + slen]
