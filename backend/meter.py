@@ -1,0 +1,598 @@
+"""What an operation cost: wall and CPU time, syscalls counted by the kernel, bytes read and written.
+
+refscope's promise is that every operation shows its cost, so the CLI, the TUI and the benchmarks all wrap their
+work in ``measure(name)``::
+
+    with measure("commit") as m:
+        ...
+    m.report  # OpReport, set on exit
+
+Where the syscall counts come from (every report names it in ``source``):
+
+``"perf"``
+    The kernel's own counters: ``perf_event_open`` tracepoint events ``raw_syscalls:sys_enter`` (the total) and
+    ``syscalls:sys_enter_<name>`` (the breakdown), bound to the calling thread, opened once per thread and
+    enabled only around the operation. Exact, and cheap (a few microseconds per operation). With
+    ``children=True`` a second set opened with ``inherit`` also counts every process and thread started inside
+    the operation (the git engine).
+``"strace"``
+    ``children=True`` only, when tracepoints are not allowed: child processes whose argv went through
+    :func:`child_argv` run under ``strace -f -c``; the report holds their syscalls (strace slows them down, so the
+    times are distorted and say so only through this source).
+``"proc"``
+    ``/proc/thread-self/io`` (``/proc/self/io`` with ``children=True``): ``syscr``/``syscw``, i.e. only the
+    read-family and write-family syscalls, reported as ``reads`` and ``writes``.
+
+``REFSCOPE_METER=perf|strace|proc`` (or ``measure(..., source=...)``) forces a source for tests; a forced source
+that cannot work falls back down the list, and the report says what was really used.
+
+Bytes read and written always come from ``rchar``/``wchar`` of the same ``/proc`` file (the thread's own; the
+whole process plus its reaped children with ``children=True``).
+
+Import cost matters (the CLI's whole-process targets): this module imports only ``os``, ``time`` and ``typing``;
+``_ctypes`` (not the ~3 ms ``ctypes`` package), ``fcntl`` and ``resource`` are loaded on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import NamedTuple
+
+import _thread
+
+SOURCES = ("perf", "strace", "proc")
+
+# Per-syscall tracepoints counted for the breakdown: those ref storage, Python and git use. Anything else
+# shows up in the total and as "other". Event names as the kernel spells them; reported under strace's names.
+EVENTS = (
+    "openat", "open", "read", "pread64", "readv", "write", "pwrite64", "writev", "newfstatat", "newfstat",
+    "newstat", "newlstat", "statx", "lseek", "mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "close",
+    "rename", "renameat", "renameat2", "unlink", "unlinkat", "fsync", "fdatasync", "getdents64", "flock",
+    "fcntl", "mkdir", "mkdirat", "rmdir", "ftruncate", "access", "faccessat", "faccessat2", "readlink",
+    "readlinkat", "getcwd", "chdir", "ioctl", "futex", "clone", "clone3", "vfork", "execve", "wait4", "pipe2",
+    "dup", "dup2", "dup3", "close_range", "rt_sigaction", "rt_sigprocmask", "getrandom", "prlimit64", "link",
+    "linkat", "symlink", "utimensat", "fchmod", "chmod", "umask", "getpid", "gettid", "getuid", "geteuid",
+    "arch_prctl", "set_tid_address", "set_robust_list", "rseq", "exit_group", "sysinfo", "newuname",
+    "clock_gettime", "getrusage", "poll", "select", "pselect6", "kill", "sched_yield", "getdents",
+)  # fmt: skip
+_STRACE_NAME = {"newfstat": "fstat", "newstat": "stat", "newlstat": "lstat", "newuname": "uname"}
+
+_PERF_TYPE_TRACEPOINT = 2
+_PERF_FORMAT_GROUP = 8
+_PERF_FLAG_FD_CLOEXEC = 8
+_IOC_ENABLE = 0x2400  # _IO('$', 0)
+_IOC_DISABLE = 0x2401  # _IO('$', 1)
+_NR_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241, "arm64": 241, "i686": 336, "riscv64": 241}
+
+
+class OpReport(NamedTuple):
+    """The cost of one operation (see the module docstring for what each source counts)."""
+
+    name: str
+    wall_ms: float
+    cpu_ms: float
+    syscalls_total: int
+    syscalls_by_name: dict[str, int]
+    bytes_read: int
+    bytes_written: int
+    source: str
+    children: bool
+
+    def syscalls_json(self) -> dict:
+        """The DESIGN.md shape of the syscall figures: ``{"total", "by_name", "source"}``."""
+        return {"total": self.syscalls_total, "by_name": dict(self.syscalls_by_name), "source": self.source}
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict: ``{"name", "wall_ms", "cpu_ms", "syscalls": {...}, "bytes_read", ...}``."""
+        return {
+            "name": self.name,
+            "wall_ms": round(self.wall_ms, 3),
+            "cpu_ms": round(self.cpu_ms, 3),
+            "syscalls": self.syscalls_json(),
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "children": self.children,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Process-wide setup (lazy, once): the syscall() entry point and the tracepoint ids.
+
+
+class _Setup:
+    """What every thread's counters need; computed on the first measure, reset in a forked child."""
+
+    __slots__ = ("ok", "reason", "syscall", "get_errno", "nr", "total_id", "events", "ioctl")
+
+    def __init__(self) -> None:
+        self.ok = False
+        self.reason = "not probed"
+        self.events: list[tuple[str, int]] = []
+
+
+_setup: _Setup | None = None
+_strace_path: str | None | bool = False  # False: not looked up yet
+
+
+def _tracing_dirs() -> list[str]:
+    forced = os.environ.get("REFSCOPE_TRACEFS")
+    if forced is not None:
+        return [forced]
+    return ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+
+
+def _read_small(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 64)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _probe() -> _Setup:
+    """Find the tracepoint ids (mounting tracefs when root and nothing is mounted) and load syscall()."""
+    s = _Setup()
+    nr = _NR_PERF_EVENT_OPEN.get(os.uname().machine)
+    if nr is None:
+        s.reason = f"perf_event_open: unknown syscall number on {os.uname().machine}"
+        return s
+    try:
+        import _ctypes
+    except ImportError as err:  # pragma: no cover - CPython always has it on Linux
+        s.reason = f"no _ctypes: {err}"
+        return s
+
+    class _Long(_ctypes._SimpleCData):
+        _type_ = "l"
+
+    class _Libc:
+        _handle = _ctypes.dlopen(None, 0)
+
+    class _Func(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+        _restype_ = _Long
+
+    libc = _Libc()
+    syscall = _Func(("syscall", libc))
+    s.nr = nr
+    s.syscall = lambda *args: syscall(*(_Long(a) if isinstance(a, int) else a for a in args))
+    s.get_errno = _ctypes.get_errno
+
+    dirs = _tracing_dirs()
+    events_dir = _find_events(dirs)
+    if events_dir is None and "REFSCOPE_TRACEFS" not in os.environ and os.geteuid() == 0:
+        if os.environ.get("REFSCOPE_METER_MOUNT", "1") != "0":
+            mount = _Func(("mount", libc))
+            mount.restype = _Long
+            mount(b"nodev", b"/sys/kernel/tracing", b"tracefs", _Long(0), None)
+            events_dir = _find_events(dirs)
+    if events_dir is None:
+        s.reason = "tracepoints unavailable: no readable tracefs events (" + ", ".join(dirs) + ")"
+        return s
+    total = _read_small(f"{events_dir}/raw_syscalls/sys_enter/id")
+    if total is None:
+        s.reason = f"tracepoints unavailable: cannot read {events_dir}/raw_syscalls/sys_enter/id"
+        return s
+    s.total_id = int(total)
+    for ev in EVENTS:
+        raw = _read_small(f"{events_dir}/syscalls/sys_enter_{ev}/id")
+        if raw is not None:
+            s.events.append((_STRACE_NAME.get(ev, ev), int(raw)))
+    import fcntl
+
+    s.ioctl = fcntl.ioctl
+    # A trial open on this thread decides whether the kernel lets us count (perf_event_paranoid, seccomp...).
+    fd = _perf_open(s, s.total_id, disabled=True, inherit=False, group=False, group_fd=-1)
+    if fd < 0:
+        s.reason = f"perf_event_open refused: {os.strerror(-fd)}"
+        return s
+    os.close(fd)
+    s.ok = True
+    s.reason = f"perf_event_open tracepoints ({len(s.events)} syscalls by name) under {events_dir}"
+    return s
+
+
+def _find_events(dirs: list[str]) -> str | None:
+    for d in dirs:
+        if os.path.exists(f"{d}/events/raw_syscalls/sys_enter/id"):
+            return f"{d}/events"
+    return None
+
+
+def _perf_open(s: _Setup, config: int, *, disabled: bool, inherit: bool, group: bool, group_fd: int) -> int:
+    """perf_event_open(attr, pid=0 (this thread), cpu=-1, group_fd, CLOEXEC): the fd, or -errno."""
+    flags = (1 if disabled else 0) | (2 if inherit else 0)
+    read_format = _PERF_FORMAT_GROUP if group else 0
+    # struct perf_event_attr, PERF_ATTR_SIZE_VER0 (64 bytes): type, size, config, sample_period, sample_type,
+    # read_format, flag bits (disabled=bit 0, inherit=bit 1), wakeup_events, bp_type, config1.
+    attr = (
+        _PERF_TYPE_TRACEPOINT.to_bytes(4, "little")
+        + (64).to_bytes(4, "little")
+        + config.to_bytes(8, "little")
+        + bytes(16)
+        + read_format.to_bytes(8, "little")
+        + flags.to_bytes(8, "little")
+        + bytes(16)
+    )
+    fd = s.syscall(s.nr, attr, 0, -1, group_fd, _PERF_FLAG_FD_CLOEXEC)
+    if fd < 0:
+        return -s.get_errno()
+    return fd
+
+
+def _get_setup() -> _Setup:
+    global _setup
+    if _setup is None:
+        _setup = _probe()
+    return _setup
+
+
+def status(children: bool = False) -> tuple[str, str]:
+    """(the source a measure on this thread would use now, why): for headers of bench tables and diagnostics."""
+    forced = os.environ.get("REFSCOPE_METER") or ""
+    ctr = None if forced in ("proc", "strace") else _counters(children)
+    if ctr is not None:
+        return "perf", _get_setup().reason
+    why = f"forced by REFSCOPE_METER={forced}" if forced in ("proc", "strace") else _get_setup().reason
+    if children and forced != "proc" and _strace() is not None:
+        return "strace", why
+    return "proc", why
+
+
+def _strace() -> str | None:
+    global _strace_path
+    if _strace_path is False:
+        import shutil
+
+        _strace_path = shutil.which("strace")
+    return _strace_path  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Per-thread counters.
+
+
+class _Counters:
+    """One thread's tracepoint counters: ``names[i]`` counted by ``fds[i]``; index 0 is the total.
+
+    Without inherit they form one group read with a single ``read`` (PERF_FORMAT_GROUP). The kernel does not
+    allow group reads of inherited counters, so with inherit they are still one group (one ioctl enables
+    them all) but each fd is read on its own, after the group is disabled.
+    """
+
+    __slots__ = ("fds", "names", "inherit", "last", "depth", "_size", "__weakref__")
+
+    def __init__(self, s: _Setup, inherit: bool) -> None:
+        self.inherit = inherit
+        self.fds: list[int] = []
+        self.names: list[str] = [""]
+        self.depth = 0
+        group = not inherit
+        leader = _perf_open(s, s.total_id, disabled=True, inherit=inherit, group=group, group_fd=-1)
+        if leader < 0:
+            raise OSError(-leader, f"perf_event_open raw_syscalls:sys_enter: {os.strerror(-leader)}")
+        self.fds.append(leader)
+        for name, config in s.events:
+            fd = _perf_open(s, config, disabled=False, inherit=inherit, group=group, group_fd=leader)
+            if fd >= 0:
+                self.fds.append(fd)
+                self.names.append(name)
+        self._size = 8 * (len(self.fds) + 1)
+        self.last = [0] * len(self.fds)
+
+    @property
+    def read_bytes(self) -> int:
+        """Bytes one :meth:`read` returns: they show up in the thread's rchar and must be taken out."""
+        return 8 * len(self.fds) if self.inherit else self._size
+
+    def read(self) -> list[int]:
+        if self.inherit:
+            return [int.from_bytes(os.read(fd, 8), "little") for fd in self.fds]
+        return memoryview(os.read(self.fds[0], self._size)).cast("Q").tolist()[1:]
+
+    def close(self) -> None:
+        fds, self.fds = self.fds, []
+        for fd in reversed(fds):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __del__(self) -> None:
+        self.close()
+
+
+_tls = _thread._local()
+
+
+def _counters(children: bool) -> _Counters | None:
+    """This thread's counter set (opened on first use, then reused), or None when perf is unavailable."""
+    key = "kids" if children else "own"
+    ctr = getattr(_tls, key, None)
+    if ctr is None:
+        s = _get_setup()
+        ctr = False
+        if s.ok:
+            try:
+                ctr = _Counters(s, inherit=children)
+            except OSError:
+                ctr = False
+        setattr(_tls, key, ctr)
+    return ctr or None
+
+
+class _IoFile:
+    """A /proc io file kept open and re-read with pread (seq files regenerate at offset 0)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def read(self) -> tuple[int, int, int, int, int]:
+        """(rchar, wchar, syscr, syscw, bytes this read itself returned)."""
+        data = os.pread(self.fd, 512, 0)
+        v = data.split()
+        # rchar: N / wchar: N / syscr: N / syscw: N / read_bytes ... in this fixed order
+        return int(v[1]), int(v[3]), int(v[5]), int(v[7]), len(data)
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+_proc_self_io: _IoFile | None = None
+
+
+def _io(children: bool) -> _IoFile | None:
+    global _proc_self_io
+    try:
+        if children:
+            if _proc_self_io is None:
+                _proc_self_io = _IoFile("/proc/self/io")
+            return _proc_self_io
+        f = getattr(_tls, "io", None)
+        if f is None:
+            f = _tls.io = _IoFile("/proc/thread-self/io")
+        return f
+    except OSError:
+        return None
+
+
+def _after_fork_in_child() -> None:
+    """Counters and /proc files belong to the parent's thread and process: forget them in a forked child."""
+    global _tls, _proc_self_io, _setup
+    _tls = _thread._local()
+    _proc_self_io = None
+    if _setup is not None and not _setup.ok:
+        _setup = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The context manager.
+
+
+class measure:
+    """``with measure(name[, children=True]) as m: ...`` then ``m.report`` (an OpReport).
+
+    Nesting works: an inner measure on the same thread reads the already-running counters at its start and
+    end (its own reads are subtracted from its figures; the outer figures include them).
+    """
+
+    __slots__ = (
+        "name",
+        "children",
+        "report",
+        "_forced",
+        "_src",
+        "_ctr",
+        "_nested",
+        "_base",
+        "_io",
+        "_io0",
+        "_c0",
+        "_ru0",
+        "_t0",
+        "_straced",
+        "_prev",
+    )
+
+    def __init__(self, name: str, children: bool = False, source: str | None = None) -> None:
+        self.name = name
+        self.children = children
+        self.report: OpReport | None = None
+        self._forced = source
+
+    def __enter__(self) -> measure:
+        children = self.children
+        forced = self._forced or os.environ.get("REFSCOPE_METER") or ""
+        ctr = None if forced in ("proc", "strace") else _counters(children)
+        if ctr is not None:
+            self._src = "perf"
+        elif children and forced != "proc" and _strace() is not None:
+            self._src = "strace"
+        else:
+            self._src = "proc"
+        self._ctr = ctr
+        self._straced: list[str] = []
+        self._prev = getattr(_tls, "active", None)
+        _tls.active = self
+        io = self._io = _io(children)
+        self._io0 = io.read() if io is not None else None
+        if children:
+            import resource
+
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            self._ru0 = ru.ru_utime + ru.ru_stime
+        self._c0 = time.thread_time_ns()
+        if ctr is None:
+            self._t0 = time.perf_counter_ns()
+            return self
+        if ctr.depth:
+            self._nested = True
+            self._base = ctr.read()
+            ctr.depth += 1
+            self._t0 = time.perf_counter_ns()
+            return self
+        self._nested = False
+        self._base = ctr.last
+        ctr.depth = 1
+        ioctl = _setup.ioctl  # type: ignore[union-attr]
+        self._t0 = time.perf_counter_ns()
+        ioctl(ctr.fds[0], _IOC_ENABLE, 0)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        ctr = self._ctr
+        after = None
+        if ctr is not None:
+            if self._nested:
+                after = ctr.read()
+                t1 = time.perf_counter_ns()
+            else:
+                _setup.ioctl(ctr.fds[0], _IOC_DISABLE, 0)  # type: ignore[union-attr]
+                t1 = time.perf_counter_ns()
+            ctr.depth -= 1
+        else:
+            t1 = time.perf_counter_ns()
+        c1 = time.thread_time_ns()
+        cpu_ns = c1 - self._c0
+        if self.children:
+            import resource
+
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_ns += round((ru.ru_utime + ru.ru_stime - self._ru0) * 1e9)
+        if ctr is not None and not self._nested:
+            after = ctr.read()
+            ctr.last = after
+        io1 = self._io.read() if self._io is not None else None
+        _tls.active = self._prev
+
+        bytes_read = bytes_written = 0
+        if io1 is not None and self._io0 is not None:
+            r0, w0, sr0, sw0, n0 = self._io0
+            # the first read of the io file counted its own bytes, and so did the counter reads in between
+            bytes_read = io1[0] - r0 - n0
+            if ctr is not None:
+                bytes_read -= ctr.read_bytes * (2 if self._nested else 1)
+            bytes_written = io1[1] - w0
+        source = self._src
+        if after is not None:
+            by_name, total = _deltas(ctr, self._base, after, self._nested)
+        elif source == "strace" and self._straced:
+            by_name = _parse_strace_files(self._straced)
+            total = by_name.pop("total", sum(by_name.values()))
+        else:
+            source = "proc"
+            total = 0
+            by_name = {}
+            if io1 is not None and self._io0 is not None:
+                reads = io1[2] - self._io0[2] - 1  # minus the read of the io file itself
+                writes = io1[3] - self._io0[3]
+                total = reads + writes
+                by_name = {k: v for k, v in (("reads", reads), ("writes", writes)) if v}
+        self.report = OpReport(
+            self.name,
+            (t1 - self._t0) / 1e6,
+            cpu_ns / 1e6,
+            total,
+            by_name,
+            bytes_read,
+            bytes_written,
+            source,
+            self.children,
+        )
+
+
+def _deltas(ctr: _Counters, base: list[int], after: list[int], nested: bool) -> tuple[dict[str, int], int]:
+    """Counter differences, minus the meter's own syscalls that fell inside the window.
+
+    Outermost: the DISABLE ioctl enters while counting (1 ``ioctl``). Nested: the counters are read at both
+    ends; every fd read of the closing sequence but also the rest of the opening one lands inside, which adds
+    up to exactly one ``read`` per fd for the total and for ``read`` (a group read is one fd).
+    """
+    diffs = [a - b for a, b in zip(after, base, strict=True)]
+    own_name, own = ("read", 1 if not ctr.inherit else len(ctr.fds)) if nested else ("ioctl", 1)
+    total = diffs[0] - own
+    by_name: dict[str, int] = {}
+    counted = 0
+    for name, d in zip(ctr.names[1:], diffs[1:], strict=True):
+        if name == own_name:
+            d -= own
+        if d:
+            by_name[name] = by_name.get(name, 0) + d
+            counted += d
+    if total > counted:
+        by_name["other"] = total - counted
+    return by_name, total
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Child processes under strace (the fallback for children=True).
+
+
+def child_argv(argv: list[str]) -> list[str]:
+    """The argv to start a child with so the running ``measure(..., children=True)`` counts it.
+
+    With perf counters (or no measure running) this is ``argv`` unchanged: inherited counters see the child.
+    Under the strace fallback it prefixes ``strace -f -c`` writing to a file the measure reads at its end.
+    Engines that spawn processes call this unconditionally.
+    """
+    active = getattr(_tls, "active", None)
+    if active is None or active._src != "strace" or not active.children:
+        return list(argv)
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="refscope-strace-", suffix=".txt")
+    os.close(fd)
+    active._straced.append(path)
+    return [_strace() or "strace", "-f", "-qq", "-c", "-U", "name,calls", "-o", path, "--", *argv]
+
+
+def _parse_strace_files(paths: list[str]) -> dict[str, int]:
+    """Sum ``strace -c -U name,calls`` tables (the ``total`` row under key "total"); removes the files."""
+    out: dict[str, int] = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                text = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        out.update({k: out.get(k, 0) + v for k, v in parse_strace_summary(text).items()})
+    return out
+
+
+def parse_strace_summary(text: str) -> dict[str, int]:
+    """``{syscall: calls}`` from an ``strace -c`` table (default columns or ``-U name,calls``), plus "total"."""
+    out: dict[str, int] = {}
+    header: list[str] | None = None
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts or parts[0].startswith("-"):
+            continue
+        if header is None:
+            if "syscall" in parts and "calls" in parts:
+                header = parts
+            continue
+        if header[0] == "%":  # default columns: % time, seconds, usecs/call, calls, [errors], syscall
+            name, calls = parts[-1], parts[3]
+        else:
+            name, calls = parts[header.index("syscall")], parts[header.index("calls")]
+        out[name] = out.get(name, 0) + int(calls)
+    return out
