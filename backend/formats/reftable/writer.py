@@ -1,10 +1,301 @@
-"""Writing reftable files the way git's reftable/writer.c does (API skeleton)."""
+"""Writing reftable files byte for byte the way git's reftable/writer.c does.
+
+Same block filling (a record goes into the current block when it, the restart table and the count fit in
+``block_size``), same restart points (every ``restart_interval`` records, plus any record that shares no
+prefix with the previous key), ref/obj/index blocks padded to ``block_size`` except the last block before the
+log section or the footer, log blocks zlib-deflated at level 9 and never padded, a ref index only when
+there are more than 3 ref blocks (multi-level until a level has at most 3 blocks), obj blocks only when a
+ref index was written and ``index_objects``, and the same footer with its CRC-32.
+"""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 
-from .record import LogRecord, RefRecord
+from .record import (
+    BLOCK_INDEX,
+    BLOCK_LOG,
+    BLOCK_OBJ,
+    BLOCK_REF,
+    LOG_DELETION,
+    VALUE_VAL1,
+    VALUE_VAL2,
+    LogRecord,
+    RefRecord,
+    common_prefix_len,
+    encode_key,
+    encode_log_value,
+    encode_obj_value,
+    encode_ref_value,
+    log_key,
+    put_varint,
+)
+from .table import HASH_ID_OF, HASH_SIZE, HEADER_SIZE
+
+MAX_RESTARTS = 65535
+_INDEX_THRESHOLD = 3
+
+
+class EntryTooBig(ValueError):
+    """A record does not fit into one block of the chosen size."""
+
+
+class _BlockWriter:
+    __slots__ = (
+        "type",
+        "header_off",
+        "buf",
+        "next",
+        "block_size",
+        "restarts",
+        "entries",
+        "last_key",
+        "interval",
+    )
+
+    def __init__(self, btype: int, header_off: int, block_size: int, interval: int) -> None:
+        self.type = btype
+        self.header_off = header_off
+        self.buf = bytearray(header_off) + bytes((btype, 0, 0, 0))
+        self.next = header_off + 4
+        self.block_size = block_size
+        self.restarts: list[int] = []
+        self.entries = 0
+        self.last_key = b""
+        self.interval = interval
+
+    def add(self, key: bytes, extra: int, value: bytes) -> bool:
+        """Append a record; False when it does not fit (the block must be flushed)."""
+        last = b"" if self.entries % self.interval == 0 else self.last_key
+        kb, is_restart = encode_key(last, key, extra)
+        n = len(kb) + len(value)
+        rlen = len(self.restarts)
+        if rlen >= MAX_RESTARTS:
+            is_restart = False
+        if is_restart:
+            rlen += 1
+        if 2 + 3 * rlen + n > self.block_size - self.next:
+            return False
+        if is_restart:
+            self.restarts.append(self.next)
+        self.buf += kb
+        self.buf += value
+        self.next += n
+        self.last_key = key
+        self.entries += 1
+        return True
+
+    def finish(self) -> bytearray:
+        """The block's bytes (header space included; log blocks deflated)."""
+        buf = self.buf
+        for r in self.restarts:
+            buf += r.to_bytes(3, "big")
+        buf += len(self.restarts).to_bytes(2, "big")
+        block_len = len(buf)
+        h = self.header_off
+        buf[h + 1 : h + 4] = block_len.to_bytes(3, "big")
+        if self.type == BLOCK_LOG:
+            skip = h + 4
+            co = zlib.compressobj(9)
+            buf = buf[:skip] + co.compress(bytes(buf[skip:])) + co.flush()
+        return buf
+
+
+class _Stats:
+    __slots__ = ("offset", "blocks", "index_offset", "index_blocks")
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.blocks = 0
+        self.index_offset = 0
+        self.index_blocks = 0
+
+
+class _Writer:
+    def __init__(
+        self, hash_name, min_ui, max_ui, block_size, restart_interval, version, index_objects, exact
+    ):
+        if not 0 < block_size < (1 << 24):
+            raise ValueError(f"block size {block_size} out of range")
+        self.hash_name = hash_name
+        self.hash_size = HASH_SIZE[hash_name]
+        self.version = version
+        self.header_size = HEADER_SIZE[version]
+        self.min_ui = min_ui
+        self.max_ui = max_ui
+        self.block_size = block_size
+        self.interval = restart_interval or 16
+        self.index_objects = index_objects
+        self.exact = exact
+        self.out: list[bytes] = []
+        self.next = 0
+        self.pending_padding = 0
+        self.index: list[tuple[bytes, int]] = []
+        self.last_key = b""
+        self.stats = {t: _Stats() for t in (BLOCK_REF, BLOCK_LOG, BLOCK_OBJ, BLOCK_INDEX)}
+        self.obj_tree: dict[bytes, list[int]] = {}
+        self.object_id_len = 0
+        self.bw: _BlockWriter | None = None
+        self._reinit(BLOCK_REF)
+
+    def header(self) -> bytes:
+        h = b"REFT" + bytes((self.version,)) + self.block_size.to_bytes(3, "big")
+        h += self.min_ui.to_bytes(8, "big") + self.max_ui.to_bytes(8, "big")
+        if self.version == 2:
+            h += HASH_ID_OF[self.hash_name]
+        return h
+
+    def _reinit(self, btype: int) -> None:
+        self.last_key = b""
+        self.bw = _BlockWriter(
+            btype, self.header_size if self.next == 0 else 0, self.block_size, self.interval
+        )
+
+    def _padded_write(self, data, padding: int) -> None:
+        if self.pending_padding:
+            self.out.append(bytes(self.pending_padding))
+        self.pending_padding = padding
+        self.out.append(bytes(data))
+
+    def _flush_block(self) -> None:
+        bw = self.bw
+        if bw is None or bw.entries == 0:
+            return
+        data = bw.finish()
+        raw = len(data)
+        padding = 0 if bw.type == BLOCK_LOG else self.block_size - raw
+        st = self.stats[bw.type]
+        if st.blocks == 0 and self.next > 0:
+            st.offset = self.next
+        st.blocks += 1
+        if self.next == 0:
+            data[: self.header_size] = self.header()
+        self._padded_write(data, padding)
+        self.index.append((bw.last_key, self.next))
+        self.next += padding + raw
+        self.bw = None
+
+    def _add_record(self, btype: int, key: bytes, extra: int, value: bytes) -> None:
+        if self.last_key >= key:
+            raise ValueError(f"records out of order or duplicate: {key!r}")
+        self.last_key = key
+        if self.bw is None:
+            self._reinit(btype)
+            self.last_key = key
+        if self.bw.type != btype:
+            raise ValueError("record of another section")
+        if self.bw.add(key, extra, value):
+            return
+        self._flush_block()
+        self._reinit(btype)
+        self.last_key = key
+        if not self.bw.add(key, extra, value):
+            raise EntryTooBig(f"record {key!r} does not fit in a {self.block_size}-byte block")
+
+    def add_ref(self, rec: RefRecord) -> None:
+        if not (self.min_ui <= rec.update_index <= self.max_ui):
+            raise ValueError(f"update index {rec.update_index} outside {self.min_ui}..{self.max_ui}")
+        self._add_record(BLOCK_REF, rec.name, rec.value_type, encode_ref_value(rec, self.min_ui))
+        if self.index_objects:
+            if rec.value_type in (VALUE_VAL1, VALUE_VAL2):
+                self._index_hash(bytes.fromhex(rec.value.decode()))
+            if rec.value_type == VALUE_VAL2:
+                self._index_hash(bytes.fromhex(rec.peeled.decode()))
+
+    def _index_hash(self, h: bytes) -> None:
+        offs = self.obj_tree.setdefault(h, [])
+        if not offs or offs[-1] != self.next:
+            offs.append(self.next)
+
+    def add_log(self, rec: LogRecord) -> None:
+        if rec.log_type != LOG_DELETION:
+            if rec.update_index > self.max_ui:
+                raise ValueError(f"log update index {rec.update_index} above max {self.max_ui}")
+            if not self.exact:
+                msg = rec.message.rstrip(b"\n")
+                if b"\n" in msg:
+                    raise ValueError(f"multi-line reflog message for {rec.name!r}")
+                rec = rec._replace(message=msg + b"\n")
+        if self.bw is not None and self.bw.type == BLOCK_REF:
+            self._finish_public_section()
+        self.next -= self.pending_padding
+        self.pending_padding = 0
+        self._add_record(
+            BLOCK_LOG,
+            log_key(rec.name, rec.update_index),
+            rec.log_type,
+            encode_log_value(rec, self.hash_size),
+        )
+
+    def _finish_section(self) -> None:
+        typ = self.bw.type
+        before = self.stats[BLOCK_INDEX].blocks
+        self._flush_block()
+        index_start = 0
+        while len(self.index) > _INDEX_THRESHOLD:
+            index_start = self.next
+            self._reinit(BLOCK_INDEX)
+            idx = self.index
+            self.index = []
+            for key, off in idx:
+                self._add_record(BLOCK_INDEX, key, 0, put_varint(off))
+            self._flush_block()
+        self.index = []
+        st = self.stats[typ]
+        st.index_blocks = self.stats[BLOCK_INDEX].blocks - before
+        st.index_offset = index_start
+        self.last_key = b""
+
+    def _dump_object_index(self) -> None:
+        hashes = sorted(self.obj_tree)
+        common = 1
+        for a, b in zip(hashes, hashes[1:], strict=False):
+            n = common_prefix_len(a, b)
+            if n > common:
+                common = n
+        self.object_id_len = common + 1
+        self._reinit(BLOCK_OBJ)
+        for h in hashes:
+            key = h[: self.object_id_len]
+            offs = self.obj_tree[h]
+            value, cnt = encode_obj_value(offs)
+            if self.bw.add(key, cnt, value):
+                continue
+            self._flush_block()
+            self._reinit(BLOCK_OBJ)
+            if self.bw.add(key, cnt, value):
+                continue
+            value, cnt = encode_obj_value(())
+            if not self.bw.add(key, cnt, value):
+                raise EntryTooBig("obj record does not fit in an empty block")
+        self._finish_section()
+
+    def _finish_public_section(self) -> None:
+        if self.bw is None:
+            return
+        typ = self.bw.type
+        self._finish_section()
+        if typ == BLOCK_REF and self.index_objects and self.stats[BLOCK_REF].index_blocks > 0:
+            self._dump_object_index()
+        self.obj_tree = {}
+        self.bw = None
+
+    def close(self) -> bytes:
+        self._finish_public_section()
+        empty = self.next == 0
+        self.pending_padding = 0
+        if empty:
+            self._padded_write(self.header(), 0)
+        f = self.header()
+        f += self.stats[BLOCK_REF].index_offset.to_bytes(8, "big")
+        f += ((self.stats[BLOCK_OBJ].offset << 5) | self.object_id_len).to_bytes(8, "big")
+        f += self.stats[BLOCK_OBJ].index_offset.to_bytes(8, "big")
+        f += self.stats[BLOCK_LOG].offset.to_bytes(8, "big")
+        f += self.stats[BLOCK_LOG].index_offset.to_bytes(8, "big")
+        f += zlib.crc32(f).to_bytes(4, "big")
+        self._padded_write(f, 0)
+        return b"".join(self.out)
 
 
 def write_table(
@@ -16,8 +307,29 @@ def write_table(
     max_update_index: int,
     block_size: int = 4096,
     restart_interval: int = 16,
-    version: int = 1,
+    version: int | None = None,
     index_objects: bool = True,
+    exact_log_message: bool = False,
 ) -> bytes:
-    """The bytes of a table holding ``refs`` and ``logs`` (sorted here; names must be unique)."""
-    raise NotImplementedError
+    """The bytes of a table holding ``refs`` and ``logs``, exactly as git's writer lays them out.
+
+    Refs are sorted by name and logs by (name, newest update index first) here; duplicates raise
+    ValueError. ``version`` None picks git's choice (1 for SHA-1, 2 for SHA-256). Ref update indices must
+    lie in [min, max]; log update indices may be below min (git allows it) but not above max. Unless
+    ``exact_log_message``, messages are normalised as git does (trailing newlines stripped, one added;
+    a multi-line message is refused). A table with no records is header + footer: git never adds such a
+    table to the stack, so callers should skip it.
+    """
+    if version is None:
+        version = 1 if hash_name == "sha1" else 2
+    if version == 1 and hash_name != "sha1":
+        raise ValueError("version 1 tables are SHA-1 only")
+    w = _Writer(
+        hash_name, min_update_index, max_update_index, block_size, restart_interval, version, index_objects,
+        exact_log_message,
+    )  # fmt: skip
+    for rec in sorted(refs, key=lambda r: r.name):
+        w.add_ref(rec)
+    for rec in sorted(logs, key=lambda r: (r.name, -r.update_index)):
+        w.add_log(rec)
+    return w.close()
