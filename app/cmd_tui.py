@@ -1,0 +1,63 @@
+"""``refscope [-C PATH] [--demo] [--engine native|git]``: the Textual app (the default command).
+
+Textual is imported here and only here, lazily: headless commands never pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="refscope", description="Browse, watch and edit git refs.")
+    parser.add_argument("-C", dest="path", default=None, help="run as if started in PATH")
+    parser.add_argument(
+        "--demo", action="store_true", help="build a demo repository in a temp dir and open it"
+    )
+    parser.add_argument("--engine", choices=("native", "git"), default="native", help="engine for commits")
+    parser.add_argument("--no-watch", action="store_true", help="do not follow changes live")
+    return parser.parse_args(argv)
+
+
+def build_app(args: argparse.Namespace, meter=None):
+    """The app for these arguments (also used by scripts/screenshots and tests)."""
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+
+    from .tui.app import RefscopeApp
+
+    path = args.path
+    if args.demo:
+        path = demo_repo()
+    repo = discover(path)
+    store = open_store(repo)
+    shown = repo.worktree or repo.gitdir
+    return RefscopeApp(
+        store, repo=repo, repo_path=shown, meter=meter, engine=args.engine, watch=not args.no_watch
+    )
+
+
+def demo_repo(base: str | None = None) -> str:
+    """Build the demo repository (no git needed) under a fresh temp dir; return the path to open."""
+    import tempfile
+
+    from refscope.backend.demo import build_demo
+
+    base = base or tempfile.mkdtemp(prefix="refscope-demo-")
+    result = build_demo(base)
+    return os.fspath(result) if isinstance(result, (str, os.PathLike)) else base
+
+
+def run(argv: list[str]) -> int:
+    try:
+        args = parse(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0) and 2
+    if not sys.stdout.isatty():
+        print("refscope: the TUI needs a terminal (see `refscope list` for scripts)", file=sys.stderr)
+        return 2
+    app = build_app(args)
+    app.run()
+    return 0

@@ -1,0 +1,225 @@
+"""The refscope Textual app: a thin shell holding the shared state every screen uses.
+
+State: the store, the current immutable snapshot, the deletion queue, the engine, the meter and the
+operations log. Screens subscribe to ``snapshot_changed`` (a Textual Signal) to follow live updates; the
+watcher runs in its own thread and only posts messages. Everything else lives in screens and widgets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from refscope.backend.errors import RefscopeError
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.signal import Signal
+
+from .widgets.palette import RefJumpProvider
+from .widgets.queue import Queue
+
+
+class SnapshotUpdate(NamedTuple):
+    """Published on ``app.snapshot_changed``: the new snapshot and what changed (diff may be None)."""
+
+    snapshot: Any
+    previous: Any
+    kind: str  # "open", "refresh", "watch", "commit"
+    diff: Any = None
+    event: Any = None
+
+
+class RealMeter:
+    """The backend meter behind the small interface the app uses (``measure``, ``adopt``)."""
+
+    def measure(self, name: str, children: bool = False):
+        from refscope.backend.meter import measure
+
+        return measure(name, children=children)
+
+    def adopt(self, report):
+        return report
+
+
+class RefscopeApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "refscope"
+    COMMANDS = App.COMMANDS | {RefJumpProvider}
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("e", "switch_engine", "Engine"),
+    ]
+
+    engine: reactive[str] = reactive("native")
+    live: reactive[str] = reactive("off")
+
+    @dataclass
+    class WatchEvent(Message):
+        """Posted from the watcher thread; carries the backend's event."""
+
+        event: Any
+
+    def __init__(
+        self,
+        store=None,
+        *,
+        repo_path: str = ".",
+        snapshot=None,
+        meter=None,
+        engine: str = "native",
+        watch: bool = True,
+        repo=None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.repo = repo if repo is not None else getattr(store, "repo", None)
+        self.repo_path = repo_path
+        self.snapshot = snapshot
+        self.meter = meter if meter is not None else RealMeter()
+        self.queue = Queue()
+        self.watch_enabled = watch and store is not None
+        self.watcher = None
+        self.store_error: str | None = None
+        self.snapshot_changed: Signal[SnapshotUpdate] = Signal(self, "snapshot_changed")
+        self.op_recorded: Signal[Any] = Signal(self, "op_recorded")
+        self.reports: list = []
+        self.set_reactive(RefscopeApp.engine, engine)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        from .screens.main import MainScreen
+
+        if self.snapshot is None and self.store is not None:
+            self.open_snapshot()
+        self.push_screen(MainScreen())
+        if self.watch_enabled:
+            self.start_watcher()
+
+    def open_snapshot(self) -> None:
+        """Open the first snapshot (cheap by the store contract: rows decode lazily)."""
+        try:
+            with self.meter.measure("open") as m:
+                self.snapshot = self.store.snapshot()
+        except RefscopeError as err:
+            self.store_error = str(err)
+            self.live = "error"
+            return
+        self.record_op(m.report)
+
+    def start_watcher(self) -> None:
+        try:
+            from refscope.backend.watch import Watcher
+        except ImportError:
+            self.live = "off (no watcher)"
+            return
+        try:
+            self.watcher = Watcher(self.store, lambda ev: self.post_message(self.WatchEvent(ev)))
+            self.watcher.start()
+        except Exception as err:  # the app keeps running without live updates
+            self.live = f"error: {err}"
+            return
+        self.live = "live"
+
+    def on_unmount(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    # -- shared operations ------------------------------------------------------------------------------
+    def record_op(self, report) -> None:
+        if report is None:
+            return
+        self.reports.append(report)
+        del self.reports[:-200]
+        self.op_recorded.publish(report)
+
+    def set_snapshot(self, snapshot, kind: str, diff=None, event=None) -> None:
+        previous, self.snapshot = self.snapshot, snapshot
+        self.store_error = None
+        if snapshot is not None:
+            try:
+                self.queue.recheck(snapshot)
+            except RefscopeError as err:
+                self.store_error = str(err)
+        self.snapshot_changed.publish(SnapshotUpdate(snapshot, previous, kind, diff, event))
+
+    def on_refscope_app_watch_event(self, message: WatchEvent) -> None:
+        event = message.event
+        error = getattr(event, "error", None)
+        if getattr(event, "report", None) is not None:
+            self.record_op(self.meter.adopt(event.report))
+        if error:
+            self.store_error = str(error)
+            self.live = "error"
+            self.snapshot_changed.publish(SnapshotUpdate(self.snapshot, self.snapshot, "error", None, event))
+            return
+        self.live = "live"
+        snapshot = getattr(event, "snapshot", None)
+        if snapshot is not None and snapshot is not self.snapshot:
+            self.set_snapshot(snapshot, "watch", getattr(event, "diff", None), event)
+
+    # -- actions ----------------------------------------------------------------------------------------
+    def action_switch_engine(self) -> None:
+        self.engine = "git" if self.engine == "native" else "native"
+        self.notify(f"engine: {self.engine}", timeout=2)
+
+    def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_view(self, name: str) -> None:
+        """Open one of the storage views (packed, stack, table, reflog) if it is available."""
+        from .screens import main
+
+        screen = main.make_view(self, name)
+        if screen is not None:
+            self.push_screen(screen)
+
+    def get_system_commands(self, screen):
+        yield from super().get_system_commands(screen)
+        other = "git" if self.engine == "native" else "native"
+        yield SystemCommand(
+            f"Engine: switch to {other}", "Commit through the other engine", self.action_switch_engine
+        )
+        yield SystemCommand("View: main", "The ref list, queue and operations", self._to_main)
+        for name, help_text in (
+            ("stack", "The reftable stack (or packed-refs in a files repository)"),
+            ("packed", "The packed-refs records"),
+            ("reflog", "The reflog of the ref under the cursor"),
+        ):
+            yield SystemCommand(f"View: {name}", help_text, lambda n=name: self.action_view(n))
+        yield SystemCommand("Filter refs", "Focus the filter", lambda: self._main_action("filter"))
+        yield SystemCommand(
+            "Commit queue", "Delete every queued ref in one transaction", lambda: self._main_action("commit")
+        )
+        yield SystemCommand(
+            "Bench queue",
+            "Run the queued transaction through both engines",
+            lambda: self._main_action("bench"),
+        )
+        yield SystemCommand("Refresh", "Re-read the ref storage now", lambda: self._main_action("refresh"))
+
+    def _to_main(self) -> None:
+        from .screens.main import MainScreen
+
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, MainScreen):
+            self.pop_screen()
+
+    def _main_action(self, name: str) -> None:
+        from .screens.main import MainScreen
+
+        self._to_main()
+        if isinstance(self.screen, MainScreen):
+            self.screen.run_action_by_name(name)
+
+    def jump_to(self, name: bytes) -> None:
+        from .screens.main import MainScreen
+
+        self._to_main()
+        if isinstance(self.screen, MainScreen):
+            self.screen.jump_to(name)

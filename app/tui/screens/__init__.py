@@ -1,0 +1,1 @@
+"""Screens of the refscope TUI (main, dialogs, help, operations; storage views)."""

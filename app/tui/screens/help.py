@@ -1,0 +1,68 @@
+"""The help screen (``?``): every key, what it does, and how filters are read."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS = [
+    ("Browsing", ""),
+    ("↑ ↓ j k, PgUp PgDn, Home End", "move the cursor"),
+    ("/", "filter: prefix refs/… (instant), substring, or glob * ? [ ] (background scan)"),
+    ("escape", "clear the filter / leave a view"),
+    ("ctrl+p", "command palette: jump to a ref, switch view, switch engine"),
+    ("Queue and commit", ""),
+    ("space", "mark / unmark the ref under the cursor (records the value it was seen at)"),
+    ("a", "mark every ref the filter shows (asks above 1,000)"),
+    ("u", "unmark everything"),
+    ("tab", "move focus: list → queue → operations"),
+    ("x / delete (queue)", "remove the queue entry under the cursor"),
+    ("c", "commit the queue as one atomic transaction (asks first)"),
+    ("e", "switch engine: native ↔ git"),
+    ("b", "bench the queued transaction through both engines on scratch copies"),
+    ("Storage views", ""),
+    ("s", "the reftable stack (or packed-refs in a files repository)"),
+    ("p", "the packed-refs records"),
+    ("l", "the reflog of the ref under the cursor"),
+    ("enter", "details of the selected operation (in the operations panel)"),
+    ("Other", ""),
+    ("r", "refresh the snapshot now"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+
+FILTERS = (
+    "Filters: `refs/heads/fe` is a prefix (binary search, no scan); `fix` finds names containing it; "
+    "`refs/tags/v1.*` and `*wip*` are globs over the whole name (a glob not starting with refs/ matches anywhere). "
+    "Scans run in the background with a progress bar; typing never waits for them."
+)
+
+
+def help_text() -> Text:
+    text = Text()
+    for key, what in KEYS:
+        if not what:
+            text.append(f"\n{key}\n", "bold underline")
+            continue
+        text.append(f"  {key:<30}", "bold")
+        text.append(f"{what}\n")
+    text.append("\n" + FILTERS + "\n", "dim")
+    text.append(
+        "\nNames are shown escaped: control bytes, C1 controls and bidi overrides appear as \\xNN / \\uNNNN.\n",
+        "dim",
+    )
+    return text
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss(None)", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static(Text("refscope — keys", "bold"), id="dialog-title")
+            with VerticalScroll():
+                yield Static(help_text(), id="help-text")

@@ -1,0 +1,116 @@
+"""What the ref list shows: a filter pattern turned into a view of snapshot rows.
+
+A view is either a ``range`` (no filter, or a prefix: a binary search, no scan at any size) or an
+``array('I')`` of row indexes (substring or glob: a scan, run in a cancellable thread worker). Both support
+``len()`` and indexing, so the list renders either the same way. No Textual here: this is testable alone.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections.abc import Callable
+from fnmatch import translate
+from typing import NamedTuple
+
+View = range | array
+
+_GLOB_CHARS = "*?["
+CHUNK = 4096  # rows between cancellation checks / progress reports
+
+
+class Pattern(NamedTuple):
+    """A parsed filter: ``kind`` is "all", "prefix", "substring" or "glob"."""
+
+    kind: str
+    text: str
+    prefix: bytes  # rows outside prefix_range(prefix) can never match
+    regex: re.Pattern[bytes] | None
+    needle: bytes
+
+
+def parse(text: str) -> Pattern:
+    """Classify what the user typed.
+
+    - empty: everything;
+    - no glob characters and starts with ``refs/`` (or is a start of ``refs/``): a prefix (binary search);
+    - no glob characters otherwise: a substring anywhere in the name;
+    - ``*``, ``?`` or ``[``: a glob over the whole name (``fnmatch``); a glob that does not start with
+      ``refs/`` matches anywhere (as if wrapped in ``*...*``). The literal start of the glob narrows the scan.
+    """
+    raw = text.encode("utf-8", "surrogateescape")
+    if not text:
+        return Pattern("all", text, b"", None, b"")
+    if not any(c in text for c in _GLOB_CHARS):
+        if text.startswith("refs/") or "refs/".startswith(text):
+            return Pattern("prefix", text, raw, None, b"")
+        return Pattern("substring", text, b"", None, raw)
+    glob = text if text.startswith("refs/") else f"*{text}*"
+    literal = glob
+    for i, c in enumerate(glob):
+        if c in _GLOB_CHARS:
+            literal = glob[:i]
+            break
+    regex = re.compile(translate(glob).encode("utf-8", "surrogateescape"), re.DOTALL)
+    return Pattern("glob", text, literal.encode("utf-8", "surrogateescape"), regex, b"")
+
+
+def compute(
+    snapshot,
+    pattern: Pattern,
+    cancelled: Callable[[], bool] = lambda: False,
+    progress: Callable[[int, int], None] | None = None,
+) -> View | None:
+    """The rows of ``snapshot`` that ``pattern`` selects; None when cancelled mid-scan.
+
+    Prefix patterns cost two binary searches. Scans walk only the prefix range of the pattern's literal
+    start, check ``cancelled`` every CHUNK rows and report ``progress(done, total)``.
+    """
+    if pattern.kind == "all":
+        return range(len(snapshot))
+    bounds = snapshot.prefix_range(pattern.prefix) if pattern.prefix else range(len(snapshot))
+    if pattern.kind == "prefix":
+        return bounds
+    out = array("I")
+    name_at = snapshot.name_at
+    total = len(bounds)
+    if pattern.kind == "substring":
+        needle = pattern.needle
+
+        def hit(name: bytes) -> bool:
+            return needle in name
+    else:
+        match = pattern.regex.match  # type: ignore[union-attr]
+
+        def hit(name: bytes) -> bool:
+            return match(name) is not None
+
+    start, stop = bounds.start, bounds.stop
+    for chunk_start in range(start, stop, CHUNK):
+        if cancelled():
+            return None
+        chunk_stop = min(chunk_start + CHUNK, stop)
+        out.extend(i for i in range(chunk_start, chunk_stop) if hit(name_at(i)))
+        if progress is not None:
+            progress(chunk_stop - start, total)
+    return out
+
+
+def index_of(snapshot, view: View, name: bytes) -> int:
+    """Position in ``view`` of ``name``, or of the first row after it (for keeping the cursor in place)."""
+    if not len(view):
+        return 0
+    if isinstance(view, range):
+        row = snapshot.prefix_range(name).start
+        if row < view.start:
+            return 0
+        return min(row - view.start, len(view) - 1)
+    lo, hi = 0, len(view)
+    name_at = snapshot.name_at
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if name_at(view[mid]) < name:
+            lo = mid + 1
+        else:
+            hi = mid
+    return min(lo, len(view) - 1)

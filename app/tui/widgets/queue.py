@@ -1,0 +1,215 @@
+"""The deletion queue: names with the value each was seen at, and its panel.
+
+The queue is a dict (name -> Entry), so ``name in queue`` is the mark test the ref list uses on every row.
+It survives filtering and refreshes: it is keyed by name, not by row. When a new snapshot arrives,
+``recheck`` flags entries whose ref changed or vanished since it was queued (stale), before any commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from refscope.backend.display import escape_name
+from rich.text import Text
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from .columns import overlay
+
+
+class Entry(NamedTuple):
+    name: bytes
+    seen: object  # the Ref as it was when queued
+    stale: str | None = None  # why it no longer matches ("now at X", "gone"), None when fresh
+
+    @property
+    def old_oid(self) -> bytes | None:
+        """The value the transaction must find under the lock (None for a symref: deleted by name)."""
+        return None if self.seen.target is not None else self.seen.oid
+
+
+class Queue(dict):
+    """Ordered name -> Entry; a tiny layer over dict so the ref list can test marks with ``in``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0
+        self._names: list[bytes] | None = None
+
+    def _touch(self) -> None:
+        self.version += 1
+        self._names = None
+
+    def add(self, ref) -> None:
+        self[ref.name] = Entry(ref.name, ref)
+        self._touch()
+
+    def remove(self, name: bytes) -> None:
+        if self.pop(name, None) is not None:
+            self._touch()
+
+    def toggle(self, ref) -> bool:
+        """Mark or unmark; returns whether ``ref`` is now queued."""
+        if ref.name in self:
+            self.remove(ref.name)
+            return False
+        self.add(ref)
+        return True
+
+    def add_many(self, refs) -> int:
+        n = 0
+        for ref in refs:
+            if ref.name not in self:
+                self[ref.name] = Entry(ref.name, ref)
+                n += 1
+        self._touch()
+        return n
+
+    def discard_many(self, names) -> None:
+        for name in names:
+            self.pop(name, None)
+        self._touch()
+
+    def names(self) -> list[bytes]:
+        if self._names is None:
+            self._names = list(self)
+        return self._names
+
+    def stale_count(self) -> int:
+        return sum(1 for e in self.values() if e.stale)
+
+    def recheck(self, snapshot) -> list[bytes]:
+        """Flag entries whose ref no longer has the value it was seen at. Returns the names that turned stale."""
+        turned = []
+        for name, entry in list(self.items()):
+            now = snapshot.lookup(name)
+            if now is None:
+                why = "gone"
+            elif now.target != entry.seen.target or now.oid != entry.seen.oid:
+                value = now.target if now.target is not None else (now.oid or b"")[:8]
+                why = "now at " + value.decode("utf-8", "replace")
+            else:
+                why = None
+            if why != entry.stale:
+                self[name] = entry._replace(stale=why)
+                if why:
+                    turned.append(name)
+        if turned:
+            self._touch()
+        return turned
+
+
+class QueuePanel(ScrollView, can_focus=True):
+    """The queued deletions, one line each: name, value seen at, stale flag. ``delete``/``x`` removes one."""
+
+    COMPONENT_CLASSES = {"queue--cursor", "queue--stale", "queue--oid"}
+    DEFAULT_CSS = """
+    QueuePanel { height: 1fr; overflow-x: hidden; }
+    QueuePanel > .queue--cursor { background: $accent 30%; }
+    QueuePanel:focus > .queue--cursor { background: $accent 70%; }
+    QueuePanel > .queue--stale { color: $error; text-style: bold; }
+    QueuePanel > .queue--oid { color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("delete,x,backspace", "remove", "Remove"),
+    ]
+
+    cursor: reactive[int] = reactive(0, repaint=False)
+
+    @dataclass
+    class Removed(Message):
+        name: bytes
+
+    def __init__(self, queue: Queue, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.queue = queue
+        self._cache: LRUCache[tuple, Strip] = LRUCache(256)
+        self._version = -1
+
+    def sync(self) -> None:
+        """The queue changed: resize and repaint."""
+        self._cache.clear()
+        n = len(self.queue)
+        self.virtual_size = Size(self.size.width, n)
+        if self.cursor >= n:
+            self.cursor = max(0, n - 1)
+        self.border_title = f"queue · {n:,}" + (f" · {self.queue.stale_count():,} stale" if n else "")
+        self.refresh()
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self._cache.clear()
+        self.refresh()
+        height = max(1, self.scrollable_content_region.height)
+        if new < self.scroll_offset.y:
+            self.scroll_to(y=new, animate=False, immediate=True)
+        elif new >= self.scroll_offset.y + height:
+            self.scroll_to(y=new - height + 1, animate=False, immediate=True)
+
+    def action_cursor(self, delta: int) -> None:
+        if len(self.queue):
+            self.cursor = max(0, min(len(self.queue) - 1, self.cursor + delta))
+
+    def action_remove(self) -> None:
+        names = self.queue.names()
+        if 0 <= self.cursor < len(names):
+            name = names[self.cursor]
+            self.queue.remove(name)
+            self.post_message(self.Removed(name))
+
+    def on_resize(self) -> None:
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(self.queue))
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        names = self.queue.names()
+        if index >= len(names):
+            if not names and y == 0:
+                hint = Text(
+                    "  nothing queued: space marks a ref", style=self.get_component_rich_style("queue--oid")
+                )
+                hint.truncate(width, pad=True)
+                return Strip(list(hint.render(self.app.console))).apply_style(self.rich_style)
+            return Strip.blank(width, self.rich_style)
+        key = (index, width, index == self.cursor, self.queue.version)
+        strip = self._cache.get(key)
+        if strip is not None:
+            return strip
+        entry = self.queue[names[index]]
+        seen = entry.seen
+        text = Text(no_wrap=True)
+        text.append(
+            "! " if entry.stale else "• ",
+            self.get_component_rich_style("queue--stale") if entry.stale else "",
+        )
+        value = (
+            ("→ " + escape_name(seen.target)) if seen.target is not None else (seen.oid or b"")[:8].decode()
+        )
+        tail = f" {value}" + (f"  STALE: {entry.stale}" if entry.stale else "")
+        name = Text(escape_name(entry.name), no_wrap=True)
+        name.truncate(max(4, width - 2 - len(tail)), overflow="ellipsis")
+        text.append_text(name)
+        text.append(tail, self.get_component_rich_style("queue--stale" if entry.stale else "queue--oid"))
+        text.truncate(width, overflow="ellipsis", pad=True)
+        strip = Strip(list(text.render(self.app.console))).apply_style(self.rich_style)
+        if index == self.cursor:
+            strip = overlay(strip, self.get_component_rich_style("queue--cursor"))
+        self._cache[key] = strip
+        return strip
+
+    def on_focus(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._cache.clear()
+        self.refresh()

@@ -1,0 +1,240 @@
+"""The ref list: a Line-API ScrollView over a lazy snapshot.
+
+Nothing is materialised per ref: ``render_line(y)`` asks the snapshot for row ``view[scroll_offset.y + y]``
+and caches the resulting Strip in an LRU cache. The view is a ``range`` (all refs, or a prefix) or an index
+array (a scan result), swapped in whole. Marks live in the app's queue (a dict of names); toggling one
+refreshes one line. A 1M-ref snapshot costs what the snapshot costs, plus a few hundred cached strips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.style import Style
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from . import columns
+from .filtering import View, index_of
+
+
+class RefList(ScrollView, can_focus=True):
+    """Every ref of the current view, one line each; a cursor row; marks from the queue."""
+
+    COMPONENT_CLASSES = {
+        "reflist--cursor",
+        "reflist--mark",
+        "reflist--marked",
+        "reflist--oid",
+        "reflist--peeled",
+        "reflist--target",
+        "reflist--location",
+        "reflist--changed",
+        "reflist--error",
+    }
+
+    DEFAULT_CSS = """
+    RefList {
+        height: 1fr;
+        overflow-x: hidden;
+        background: $surface;
+    }
+    RefList > .reflist--cursor { background: $accent 40%; text-style: bold; }
+    RefList:focus > .reflist--cursor { background: $accent 70%; }
+    RefList > .reflist--mark { color: $warning; text-style: bold; }
+    RefList > .reflist--marked { color: $warning; }
+    RefList > .reflist--oid { color: $text-muted; }
+    RefList > .reflist--peeled { color: $text-muted; text-style: italic; }
+    RefList > .reflist--target { color: $secondary; }
+    RefList > .reflist--location { color: $text-muted; }
+    RefList > .reflist--changed { background: $success 30%; }
+    RefList > .reflist--error { color: $error; text-style: bold; }
+    """
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home,g", "jump_home", "Top", show=False),
+        Binding("end,G", "jump_end", "Bottom", show=False),
+    ]
+
+    cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
+
+    @dataclass
+    class CursorMoved(Message):
+        """The cursor is on a new row (``ref`` is None for an empty view)."""
+
+        ref_list: RefList
+        index: int
+
+    def __init__(self, *, queue=None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.snapshot = None
+        self.view: View = range(0)
+        self.queue = queue if queue is not None else {}
+        self.changed: set[bytes] = set()
+        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._styles: columns.Styles | None = None
+
+    # -- data -------------------------------------------------------------------------------------------
+    def set_view(self, snapshot, view: View, *, keep: bytes | None = None) -> None:
+        """Swap in a snapshot and/or view at once; keep the cursor on ``keep`` (a name) if given."""
+        self.snapshot = snapshot
+        self.view = view
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(view))
+        if keep is not None and len(view):
+            self.cursor = index_of(snapshot, view, keep)
+        else:
+            self.cursor = min(self.cursor, max(0, len(view) - 1))
+        self._scroll_cursor_into_view(center=keep is not None)
+        self.refresh()
+
+    def set_changed(self, names: set[bytes]) -> None:
+        self.changed = names
+        self._cache.clear()
+        self.refresh()
+
+    def current_name(self) -> bytes | None:
+        if self.snapshot is None or not len(self.view):
+            return None
+        try:
+            return self.snapshot.name_at(self.view[self.cursor])
+        except Exception:
+            return None
+
+    def current_ref(self):
+        if self.snapshot is None or not len(self.view):
+            return None
+        try:
+            return self.snapshot.row(self.view[self.cursor])
+        except Exception:
+            return None
+
+    def refresh_name(self, name: bytes) -> None:
+        """A mark changed: repaint just the line showing ``name`` if it is on screen."""
+        self._cache.clear()
+        top = self.scroll_offset.y
+        for y in range(top, min(top + self.size.height, len(self.view))):
+            try:
+                if self.snapshot.name_at(self.view[y]) == name:
+                    self.refresh_line(y)
+                    return
+            except Exception:
+                return
+
+    def refresh_rows(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def go_to(self, index: int, center: bool = True) -> None:
+        if not len(self.view):
+            return
+        self.cursor = max(0, min(index, len(self.view) - 1))
+        self._scroll_cursor_into_view(center=center)
+
+    # -- cursor ----------------------------------------------------------------------------------------------
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh_line(old)
+        self.refresh_line(new)
+        self.post_message(self.CursorMoved(self, new))
+
+    def _scroll_cursor_into_view(self, center: bool = False) -> None:
+        height = max(1, self.scrollable_content_region.height)
+        top = self.scroll_offset.y
+        if center:
+            if not (top <= self.cursor < top + height):
+                self.scroll_to(y=max(0, self.cursor - height // 2), animate=False, immediate=True)
+        elif self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+
+    def action_cursor(self, delta: int) -> None:
+        self.go_to(self.cursor + delta, center=False)
+
+    def action_page(self, direction: int) -> None:
+        self.go_to(self.cursor + direction * max(1, self.scrollable_content_region.height - 1), center=False)
+
+    def action_jump_home(self) -> None:
+        self.go_to(0, center=False)
+
+    def action_jump_end(self) -> None:
+        self.go_to(len(self.view) - 1, center=False)
+
+    def on_click(self, event) -> None:
+        row = self.scroll_offset.y + event.y
+        if 0 <= row < len(self.view):
+            self.go_to(row, center=False)
+
+    # -- rendering --------------------------------------------------------------------------------------
+    def on_resize(self) -> None:
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(self.view))
+
+    def on_focus(self) -> None:
+        self.refresh_rows()
+
+    def on_blur(self) -> None:
+        self.refresh_rows()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._cache.clear()
+
+    def _get_styles(self) -> columns.Styles:
+        if self._styles is None:
+            get = self.get_component_rich_style
+            self._styles = columns.Styles(
+                mark=get("reflist--mark"),
+                name=Style(),
+                oid=get("reflist--oid"),
+                peeled=get("reflist--peeled"),
+                target=get("reflist--target"),
+                location=get("reflist--location"),
+                error=get("reflist--error"),
+            )
+        return self._styles
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if self.snapshot is None or index >= len(self.view):
+            return Strip.blank(width, base)
+        row = self.view[index]
+        selected = index == self.cursor
+        key = (row, width, selected)
+        strip = self._cache.get(key)
+        if strip is not None:
+            return strip
+        styles = self._get_styles()
+        try:
+            ref = self.snapshot.row(row)
+        except Exception as err:  # corrupt storage: show it in place, keep running
+            text = columns.error_text(row, err, width, styles.error)
+            extra = Style()
+        else:
+            marked = ref.name in self.queue
+            text = columns.row_text(ref, width, marked, styles)
+            extra = Style()
+            if marked:
+                extra += self.get_component_rich_style("reflist--marked")
+            if ref.name in self.changed:
+                extra += self.get_component_rich_style("reflist--changed")
+        segments = list(text.render(self.app.console))
+        strip = Strip(segments).crop_extend(0, width, None).apply_style(base)
+        if extra:
+            strip = columns.overlay(strip, extra)
+        if selected:
+            strip = columns.overlay(strip, self.get_component_rich_style("reflist--cursor"))
+        self._cache[key] = strip
+        return strip

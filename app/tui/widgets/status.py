@@ -1,0 +1,62 @@
+"""The status line: repository, ref format, hash, ref count, storage size, engine, live state."""
+
+from __future__ import annotations
+
+import os
+
+from refscope.backend.display import escape_name
+from rich.text import Text
+from textual.widgets import Static
+
+
+def human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n}"
+
+
+def storage_summary(snapshot) -> str:
+    """``packed-refs 1.2 MiB · 3 loose`` or ``4 tables 12.0 MiB`` from the files the snapshot read."""
+    try:
+        files = snapshot.files()
+    except Exception:
+        return "storage ?"
+    if snapshot.format == "reftable":
+        tables = [size for path, (_dev, _ino, size) in files.items() if path.endswith(".ref")]
+        if not tables and getattr(snapshot, "tables", None) is not None:
+            return f"{len(snapshot.tables)} tables"
+        return f"{len(tables)} table{'s' if len(tables) != 1 else ''} {human_bytes(sum(tables))}"
+    packed = sum(size for path, (_d, _i, size) in files.items() if os.path.basename(path) == "packed-refs")
+    loose = sum(1 for path in files if os.path.basename(path) not in ("packed-refs", "HEAD"))
+    return f"packed-refs {human_bytes(packed)} · {loose:,} loose"
+
+
+class StatusLine(Static):
+    """One line, rebuilt from plain Text on every change (the repo path is never parsed as markup)."""
+
+    DEFAULT_CSS = """
+    StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+
+    def show(self, *, repo: str, snapshot, engine: str, live: str, error: str | None = None) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("refscope ", "bold")
+        text.append(escape_name(os.fsencode(repo)))
+        if snapshot is not None:
+            try:
+                count = f"{len(snapshot):,} refs"
+            except Exception as err:  # corrupt store: the count is the error
+                count = f"unreadable: {err}"
+            text.append(
+                f" · {snapshot.format} · {snapshot.hash_name} · {count} · {storage_summary(snapshot)}"
+            )
+        text.append(" · engine ")
+        text.append(engine, "bold reverse")
+        text.append(" · ")
+        style = {"live": "bold green", "off": "dim", "error": "bold red"}.get(live.split()[0], "yellow")
+        text.append(("● " if live.startswith("live") else "○ ") + live, style)
+        if error:
+            text.append("  " + escape_name(error.encode("utf-8", "surrogateescape")), "bold red")
+        self.update(text)
