@@ -1,0 +1,152 @@
+"""What both native engines share: the deletion record, ref paths, the committer ident, config lookups.
+
+Kept free of heavy imports: the CLI delete path imports this module on every run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import NamedTuple
+
+HEXSZ = {"sha1": 40, "sha256": 64}
+_PER_WORKTREE = (b"refs/worktree/", b"refs/bisect/", b"refs/rewritten/")
+
+
+class Deletion(NamedTuple):
+    """One queued deletion: the name as the user gave it and the value it was seen at (None = unchecked)."""
+
+    name: bytes
+    old_oid: bytes | None
+
+
+def zero_oid(hash_name: str) -> bytes:
+    return b"0" * HEXSZ[hash_name]
+
+
+def is_per_worktree(name: bytes) -> bool:
+    """git's is_per_worktree_ref + root refs (HEAD...): these live in the worktree's own git dir."""
+    return name.startswith(_PER_WORKTREE) or not name.startswith(b"refs/")
+
+
+def ref_base(repo, name: bytes) -> str:
+    """The directory a loose ref (or its reflog) is stored under: gitdir for per-worktree refs."""
+    return repo.gitdir if is_per_worktree(name) else repo.commondir
+
+
+def ref_path(repo, name: bytes) -> str:
+    return os.path.join(ref_base(repo, name), os.fsdecode(name))
+
+
+def log_path(repo, name: bytes) -> str:
+    return os.path.join(ref_base(repo, name), "logs", os.fsdecode(name))
+
+
+def config_int(repo, key: str, default: int) -> int:
+    """An integer setting (git dies on a malformed one; the config module raises its typed error)."""
+    config = getattr(repo, "config", None)
+    return default if config is None else config.get_int(key, default)
+
+
+def config_bool(repo, key: str, default: bool) -> bool:
+    config = getattr(repo, "config", None)
+    return default if config is None else config.get_bool(key, default)
+
+
+def fsync_references(repo) -> bool:
+    config = getattr(repo, "config", None)
+    return bool(config is not None and config.fsync_references())
+
+
+def log_all_ref_updates(repo) -> str:
+    """core.logAllRefUpdates as git reads it: "always", "true" or "false" (unset: true unless bare)."""
+    config = getattr(repo, "config", None)
+    raw = config.get("core.logallrefupdates") if config is not None else None
+    if raw is None:
+        return "false" if repo.bare else "true"
+    if raw.lower() == "always":
+        return "always"
+    return "true" if config.get_bool("core.logallrefupdates") else "false"
+
+
+def should_autocreate_reflog(mode: str, name: bytes) -> bool:
+    if mode == "always":
+        return True
+    if mode == "true":
+        return name.startswith((b"refs/heads/", b"refs/remotes/", b"refs/notes/")) or name == b"HEAD"
+    return False
+
+
+def _parse_date(text: str) -> tuple[int, str] | None:
+    """The raw forms of GIT_COMMITTER_DATE: ``<unix> <+hhmm>`` and ``@<unix> <+hhmm>``."""
+    parts = text.strip().split()
+    if len(parts) == 2:
+        stamp, tz = parts
+        stamp = stamp.lstrip("@")
+        if stamp.isdigit() and len(tz) == 5 and tz[0] in "+-" and tz[1:].isdigit():
+            return int(stamp), tz
+    if len(parts) == 1 and parts[0].lstrip("@").isdigit():
+        return int(parts[0].lstrip("@")), "+0000"
+    return None
+
+
+def _local_tz(now: float) -> str:
+    offset = time.localtime(now).tm_gmtoff // 60
+    sign = "+" if offset >= 0 else "-"
+    offset = abs(offset)
+    return f"{sign}{offset // 60:02d}{offset % 60:02d}"
+
+
+class Ident(NamedTuple):
+    """git_committer_info(): who and when a reflog entry is written by."""
+
+    name: bytes
+    email: bytes
+    time: int
+    tz: str  # "+hhmm"
+
+    def line(self) -> bytes:
+        return b"%s <%s> %d %s" % (self.name, self.email, self.time, self.tz.encode())
+
+    def tz_minutes(self) -> int:
+        sign = -1 if self.tz[0] == "-" else 1
+        return sign * (int(self.tz[1:3]) * 60 + int(self.tz[3:5]))
+
+    def tz_hhmm(self) -> int:
+        """The tz as reftable stores it: the decimal number ``+hhmm`` reads as (git's atoi)."""
+        sign = -1 if self.tz[0] == "-" else 1
+        return sign * int(self.tz[1:])
+
+
+def committer_ident(repo) -> Ident:
+    """As git builds the committer ident: environment, then config, then the passwd entry."""
+    env = os.environ
+    config = getattr(repo, "config", None)
+
+    def cfg(key: str) -> str | None:
+        return config.get(key) if config is not None else None
+
+    name = env.get("GIT_COMMITTER_NAME") or cfg("committer.name") or cfg("user.name")
+    email = env.get("GIT_COMMITTER_EMAIL") or cfg("committer.email") or cfg("user.email") or env.get("EMAIL")
+    if not name or not email:
+        import pwd
+        import socket
+
+        try:
+            pw = pwd.getpwuid(os.getuid())
+            login, gecos = pw.pw_name, pw.pw_gecos.split(",")[0]
+        except KeyError:
+            login, gecos = "unknown", ""
+        name = name or gecos or login
+        email = email or f"{login}@{socket.gethostname()}"
+    date = env.get("GIT_COMMITTER_DATE")
+    parsed = _parse_date(date) if date else None
+    if parsed is None:
+        now = time.time()
+        parsed = (int(now), _local_tz(now))
+    return Ident(name.encode(), email.strip("<>").encode(), parsed[0], parsed[1])
+
+
+def reflog_message(msg: bytes) -> bytes:
+    """git's copy_reflog_msg: whitespace runs become one space, leading/trailing whitespace dropped."""
+    return b" ".join(msg.split())

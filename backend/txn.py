@@ -1,0 +1,194 @@
+"""A transaction of queued ref deletions, committed all or nothing through an engine.
+
+The TUI queues deletions as the user marks rows (each with the value it was seen at); the CLI takes them from
+arguments or stdin. ``delete()`` validates at once (git's name rules, duplicates, the checked-out branch
+guard); ``commit()`` hands everything to an engine, which checks every expected value under the locks:
+
+- ``native``: the store's own writer following git's protocol (``engines/files.py``, ``engines/reftable.py``);
+- ``git``: ``git update-ref --stdin -z`` (``engines/git.py``), counted with its child process.
+
+A refusal raises ``TransactionRefused`` (``StaleValue``, ``LockBusy``) with git's wording and leaves every
+byte on disk as it was. The cost of the commit (first lock to last unlink) is measured by the meter.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from .engines.common import HEXSZ, Deletion
+from .errors import CorruptStore, InvalidRefName, TransactionRefused
+from .meter import OpReport, measure
+from .refname import check_refname, is_safe_refname
+
+ENGINES = ("native", "git")
+_HEX = frozenset(b"0123456789abcdef")
+
+
+class CommitResult(NamedTuple):
+    committed: bool
+    engine: str
+    deleted: list[bytes]
+    report: OpReport  # the commit itself: first lock to last unlink (including git's child process)
+    phases: list[OpReport]  # snapshot (when taken here), commit, auto-compaction (reftable), ...
+
+
+def _text(name: bytes) -> str:
+    return name.decode("utf-8", "replace")
+
+
+class Transaction:
+    """Queued deletions against one store. Not thread-safe; commit at most once."""
+
+    __slots__ = (
+        "store",
+        "engine",
+        "no_deref",
+        "allow_checked_out",
+        "message",
+        "deletions",
+        "_names",
+        "_snapshot",
+        "_phases",
+        "_heads",
+        "_done",
+    )
+
+    def __init__(
+        self,
+        store,
+        engine: str = "native",
+        no_deref: bool = False,
+        allow_checked_out: bool = False,
+        *,
+        message: bytes = b"",
+        snapshot=None,
+    ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r} (expected one of {ENGINES})")
+        self.store = store
+        self.engine = engine
+        self.no_deref = no_deref
+        self.allow_checked_out = allow_checked_out
+        self.message = message
+        self.deletions: list[Deletion] = []
+        self._names: set[bytes] = set()
+        self._snapshot = snapshot
+        self._phases: list[OpReport] = []
+        self._heads: list[tuple[str, bytes | None]] | None = None
+        self._done = False
+
+    # -- queueing -------------------------------------------------------------------------------------
+    @property
+    def snapshot(self):
+        """The snapshot the deletions were seen in (taken on first need, measured as a phase)."""
+        if self._snapshot is None:
+            with measure("snapshot") as m:
+                try:
+                    self._snapshot = self.store.snapshot()
+                except CorruptStore as err:
+                    raise TransactionRefused(err.file, err.what, err.offset) from None
+            self._phases.append(m.report)
+        return self._snapshot
+
+    def delete(self, name: bytes, old_oid: bytes | None = None) -> None:
+        """Queue the deletion of ``name`` (expected at ``old_oid`` when given). Validates immediately."""
+        if not isinstance(name, bytes):
+            raise TypeError("ref names are bytes")
+        if check_refname(name) is not None or not is_safe_refname(name):
+            raise InvalidRefName(None, f"refusing to update ref with bad name '{_text(name)}'")
+        if old_oid is not None:
+            old_oid = old_oid.lower()
+            hexsz = HEXSZ[self.store.repo.hash_name]
+            if len(old_oid) != hexsz or not _HEX.issuperset(old_oid):
+                raise TransactionRefused(None, f"delete {_text(name)}: invalid <old-oid>: {_text(old_oid)}")
+            if old_oid == b"0" * hexsz:
+                raise TransactionRefused(None, f"delete {_text(name)}: zero <old-oid>")
+        if name in self._names:
+            raise TransactionRefused(None, f"multiple updates for ref '{_text(name)}' not allowed")
+        if not self.allow_checked_out:
+            self._refuse_checked_out(name)
+        self._names.add(name)
+        self.deletions.append(Deletion(name, old_oid))
+
+    def _resolve(self, name: bytes) -> bytes:
+        """Where a deletion of ``name`` lands: itself with no-deref, else the end of its symref chain."""
+        if self.no_deref:
+            return name
+        snap = self.snapshot
+        for _ in range(5):
+            ref = snap.head() if name == b"HEAD" else snap.lookup(name)
+            if ref is None or ref.target is None:
+                return name
+            name = ref.target
+        return name
+
+    def _refuse_checked_out(self, name: bytes) -> None:
+        target = self._resolve(name)
+        if not target.startswith(b"refs/heads/"):
+            return
+        if self._heads is None:
+            from .repo import list_worktrees
+
+            self._heads = list_worktrees(self.store.repo)
+        for gitdir, head in self._heads:
+            if head == target:
+                raise TransactionRefused(
+                    None,
+                    f"cannot delete branch '{_text(target[11:])}' used by worktree at '{_worktree_path(gitdir)}'",
+                )
+
+    # -- committing -----------------------------------------------------------------------------------
+    def commit(self) -> CommitResult:
+        """Commit every queued deletion atomically; raises TransactionRefused (nothing changed) on refusal."""
+        if self._done:
+            raise TransactionRefused(None, "transaction already committed")
+        store = self.store
+        repo = store.repo
+        snap = self.snapshot
+        existed = self._existing(snap) if self.engine == "git" else None
+        children = self.engine == "git"
+        try:
+            with measure("commit", children=children) as m:
+                if self.engine == "git":
+                    from .engines import git as engine_git
+
+                    engine_git.commit(repo, self.deletions, no_deref=self.no_deref, message=self.message)
+                    deleted = existed
+                    extra: list[OpReport] = []
+                elif store.format == "files":
+                    from .engines import files as engine_files
+
+                    deleted = engine_files.commit(
+                        repo, self.deletions, snapshot=snap, no_deref=self.no_deref, message=self.message
+                    )
+                    extra = []
+                else:
+                    from .engines import reftable as engine_reftable
+
+                    deleted, extra = engine_reftable.commit(
+                        store, self.deletions, snapshot=snap, no_deref=self.no_deref, message=self.message
+                    )
+        except CorruptStore as err:
+            raise TransactionRefused(err.file, err.what, err.offset) from None
+        self._done = True
+        report = m.report
+        return CommitResult(True, self.engine, deleted, report, [*self._phases, report, *extra])
+
+    def _existing(self, snap) -> list[bytes]:
+        out = []
+        for d in self.deletions:
+            target = self._resolve(d.name)
+            ref = snap.head() if target == b"HEAD" else snap.lookup(target)
+            if ref is not None:
+                out.append(target)
+        return out
+
+
+def _worktree_path(gitdir: str) -> str:
+    """The working tree of a git dir: ``<gitdir>/gitdir`` names a linked one's ``.git`` file."""
+    try:
+        with open(os.path.join(gitdir, "gitdir"), "rb") as f:
+            return os.path.dirname(os.fsdecode(f.read().strip()))
+    except OSError:
+        return os.path.dirname(gitdir.rstrip("/")) if gitdir.rstrip("/").endswith(".git") else gitdir
