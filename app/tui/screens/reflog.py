@@ -1,0 +1,69 @@
+"""The reflog of one ref, newest first: old -> new oid, who, when, message.
+
+Constructor (for TUI-MAIN):
+    ReflogScreen(snapshot, name: bytes, *, title: str | None = None)
+        snapshot: any store snapshot (files or reftable); entries come from ``snapshot.reflog(name)``
+        (``logs/<name>`` or the stack's log records, newest first as ``git reflog`` lists them).
+Keys: escape back; up/down/pgup/pgdn/home/end move.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+
+from ..views.base import ViewScreen
+from ..views.fmt import bytes_text, git_date, hexstr, name_text
+from ..views.rows import ListSource, RowsView
+
+OID_W = 12
+
+
+def reflog_source(entries: list[Any]) -> ListSource:
+    """Rows for a reflog: ``@{n}``, old -> new (abbreviated), who, when, message."""
+    header = Text(f"{'#':<7} {'old':<{OID_W}}   {'new':<{OID_W}}  {'who':<36} {'when':<31} message")
+    rows = []
+    for i, e in enumerate(entries):
+        who = bytes_text(e.name, 60) + " <" + bytes_text(e.email, 60) + ">"
+        t = Text(no_wrap=True)
+        t.append(f"@{{{i}}}".ljust(7) + " ", style="bold")
+        t.append(hexstr(e.old, OID_W), style="red" if set(e.old) == {48} else "")
+        t.append(" → ", style="dim")
+        t.append(hexstr(e.new, OID_W), style="red" if set(e.new) == {48} else "green")
+        t.append("  ")
+        t.append(f"{who:<36} ")
+        t.append(f"{git_date(e.time, e.tz):<31} ", style="cyan")
+        t.append(bytes_text(e.message.rstrip(b"\n"), 200))
+        rows.append(t)
+    return ListSource(rows, header)
+
+
+class ReflogScreen(ViewScreen):
+    """One ref's reflog."""
+
+    def __init__(self, snapshot: Any, name: bytes, *, title: str | None = None) -> None:
+        super().__init__(title=title or "")
+        self.snapshot = snapshot
+        self.ref_name = name
+        self.entries: list[Any] = []
+
+    def compose_body(self) -> ComposeResult:
+        yield RowsView(id="reflog-rows")
+
+    def on_mount(self) -> None:
+        title = Text("Reflog of ")
+        title.append_text(name_text(self.ref_name, "bold"))
+        self.set_title(title)
+        self.entries = list(self.snapshot.reflog(self.ref_name))
+        view = self.query_one("#reflog-rows", RowsView)
+        view.set_source(reflog_source(self.entries), cursor=0)
+        where = "logs/" if self.snapshot.format == "files" else "log records of the stack"
+        n = len(self.entries)
+        self.set_status(
+            f"{n} entr{'y' if n == 1 else 'ies'} from {where}, newest first"
+            if n
+            else "no reflog for this ref"
+        )
+        view.focus()

@@ -1,0 +1,138 @@
+"""Row sources for the table view: the blocks of one reftable file, and the records inside one block.
+
+Blocks are listed from their headers (``Table.iter_blocks``, no record decoding), so a 1M-ref table lists
+its blocks without decoding a million records; a block's records are decoded when that block is opened
+(``block.iter_raw_records``: offsets, prefix/suffix lengths, keys, values), which shows prefix compression
+and restart points exactly as they are stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from .fmt import bytes_text, git_date, hexstr
+
+BLOCK_NAMES = {"r": "ref", "g": "log", "o": "obj", "i": "index"}
+
+
+class BlockSource:
+    """One row per block: #, type, section, offset, length on disk, block_len, restart count."""
+
+    header = Text(
+        f"{'#':>5} {'type':<6} {'section':<10} {'offset':>10} {'length':>8} {'block_len':>9} {'restarts':>8}",
+        no_wrap=True,
+    )
+
+    def __init__(self, blocks: list[tuple[str, Any]]) -> None:
+        self.blocks = blocks
+        self.width = self.header.cell_len
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+    def row_text(self, i: int) -> Text:
+        section, blk = self.blocks[i]
+        letter = chr(blk.type)
+        t = Text(no_wrap=True)
+        t.append(f"{i:>5} ", style="bold")
+        style = {"r": "green", "g": "cyan", "o": "magenta", "i": "yellow"}.get(letter, "")
+        t.append(f"{letter} {BLOCK_NAMES.get(letter, '?'):<4} ", style=style)
+        t.append(
+            f"{section:<10} {blk.offset:>10} {blk.full_size:>8} {blk.block_len:>9} {len(blk.restarts):>8}"
+        )
+        return t
+
+
+def _value_text(rec: Any, kind: str, hexw: int) -> Text:
+    t = Text(no_wrap=True)
+    if kind == "r":
+        vt = rec.value_type
+        t.append(f"{vt} ", style="bold")
+        t.append(f"{rec.update_index:>6} ", style="cyan")
+        if vt == 0:
+            t.append("deletion (tombstone)", style="red")
+        elif vt == 3:
+            t.append("→ " + bytes_text(rec.target or b"", 100), style="magenta")
+        else:
+            t.append(hexstr(rec.value, hexw), style="yellow")
+            if vt == 2:
+                t.append(" ^" + hexstr(rec.peeled, hexw), style="dim yellow")
+    elif kind == "g":
+        t.append(f"{rec.log_type} ", style="bold")
+        t.append(f"{rec.update_index:>6} ", style="cyan")
+        if rec.log_type == 0:
+            t.append("deletion of this log entry", style="red")
+        else:
+            t.append(f"{hexstr(rec.old, 12)} → {hexstr(rec.new, 12)} ", style="yellow")
+            t.append(f"{bytes_text(rec.ident_name, 30)} <{bytes_text(rec.email, 40)}> ")
+            t.append(f"{git_date(rec.time, rec.tz)} ", style="dim")
+            t.append(bytes_text(rec.message.rstrip(b"\n"), 80))
+    elif kind == "o":
+        t.append(f"{len(rec.positions)} block{'s' if len(rec.positions) != 1 else ''}: ", style="bold")
+        t.append(", ".join(str(p) for p in rec.positions[:16]) + (" …" if len(rec.positions) > 16 else ""))
+    else:
+        t.append("→ block at ", style="dim")
+        t.append(str(rec.position), style="bold")
+    return t
+
+
+class RecordSource:
+    """One row per record of one block: offset, restart mark, prefix length, suffix length, key (shared prefix
+    dim, stored suffix bright), then the value by kind (ref: value type, update index, value; log: the reflog
+    entry; obj: block positions; index: child block position)."""
+
+    def __init__(self, blk: Any, records: list[Any], hexw: int = 0) -> None:
+        self.blk = blk
+        self.records = records
+        self.kind = chr(blk.type)
+        self.restarts = set(blk.restarts)
+        self.hexw = hexw
+        key_head = {
+            "r": "key (ref name)",
+            "g": "key (name \\0 ~update index)",
+            "o": "key (oid prefix)",
+            "i": "key (last key of block)",
+        }[self.kind]
+        value_head = {
+            "r": "vt     ui value",
+            "g": "lt     ui old → new, who, when, message",
+            "o": "positions",
+            "i": "position",
+        }[self.kind]
+        self.header = Text(
+            f"{'offset':>8} R {'pfx':>4} {'sfx':>4}  {key_head:<48} {value_head}", no_wrap=True
+        )
+        self.width = 200
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def row_text(self, i: int) -> Text:
+        raw = self.records[i]
+        t = Text(no_wrap=True)
+        t.append(f"{raw.offset:>8} ", style="dim")
+        t.append("R " if raw.offset in self.restarts else "  ", style="bold red")
+        t.append(f"{raw.prefix_len:>4} {raw.suffix_len:>4}  ")
+        key = raw.key
+        if self.kind == "o":
+            shared, stored = key[: raw.prefix_len].hex(), key[raw.prefix_len :].hex()
+        elif self.kind == "g" and len(key) > 9 and key[-9:-8] == b"\0":
+            name = key[:-9]
+            shared = bytes_text(name[: raw.prefix_len], 60)
+            stored = bytes_text(name[raw.prefix_len :], 60) + "\\0~" + key[-8:].hex()
+        else:
+            shared, stored = bytes_text(key[: raw.prefix_len], 60), bytes_text(key[raw.prefix_len :], 60)
+        t.append(shared, style="dim")
+        t.append(stored, style="bold")
+        pad = 48 - len(shared) - len(stored)
+        t.append(" " * max(1, pad + 1))
+        t.append_text(_value_text(raw.record, self.kind, self.hexw))
+        return t
+
+
+def decode_block(blk: Any, min_update_index: int) -> list[Any]:
+    from refscope.backend.formats.reftable.block import iter_raw_records
+
+    return list(iter_raw_records(blk, min_update_index))
