@@ -33,13 +33,13 @@ Import cost matters (the CLI's whole-process targets): this module imports only 
 ``_ctypes`` (not the ~3 ms ``ctypes`` package), ``fcntl`` and ``resource`` are loaded on first use.
 """
 
+# ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
 from __future__ import annotations
 
+import _thread
 import os
 import time
 from typing import NamedTuple
-
-import _thread
 
 SOURCES = ("perf", "strace", "proc")
 
@@ -166,12 +166,12 @@ def _probe() -> _Setup:
 
     dirs = _tracing_dirs()
     events_dir = _find_events(dirs)
-    if events_dir is None and "REFSCOPE_TRACEFS" not in os.environ and os.geteuid() == 0:
-        if os.environ.get("REFSCOPE_METER_MOUNT", "1") != "0":
-            mount = _Func(("mount", libc))
-            mount.restype = _Long
-            mount(b"nodev", b"/sys/kernel/tracing", b"tracefs", _Long(0), None)
-            events_dir = _find_events(dirs)
+    may_mount = os.environ.get("REFSCOPE_METER_MOUNT", "1") != "0" and "REFSCOPE_TRACEFS" not in os.environ
+    if events_dir is None and may_mount and os.geteuid() == 0:
+        # Root with nothing mounted (a fresh machine): mount tracefs where the kernel documents it.
+        mount = _Func(("mount", libc))
+        mount(b"nodev", b"/sys/kernel/tracing", b"tracefs", _Long(0), None)
+        events_dir = _find_events(dirs)
     if events_dir is None:
         s.reason = "tracepoints unavailable: no readable tracefs events (" + ", ".join(dirs) + ")"
         return s
