@@ -1,0 +1,162 @@
+"""backend/diff.py: candidate derivation (pure) and snapshot diffs checked against git."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import NamedTuple
+
+import pytest
+from refscope.backend import diff as D
+
+
+class T(NamedTuple):
+    name: str
+    min_update_index: int
+    max_update_index: int
+
+
+def t(lo: int, hi: int, tag: str = "00000000") -> T:
+    return T(f"0x{lo:012x}-0x{hi:012x}-{tag}.ref", lo, hi)
+
+
+# --- plan_tables -----------------------------------------------------------------------------------------
+
+
+def test_plan_unchanged():
+    a = [t(1, 5), t(6, 6)]
+    assert D.plan_tables(a, list(a)) == D.TablePlan((), (), False, True)
+
+
+def test_plan_append():
+    a = [t(1, 5), t(6, 6)]
+    b = [*a, t(7, 7), t(8, 9)]
+    plan = D.plan_tables(a, b)
+    assert plan == D.TablePlan((t(7, 7).name, t(8, 9).name), (), False, False)
+
+
+def test_plan_pure_compaction_whole_stack():
+    a = [t(1, 5), t(6, 6), t(7, 7)]
+    b = [t(1, 7, "aaaaaaaa")]
+    plan = D.plan_tables(a, b)
+    assert plan.appended == () and not plan.unexplained
+    assert plan.compactions == (D.Compaction(tuple(x.name for x in a), b[0].name, True),)
+    assert D.table_candidates(plan, a, b) == set()  # nothing is read
+
+
+def test_plan_compaction_in_the_middle_with_survivor_above():
+    a = [t(1, 5), t(6, 6), t(7, 7), t(8, 8)]
+    b = [t(1, 5), t(6, 7, "bbbbbbbb"), t(8, 8)]
+    plan = D.plan_tables(a, b)
+    assert plan.compactions == (D.Compaction((a[1].name, a[2].name), b[1].name, True),)
+
+
+def test_plan_compaction_with_unseen_writes():
+    # git appended 0x8 and compacted it with 0x7 before the watcher looked
+    a = [t(1, 5), t(6, 6), t(7, 7)]
+    b = [t(1, 5), t(6, 6), t(7, 8, "cccccccc")]
+    plan = D.plan_tables(a, b)
+    assert plan.compactions == (D.Compaction((a[2].name,), b[2].name, False, 8),)
+
+
+def test_plan_compaction_plus_append():
+    a = [t(1, 5), t(6, 6)]
+    b = [t(1, 6, "dddddddd"), t(7, 7)]
+    plan = D.plan_tables(a, b)
+    assert plan.appended == (t(7, 7).name,)
+    assert plan.compactions == (D.Compaction((a[0].name, a[1].name), b[0].name, True),)
+
+
+def test_plan_unexplained_replacement():
+    a = [t(1, 5), t(6, 6)]
+    assert D.plan_tables(a, [t(1, 3, "eeeeeeee")]).unexplained  # tables vanished uncovered
+    assert D.plan_tables(a, [t(1, 5), t(3, 9, "ffffffff")]).unexplained  # overlapping, covers nothing
+    assert D.table_candidates(D.plan_tables(a, [t(1, 3, "eeeeeeee")]), a, []) is None
+
+
+# --- packed_candidates -----------------------------------------------------------------------------------
+
+
+def _oid(i: int) -> bytes:
+    return hashlib.sha1(str(i).encode()).hexdigest().encode()
+
+
+def _render(d: dict) -> bytes:
+    out = [b"# pack-refs with: peeled fully-peeled sorted \n"]
+    for k in sorted(d):
+        o, p = d[k]
+        out.append(o + b" " + k + b"\n")
+        if p:
+            out.append(b"^" + p + b"\n")
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_packed_candidates_cover_every_difference(seed: int):
+    rng = random.Random(seed)
+    for trial in range(400):
+        n = rng.randint(0, 40)
+        a = {
+            b"refs/heads/%d" % rng.randint(0, 80): (
+                _oid(rng.randint(0, 5)),
+                _oid(9) if rng.random() < 0.3 else None,
+            )
+            for _ in range(n)
+        }
+        b = dict(a)
+        edits = 1 if trial % 2 == 0 else rng.randint(0, 4)
+        for _ in range(edits):
+            k = b"refs/heads/%d" % rng.randint(0, 80)
+            r = rng.random()
+            if r < 0.3:
+                b.pop(k, None)
+            elif r < 0.6:
+                b[k] = (_oid(rng.randint(0, 5)), None)
+            else:
+                b[k] = (_oid(rng.randint(0, 5)), _oid(rng.randint(7, 9)) if rng.random() < 0.5 else None)
+        truth = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+        cands = D.packed_candidates(_render(a), _render(b))
+        assert truth <= cands, (seed, trial)
+        if edits == 1:  # one edit: at most the record itself and its neighbours are parsed
+            assert len(cands) <= len(truth) + 2, (seed, trial, truth, cands)
+
+
+def test_packed_candidates_identical_and_empty():
+    data = _render({b"refs/heads/a": (_oid(1), None)})
+    assert D.packed_candidates(data, data) == set()
+    assert D.packed_candidates(b"", data) == {b"refs/heads/a"}
+    assert D.packed_candidates(data, b"") == {b"refs/heads/a"}
+
+
+def test_packed_candidates_large_file_one_delete_parses_one_record():
+    a = {b"refs/heads/b%06d" % i: (_oid(i), None) for i in range(50_000)}
+    b = dict(a)
+    del b[b"refs/heads/b025000"]
+    cands = D.packed_candidates(_render(a), _render(b))
+    assert b"refs/heads/b025000" in cands and len(cands) <= 2
+
+
+# --- loose names -----------------------------------------------------------------------------------------
+
+
+def test_loose_name_and_changes():
+    cd = "/r/.git"
+    gd = "/r/.git/worktrees/w"
+    assert D.loose_name("/r/.git/refs/heads/x", cd, cd) == b"refs/heads/x"
+    assert D.loose_name("/r/.git/worktrees/w/refs/bisect/bad", gd, cd) == b"refs/bisect/bad"
+    assert D.loose_name("/r/.git/packed-refs", cd, cd) is None
+    old = {
+        "/r/.git/refs/heads/a": (1, 1, 41),
+        "/r/.git/refs/heads/b": (1, 2, 41),
+        "/r/.git/packed-refs": (1, 3, 9),
+    }
+    new = {
+        "/r/.git/refs/heads/b": (1, 4, 41),
+        "/r/.git/refs/heads/c": (1, 5, 41),
+        "/r/.git/packed-refs": (1, 3, 9),
+    }
+    assert D.loose_changes(old, new, cd, cd) == [
+        D.LooseChange("deleted", "/r/.git/refs/heads/a", b"refs/heads/a"),
+        D.LooseChange("changed", "/r/.git/refs/heads/b", b"refs/heads/b"),
+        D.LooseChange("created", "/r/.git/refs/heads/c", b"refs/heads/c"),
+    ]
