@@ -1,13 +1,145 @@
-"""The reftable stack: tables.list and git's geometric auto-compaction policy (API skeleton)."""
+"""The reftable stack: ``tables.list`` and git's geometric auto-compaction policy.
+
+``tables.list`` names the tables oldest first, one per line, each line ending in LF (git rejects a last line
+without one and skips empty lines). git joins the names to a path unchecked; refscope accepts only names of
+the form git writes, so a hostile list cannot make it open files outside the reftable directory.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
+import re
+from typing import NamedTuple
+
+from ...errors import CorruptStore
+
+TABLE_NAME_RE = re.compile(rb"0x[0-9a-f]{12}-0x[0-9a-f]{12}-[0-9a-f]{8}\.ref\Z")
+DEFAULT_GEOMETRIC_FACTOR = 2
+_HEADER = {"sha1": 24, "sha256": 28}
+_FOOTER = {1: 68, 2: 72}
+
+
+def parse_tables_list(data: bytes, path: str) -> list[str]:
+    """Validated table names from the bytes of a tables.list (``path`` names it in errors)."""
+    names: list[str] = []
+    pos = 0
+    n = len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            raise CorruptStore(path, "last line does not end in LF", pos)
+        line = data[pos:nl]
+        if line:
+            if not TABLE_NAME_RE.match(line):
+                shown = line[:80].decode("utf-8", "backslashreplace")
+                raise CorruptStore(path, f"invalid table name {shown!r}", pos)
+            names.append(line.decode("ascii"))
+        pos = nl + 1
+    return names
+
+
+def read_tables_list_stat(reftable_dir: str) -> tuple[list[str], tuple[int, int, int, int] | None]:
+    """(names, identity of tables.list as (st_dev, st_ino, st_size, st_mtime_ns) or None when missing)."""
+    path = os.path.join(reftable_dir, "tables.list")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            return [], None
+        raise CorruptStore(path, f"cannot open: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        chunks = []
+        while True:
+            b = os.read(fd, max(st.st_size, 4096))
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        os.close(fd)
+    return parse_tables_list(b"".join(chunks), path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
 
 def read_tables_list(reftable_dir: str) -> list[str]:
-    """Validated table names from ``<reftable_dir>/tables.list``, oldest first."""
-    raise NotImplementedError
+    """Validated table names from ``<reftable_dir>/tables.list``, oldest first ([] when it is missing)."""
+    return read_tables_list_stat(reftable_dir)[0]
 
 
-def suggest_compaction_segment(sizes: list[int], factor: int = 2) -> tuple[int, int] | None:
-    """git's geometric policy: the half-open [start, end) range of tables to compact, or None."""
-    raise NotImplementedError
+def compaction_size(file_size: int, table_version: int, stack_hash_name: str) -> int:
+    """The size git's policy uses for one table: its size without the footer, minus (header size - 1) of
+    the stack's format version (reftable/stack.c stack_segments_for_compaction)."""
+    return file_size - _FOOTER[table_version] - (_HEADER[stack_hash_name] - 1)
+
+
+def suggest_compaction_segment(
+    sizes: list[int], factor: int = DEFAULT_GEOMETRIC_FACTOR
+) -> tuple[int, int] | None:
+    """git's geometric policy: the half-open [start, end) run of tables to merge, or None if the stack is
+    already a geometric sequence (each table at least ``factor`` times the next newer one)."""
+    if not factor:
+        factor = DEFAULT_GEOMETRIC_FACTOR
+    n = len(sizes)
+    if n <= 1:
+        return None
+    start = end = 0
+    total = 0
+    i = n - 1
+    while i > 0:
+        if sizes[i - 1] < sizes[i] * factor:
+            end = i + 1
+            total = sizes[i]
+            break
+        i -= 1
+    while i > 0:
+        curr = total
+        total += sizes[i - 1]
+        if sizes[i - 1] < curr * factor:
+            start = i - 1
+        i -= 1
+    return (start, end) if end - start > 0 else None
+
+
+class CompactionStep(NamedTuple):
+    """One line of the explanation: table ``index`` with its policy ``size``; ``accumulated`` = bytes merged
+    so far when the backwards walk compares this table; ``violates`` = size < previous * factor."""
+
+    index: int
+    size: int
+    compared_with: int
+    violates: bool
+    in_segment: bool
+
+
+def explain_compaction(sizes: list[int], factor: int = DEFAULT_GEOMETRIC_FACTOR) -> tuple[
+    tuple[int, int] | None, list[CompactionStep]
+]:  # fmt: skip
+    """The forecast of ``suggest_compaction_segment`` with the comparison made for each table, for views:
+    each newer-to-older step states which size the table was compared with (the next table's size while
+    looking for the segment end, then the accumulated size of the segment) and whether it broke the
+    geometric rule."""
+    if not factor:
+        factor = DEFAULT_GEOMETRIC_FACTOR
+    seg = suggest_compaction_segment(sizes, factor)
+    steps: list[CompactionStep] = []
+    n = len(sizes)
+    i = n - 1
+    total = 0
+    found = False
+    while i > 0:
+        nxt = sizes[i]
+        if not found:
+            v = sizes[i - 1] < nxt * factor
+            steps.append(CompactionStep(i - 1, sizes[i - 1], nxt, v, False))
+            if v:
+                found = True
+                total = sizes[i] + sizes[i - 1]
+            i -= 1
+            continue
+        v = sizes[i - 1] < total * factor
+        steps.append(CompactionStep(i - 1, sizes[i - 1], total, v, False))
+        total += sizes[i - 1]
+        i -= 1
+    if seg:
+        steps = [s._replace(in_segment=seg[0] <= s.index < seg[1]) for s in steps]
+    return seg, steps

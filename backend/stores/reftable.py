@@ -1,0 +1,490 @@
+"""The reftable ref store: the merged view of a repository's reftable stack(s).
+
+One stack per git dir: ``$GIT_COMMON_DIR/reftable`` holds the shared refs (and the main worktree's HEAD and
+per-worktree refs); a linked worktree's ``$GIT_DIR/reftable`` holds its HEAD and its per-worktree refs
+(``refs/worktree/``, ``refs/bisect/``, ``refs/rewritten/``, root refs), as refs/reftable-backend.c routes them.
+Within a stack the newest table wins and tombstones hide older values. Listing merges the worktree stack over
+the common one as git's ``ref_iterator_select`` does (worktree refs shadow common ones of the same name;
+per-worktree refs of the common stack belong to the main worktree and are skipped).
+
+Opening a snapshot reads tables.list and the header and footer of each table: nothing proportional to the
+number of refs. ``iter_from`` streams through the indexes; ``row``/``len`` use a row index that is built
+lazily, only as far as needed, and cached in the snapshot.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import time
+from array import array
+from binascii import hexlify
+from collections.abc import Iterator
+
+from ..errors import CorruptStore
+from ..formats.reftable.stack import read_tables_list_stat
+from ..formats.reftable.table import Table
+from ..model import TABLE, Location, LogEntry, Ref
+
+_PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
+_RETRY_SECONDS = 3.0
+_ROWS_CHUNK = 4096
+
+
+def _is_root_ref_syntax(name: bytes) -> bool:
+    return all(c == 0x2D or c == 0x5F or 0x41 <= c <= 0x5A for c in name)
+
+
+def is_current_worktree_ref(name: bytes) -> bool:
+    """git's is_current_worktree_ref: root-ref syntax (HEAD, FETCH_HEAD...) or a per-worktree prefix."""
+    return name.startswith(_PER_WORKTREE) or _is_root_ref_syntax(name)
+
+
+class Stack:
+    """One reftable directory as read at one moment: ``names`` and ``tables`` oldest first,
+    ``list_stat`` = (st_dev, st_ino, st_size, st_mtime_ns) of tables.list or None when it is missing."""
+
+    __slots__ = ("dir", "names", "tables", "list_stat")
+
+    def __init__(self, d: str, names: list[str], tables: list[Table], list_stat) -> None:
+        self.dir = d
+        self.names = names
+        self.tables = tables
+        self.list_stat = list_stat
+
+    @classmethod
+    def load(cls, d: str, hash_name: str, previous: Stack | None = None) -> Stack:
+        """Read tables.list and open its tables, reusing ``previous``'s Table objects whose file (name,
+        device, inode, size) is unchanged. A listed table that is missing while tables.list changed
+        meanwhile means a concurrent writer: retry (about 3 s, as git's reader does)."""
+        reuse = {t.name: t for t in previous.tables} if previous is not None else {}
+        deadline = time.monotonic() + _RETRY_SECONDS
+        tries = 0
+        delay = 0.001
+        while True:
+            tries += 1
+            names, lst = read_tables_list_stat(d)
+            tables: list[Table] = []
+            missing = None
+            for n in names:
+                path = os.path.join(d, n)
+                old = reuse.get(n)
+                try:
+                    if old is not None:
+                        st = os.stat(path)
+                        if (st.st_dev, st.st_ino, st.st_size) == old.stat:
+                            tables.append(old)
+                            continue
+                    tables.append(Table.open(path))
+                except FileNotFoundError:
+                    missing = path
+                    break
+            if missing is None:
+                break
+            after, _ = read_tables_list_stat(d)
+            if after == names or (tries > 3 and time.monotonic() >= deadline):
+                raise CorruptStore(missing, "table listed in tables.list does not exist")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        for t in tables:
+            if t.hash_name != hash_name:
+                raise CorruptStore(t.path, f"table uses {t.hash_name}, the repository uses {hash_name}")
+        return cls(d, names, tables, lst)
+
+    def unchanged(self, names: list[str], lst) -> bool:
+        return names == self.names and lst == self.list_stat
+
+    # --- merged access ---------------------------------------------------------------------------------
+
+    def locate(self, name: bytes):
+        """(table, RefBlock, index) of the newest record of ``name`` (tombstone included), or None."""
+        for t in reversed(self.tables):
+            got = t.locate_ref(name)
+            if got is not None:
+                return t, got[0], got[1]
+        return None
+
+    def stream(self, start: bytes) -> Iterator[tuple[bytes, int, object, int]]:
+        """(name, table index, RefBlock, record index) of every effective (newest, non-tombstone) record
+        from ``start``, in name order."""
+        tables = self.tables
+        if not tables:
+            return
+        if len(tables) == 1:
+            for rb, i in tables[0].iter_ref_blocks(start):
+                names = rb.names
+                types = rb.types
+                for j in range(i, len(names)):
+                    if types[j]:
+                        yield names[j], 0, rb, j
+            return
+
+        def one(ti: int, t: Table):
+            neg = -ti
+            for rb, i in t.iter_ref_blocks(start):
+                names = rb.names
+                for j in range(i, len(names)):
+                    yield names[j], neg, rb, j
+
+        last = None
+        for name, neg, rb, j in heapq.merge(*(one(ti, t) for ti, t in enumerate(tables))):
+            if name == last:
+                continue
+            last = name
+            if rb.types[j]:
+                yield name, -neg, rb, j
+
+    def log_records(self, name: bytes) -> list:
+        """Effective log records of ``name`` newest first: per update index the newest table's record,
+        deletion records hiding older ones (and themselves)."""
+        seen: dict[int, object] = {}
+        for t in reversed(self.tables):
+            for rec in t.iter_logs(name):
+                if rec.update_index not in seen:
+                    seen[rec.update_index] = rec
+        out = [r for r in seen.values() if r.log_type != 0]
+        out.sort(key=lambda r: -r.update_index)
+        return out
+
+
+def _ref_from(name: bytes, table: Table, rb, j: int) -> Ref:
+    t = rb.types[j]
+    o = rb.voffs[j]
+    hs = rb.hash_size
+    data = rb.data
+    oid = peeled = target = None
+    if t == 1:
+        oid = hexlify(data[o : o + hs])
+    elif t == 2:
+        oid = hexlify(data[o : o + hs])
+        peeled = hexlify(data[o + hs : o + 2 * hs])
+    elif t == 3:
+        target = rb.target(j)
+    return Ref(
+        name, oid, peeled, target, Location(TABLE, table.name, rb.offset, rb.deltas[j] + rb.min_update_index)
+    )
+
+
+class ReftableSnapshot:
+    """An immutable merged view (see the module docstring). Attributes for the transaction engine:
+    ``tables`` (common stack, oldest first), ``worktree_tables`` (this linked worktree's stack, or []),
+    ``stacks`` (reftable dir -> tables), ``stack``/``worktree_stack`` (Stack objects),
+    ``tables_list_stat`` (identity of the common tables.list when read)."""
+
+    format = "reftable"
+
+    def __init__(self, store: ReftableStore, common: Stack, wt: Stack | None) -> None:
+        self.store = store
+        self.hash_name = store.repo.hash_name
+        self.gitdir = store.gitdir
+        self.commondir = store.commondir
+        self.stack = common
+        self.worktree_stack = wt
+        self.tables = common.tables
+        self.worktree_tables = wt.tables if wt is not None else []
+        self.tables_list_stat = common.list_stat
+        self.stacks = {common.dir: common.tables}
+        if wt is not None:
+            self.stacks[wt.dir] = wt.tables
+        self._all_tables = list(common.tables) + (list(wt.tables) if wt is not None else [])
+        self._tidx = {id(t): i for i, t in enumerate(self._all_tables)}
+        self._rows_t = array("H")
+        self._rows_b = array("Q")
+        self._rows_r = array("I")
+        self._rows_iter = None
+        self._rows_done = False
+
+    # --- routing -----------------------------------------------------------------------------------------
+
+    def _stack_for(self, name: bytes) -> tuple[Stack, bytes]:
+        """git's backend_for: which stack holds ``name`` and the name inside it."""
+        if name.startswith(b"worktrees/"):
+            rest = name[len(b"worktrees/") :]
+            slash = rest.find(b"/")
+            if slash > 0 and is_current_worktree_ref(rest[slash + 1 :]):
+                wtid = rest[:slash].decode("utf-8", "surrogateescape")
+                d = os.path.join(self.commondir, "worktrees", wtid, "reftable")
+                return Stack.load(d, self.hash_name), rest[slash + 1 :]
+        if name.startswith(b"main-worktree/") and is_current_worktree_ref(name[14:]):
+            return self.stack, name[14:]
+        if self.worktree_stack is not None and is_current_worktree_ref(name):
+            return self.worktree_stack, name
+        return self.stack, name
+
+    # --- lookups -----------------------------------------------------------------------------------------
+
+    def lookup(self, name: bytes) -> Ref | None:
+        """The effective ref ``name`` (any name: refs/..., HEAD, other root refs), or None."""
+        stack, inner = self._stack_for(name)
+        got = stack.locate(inner)
+        if got is None:
+            return None
+        t, rb, j = got
+        if rb.types[j] == 0:
+            return None
+        return _ref_from(name, t, rb, j)
+
+    def head(self) -> Ref | None:
+        return self.lookup(b"HEAD")
+
+    def resolve(self, name: bytes, depth: int = 5) -> bytes | None:
+        """The oid ``name`` finally points at (following symrefs as git does, at most 5 levels), or None."""
+        for _ in range(depth + 1):
+            ref = self.lookup(name)
+            if ref is None:
+                return None
+            if ref.target is None:
+                return ref.oid
+            name = ref.target
+        return None
+
+    # --- streaming ---------------------------------------------------------------------------------------
+
+    def _stream(self, start: bytes) -> Iterator[tuple[bytes, Table, object, int]]:
+        """(name, table, RefBlock, index) of every row from the first name >= start (names under refs/)."""
+        if start < b"refs/":
+            start = b"refs/"
+        common = self.stack
+        wt = self.worktree_stack
+        if wt is None:
+            tables = common.tables
+            for name, ti, rb, j in common.stream(start):
+                if not name.startswith(b"refs/"):
+                    return
+                yield name, tables[ti], rb, j
+            return
+        ct, wtt = common.tables, wt.tables
+        a = wt.stream(start)
+        b = common.stream(start)
+        na = next(a, None)
+        nb = next(b, None)
+        while na is not None or nb is not None:
+            if nb is None or (na is not None and na[0] <= nb[0]):
+                if not na[0].startswith(b"refs/"):
+                    na = None
+                    continue
+                if nb is not None and na[0] == nb[0]:
+                    nb = next(b, None)
+                yield na[0], wtt[na[1]], na[2], na[3]
+                na = next(a, None)
+                continue
+            name = nb[0]
+            if not name.startswith(b"refs/"):
+                nb = None
+                continue
+            if not name.startswith(_PER_WORKTREE):
+                yield name, ct[nb[1]], nb[2], nb[3]
+            nb = next(b, None)
+
+    def iter_from(self, start: bytes = b"") -> Iterator[Ref]:
+        """Refs in name order from the first name >= ``start``: streaming, no row index needed."""
+        for name, t, rb, j in self._stream(start):
+            yield _ref_from(name, t, rb, j)
+
+    def __iter__(self) -> Iterator[Ref]:
+        return self.iter_from(b"")
+
+    def iter_names(self, start: bytes = b"") -> Iterator[bytes]:
+        """Just the names, fastest path for rendering."""
+        for name, _t, _rb, _j in self._stream(start):
+            yield name
+
+    # --- row index ---------------------------------------------------------------------------------------
+
+    def _extend_rows(self, upto: int) -> None:
+        """Grow the row index until it has more than ``upto`` rows (or is complete)."""
+        if self._rows_done:
+            return
+        if self._rows_iter is None:
+            self._rows_iter = self._stream(b"")
+        it = self._rows_iter
+        rt, rbk, rr = self._rows_t, self._rows_b, self._rows_r
+        tidx = self._tidx
+        last_rb = None
+        ti = 0
+        while len(rr) <= upto:
+            got = next(it, None)
+            if got is None:
+                self._rows_done = True
+                self._rows_iter = None
+                return
+            _name, t, rb, j = got
+            if rb is not last_rb:
+                last_rb = rb
+                ti = tidx[id(t)]
+            rt.append(ti)
+            rbk.append(rb.offset)
+            rr.append(j)
+
+    def _build_all(self) -> None:
+        if self._rows_done:
+            return
+        if self._rows_iter is None and self.worktree_stack is None and len(self.tables) == 1:
+            self._build_single(self.tables[0])
+            return
+        self._extend_rows(1 << 62)
+
+    def _build_single(self, t: Table) -> None:
+        """Row index of a one-table stack, block by block (no per-row tuples)."""
+        rbk, rr, rt = self._rows_b, self._rows_r, self._rows_t
+        for rb, i in t.iter_ref_blocks(b"refs/"):
+            names = rb.names
+            n = len(names)
+            off = rb.offset
+            if (
+                i == 0
+                and 0 not in rb.types
+                and names[0].startswith(b"refs/")
+                and names[-1].startswith(b"refs/")
+            ):
+                rr.extend(range(n))
+                rbk.extend([off] * n)
+            else:
+                stop = False
+                for j in range(i, n):
+                    if not names[j].startswith(b"refs/"):
+                        stop = True
+                        break
+                    if rb.types[j]:
+                        rr.append(j)
+                        rbk.append(off)
+                if stop:
+                    break
+        rt.frombytes(bytes(2 * len(rr)))
+        self._rows_done = True
+
+    def _row_block(self, i: int):
+        if i < 0:
+            raise IndexError(i)
+        if i >= len(self._rows_r):
+            self._extend_rows(i)
+            if i >= len(self._rows_r):
+                raise IndexError(i)
+        ti = self._rows_t[i]
+        t = self._all_tables[ti]
+        return t, t.ref_block(self._rows_b[i]), self._rows_r[i]
+
+    def __len__(self) -> int:
+        self._build_all()
+        return len(self._rows_r)
+
+    def row(self, i: int) -> Ref:
+        if i < 0:
+            i += len(self)
+        t, rb, j = self._row_block(i)
+        return _ref_from(rb.names[j], t, rb, j)
+
+    def name_at(self, i: int) -> bytes:
+        if i < 0:
+            i += len(self)
+        _t, rb, j = self._row_block(i)
+        return rb.names[j]
+
+    def prefix_range(self, prefix: bytes) -> range:
+        n = len(self)
+        lo = self._bisect(prefix, 0, n)
+        if not prefix:
+            return range(lo, n)
+        # the first name > every name starting with prefix
+        hi = lo
+        step = 1
+        while hi + step <= n and self.name_at(hi + step - 1).startswith(prefix):
+            hi += step
+            step *= 2
+        # now names [lo, hi) match; binary search the boundary in [hi, min(n, hi+step))
+        a, b = hi, min(n, hi + step)
+        while a < b:
+            m = (a + b) // 2
+            if self.name_at(m).startswith(prefix):
+                a = m + 1
+            else:
+                b = m
+        return range(lo, a)
+
+    def _bisect(self, key: bytes, lo: int, hi: int) -> int:
+        while lo < hi:
+            m = (lo + hi) // 2
+            if self.name_at(m) < key:
+                lo = m + 1
+            else:
+                hi = m
+        return lo
+
+    # --- reflogs -----------------------------------------------------------------------------------------
+
+    def reflog_records(self, name: bytes) -> list:
+        """Effective LogRecords of ``name`` newest first, existence markers included (the transaction
+        engine writes a deletion record for each of them)."""
+        stack, inner = self._stack_for(name)
+        return stack.log_records(inner)
+
+    def reflog(self, name: bytes) -> list[LogEntry]:
+        """The reflog as ``git reflog show`` lists it: newest first, deleted entries and existence markers
+        (old and new both null) left out; messages without their trailing LF."""
+        out = []
+        for r in self.reflog_records(name):
+            if not r.old.strip(b"0") and not r.new.strip(b"0"):
+                continue
+            msg = r.message[:-1] if r.message.endswith(b"\n") else r.message
+            out.append(LogEntry(r.old, r.new, r.ident_name, r.email, r.time, r.tz, msg, r.update_index))
+        return out
+
+    def reflog_names(self) -> list[bytes]:
+        """Names that have log records (including existence markers), sorted."""
+        names = set()
+        for stack in (self.stack, self.worktree_stack):
+            if stack is None:
+                continue
+            for t in stack.tables:
+                for rec in t.iter_logs():
+                    names.add(rec.name)
+        return sorted(names)
+
+    # --- identity ----------------------------------------------------------------------------------------
+
+    def files(self) -> dict[str, tuple[int, int, int]]:
+        out = {}
+        for stack in (self.stack, self.worktree_stack):
+            if stack is None:
+                continue
+            if stack.list_stat is not None:
+                out[os.path.join(stack.dir, "tables.list")] = stack.list_stat[:3]
+            for t in stack.tables:
+                out[t.path] = t.stat
+        return out
+
+
+class ReftableStore:
+    """The reftable store of one repository (worktree)."""
+
+    format = "reftable"
+
+    def __init__(self, repo) -> None:
+        self.repo = repo
+        self.gitdir = os.path.abspath(repo.gitdir)
+        self.commondir = os.path.abspath(repo.commondir)
+        self.common_dir = os.path.join(self.commondir, "reftable")
+        self.worktree_dir = os.path.join(self.gitdir, "reftable") if self.gitdir != self.commondir else None
+
+    def snapshot(self) -> ReftableSnapshot:
+        common = Stack.load(self.common_dir, self.repo.hash_name)
+        wt = Stack.load(self.worktree_dir, self.repo.hash_name) if self.worktree_dir else None
+        return ReftableSnapshot(self, common, wt)
+
+    def refresh(self, previous: ReftableSnapshot) -> ReftableSnapshot:
+        """A snapshot of now, reusing every table of ``previous`` whose file is unchanged; ``previous``
+        itself when neither tables.list changed."""
+        names, lst = read_tables_list_stat(self.common_dir)
+        same = previous.stack.unchanged(names, lst)
+        if same and self.worktree_dir:
+            wnames, wlst = read_tables_list_stat(self.worktree_dir)
+            same = previous.worktree_stack is not None and previous.worktree_stack.unchanged(wnames, wlst)
+        if same:
+            return previous
+        common = Stack.load(self.common_dir, self.repo.hash_name, previous.stack)
+        wt = (
+            Stack.load(self.worktree_dir, self.repo.hash_name, previous.worktree_stack)
+            if self.worktree_dir
+            else None
+        )
+        return ReftableSnapshot(self, common, wt)
