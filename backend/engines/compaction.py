@@ -1,0 +1,197 @@
+"""Reftable compaction as git does it (reftable/stack.c ``stack_compact_range``), auto or explicit.
+
+Lock ``tables.list``; give up if the stack changed since it was read ("outdated"); lock each table of the
+segment newest first with timeout 0 (best effort: a locked table shrinks the segment to the newer tables,
+as long as two remain); release the list lock while merging; write the merged table as a temp file; re-lock
+the list, re-check that the segment is still a contiguous run, rename the table into place, write the new
+list, and unlink the old tables. Tombstones (ref and log deletions) are dropped only when the segment
+starts at the base table: otherwise they still hide records in older tables.
+"""
+
+# ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
+from __future__ import annotations
+
+import errno
+import os
+
+from ..errors import LockBusy, TransactionRefused
+from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
+from ..formats.reftable.stack import compaction_size, suggest_compaction_segment
+from ..formats.reftable.table import Table
+from ..formats.reftable.writer import write_table
+from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout
+from .common import config_bool, config_int, fsync_references
+from .crashpoint import step
+from .stack_io import Stack, _mkstemp, read_list, table_name
+
+
+class Outdated(TransactionRefused):
+    """The stack changed under a compaction (git's REFTABLE_OUTDATED_ERROR): benign, nothing written."""
+
+
+def merge_tables(tables: list[Table], drop_tombstones: bool):
+    """(refs, logs) of ``tables`` (oldest first) merged: the newest record per key wins."""
+    refs = {}
+    logs = {}
+    for t in reversed(tables):
+        for rec in t.iter_refs():
+            if rec.name not in refs:
+                refs[rec.name] = rec
+        for rec in t.iter_logs():
+            key = (rec.name, rec.update_index)
+            if key not in logs:
+                logs[key] = rec
+    ref_list = [r for r in refs.values() if not (drop_tombstones and r.value_type == VALUE_DELETION)]
+    log_list = [r for r in logs.values() if not (drop_tombstones and r.log_type == LOG_DELETION)]
+    return ref_list, log_list
+
+
+def policy_sizes(st: Stack) -> list[int]:
+    return [compaction_size(t.size, t.version, st.hash_name) for t in st.tables]
+
+
+def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) -> str | None:
+    """Compact tables[first..last] (inclusive) of ``st``; returns the new table's name (None if empty/no-op).
+
+    Raises LockBusy (list or, without best effort, a table locked) and Outdated (stack changed).
+    """
+    if first >= last:
+        return None
+    timeout = config_int(repo, "reftable.lockTimeout", 100)
+    do_fsync = fsync_references(repo)
+    st.lock(timeout, "compaction: lock tables.list")
+    table_locks: list[str] = []
+    temp = ""
+    try:
+        if read_list(st.list_path) != st.names:
+            raise Outdated(st.list_path, "stack changed; compaction skipped")
+        for i in range(last, first - 1, -1):
+            path = st.tables[i].path
+            step(f"compaction: lock {os.path.basename(path)}")
+            fd = create_with_timeout(path + LOCK_SUFFIX, 0)
+            if fd < 0:
+                if fd == -errno.EEXIST and best_effort and last - i >= 2:
+                    first = i + 1
+                    break
+                if fd == -errno.EEXIST:
+                    raise busy_error(path)
+                raise TransactionRefused(path + LOCK_SUFFIX, os.strerror(-fd))
+            os.close(fd)
+            table_locks.append(path + LOCK_SUFFIX)
+        st.unlock("compaction: release tables.list")
+        segment = st.tables[first : last + 1]
+        min_i = segment[0].min_update_index
+        max_i = segment[-1].max_update_index
+        refs, logs = merge_tables(segment, drop_tombstones=first == 0)
+        empty = not refs and not logs
+        if not empty:
+            data = write_table(
+                refs,
+                logs,
+                hash_name=st.hash_name,
+                min_update_index=min_i,
+                max_update_index=max_i,
+                block_size=config_int(repo, "reftable.blockSize", 4096),
+                restart_interval=config_int(repo, "reftable.restartInterval", 16),
+                index_objects=config_bool(repo, "reftable.indexObjects", True),
+                exact_log_message=True,
+            )
+            step("compaction: create temp")
+            fd, temp = _mkstemp(os.path.join(st.dir, table_name(min_i, max_i)) + ".temp.")
+            try:
+                step("compaction: write temp")
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if do_fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        st.lock(timeout, "compaction: re-lock tables.list")
+        names = read_list(st.list_path)
+        old = [t.name for t in st.tables]
+        first_name = old[first]
+        if names == old:
+            start, end = first, last
+        else:
+            try:
+                start = names.index(first_name)
+            except ValueError:
+                raise Outdated(st.list_path, "stack changed; compaction skipped") from None
+            end = start + (last - first)
+            if names[start : end + 1] != old[first : last + 1]:
+                raise Outdated(st.list_path, "stack changed; compaction skipped")
+        new_name = None
+        if not empty:
+            new_name = table_name(min_i, max_i) + ".ref"
+            step("compaction: rename table")
+            os.rename(temp, os.path.join(st.dir, new_name))
+            temp = ""
+        new_names = names[:start] + ([new_name] if new_name else []) + names[end + 1 :]
+        try:
+            st.commit_list(new_names, do_fsync, "compaction: rename tables.list")
+        except BaseException:
+            if new_name:
+                try:
+                    os.unlink(os.path.join(st.dir, new_name))
+                except OSError:
+                    pass
+            raise
+        # The stack in memory now mirrors the list: reuse the tables outside the segment.
+        reuse = {t.name: t for t in st.tables}
+        st.tables = []
+        st.names = []
+        st.load(reuse)
+        for lock in table_locks:
+            step(f"compaction: unlink {os.path.basename(lock[: -len(LOCK_SUFFIX)])}")
+            try:
+                os.unlink(lock[: -len(LOCK_SUFFIX)])
+            except OSError:
+                pass
+        return new_name
+    finally:
+        st.unlock("compaction: release tables.list")
+        for lock in table_locks:
+            try:
+                os.unlink(lock)
+            except OSError:
+                pass
+        if temp:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+
+
+def auto_compact(repo, st: Stack) -> str | None:
+    """git's reftable_stack_auto_compact after a commit: lock and outdated failures are ignored."""
+    factor = config_int(repo, "reftable.geometricFactor", 2)
+    seg = suggest_compaction_segment(policy_sizes(st), factor)
+    if seg is None:
+        return None
+    try:
+        return compact_range(repo, st, seg[0], seg[1] - 1, best_effort=True)
+    except (LockBusy, Outdated):
+        return None
+
+
+def compact(store, segment: tuple[int, int] | None = None):
+    """Compact ``segment`` ([start, end) table indexes, oldest = 0) of the store's main stack; None = git's
+    geometric suggestion; ``(0, len)`` = everything. Returns the OpReport (its name says what happened)."""
+    from ..meter import measure
+
+    repo = store.repo
+    st = Stack(os.path.join(repo.commondir, "reftable"), repo.hash_name)
+    with measure("compaction") as m:
+        st.load()
+        if segment is None:
+            factor = config_int(repo, "reftable.geometricFactor", 2)
+            segment = suggest_compaction_segment(policy_sizes(st), factor)
+        if segment is not None:
+            start, end = segment
+            if not (0 <= start < end <= len(st.tables)):
+                raise TransactionRefused(
+                    st.list_path, f"no such segment [{start}, {end}) of {len(st.tables)} tables"
+                )
+            compact_range(repo, st, start, end - 1, best_effort=False)
+    return m.report

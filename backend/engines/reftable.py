@@ -1,0 +1,329 @@
+"""The native engine for the reftable backend (refs/reftable-backend.c + reftable/stack.c).
+
+1. Take ``tables.list.lock`` of every stack the transaction touches (``reftable.lockTimeout``).
+2. Check once, under the lock, whether the stack changed since the snapshot: ``tables.list`` is read one
+   time; when the names are the snapshot's nothing is reloaded, otherwise every table still listed is reused
+   and only new ones are mapped (the 2026 "avoid reloading the stack when already locked" patch, taken whole).
+3. Resolve and check every expected value against the merged stack.
+4. Write one table at ``newest max + 1``: a ref tombstone per deleted ref, a log deletion record for every
+   live reflog entry of it, and git's log entries for symrefs/HEAD; ``<name>.temp.XXXXXX``, fsync when
+   core.fsync asks, rename to ``0x%012x-0x%012x-%08x.ref``.
+5. Old names + the new one through the lock, fsync when asked, rename over ``tables.list``.
+6. Auto-compaction with git's geometric policy; its lock failures are ignored (the batch is durable already).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import StaleValue, TransactionRefused
+from ..formats.reftable.record import (
+    LOG_DELETION,
+    LOG_UPDATE,
+    VALUE_DELETION,
+    VALUE_SYMREF,
+    LogRecord,
+    RefRecord,
+)
+from ..formats.reftable.writer import write_table
+from .common import (
+    Deletion,
+    committer_ident,
+    config_bool,
+    config_int,
+    fsync_references,
+    is_per_worktree,
+    log_all_ref_updates,
+    reflog_message,
+    should_autocreate_reflog,
+    zero_oid,
+)
+from .stack_io import Stack
+
+
+def _text(name: bytes) -> str:
+    return name.decode("utf-8", "replace")
+
+
+def stack_dir_for(repo, name: bytes) -> str:
+    """git's backend_for: per-worktree refs of a linked worktree live in its own stack."""
+    if repo.gitdir != repo.commondir and is_per_worktree(name):
+        return os.path.join(repo.gitdir, "reftable")
+    return os.path.join(repo.commondir, "reftable")
+
+
+class _Upd:
+    __slots__ = ("name", "old", "log_only", "no_deref", "via_head", "parent", "stack", "current", "is_symref")
+
+    def __init__(self, name: bytes, old: bytes | None, no_deref: bool) -> None:
+        self.name = name
+        self.old = old
+        self.log_only = False
+        self.no_deref = no_deref
+        self.via_head = False
+        self.parent: _Upd | None = None
+        self.stack: Stack | None = None
+        self.current: bytes | None = None
+        self.is_symref = False
+
+
+def _original(u: _Upd) -> bytes:
+    while u.parent is not None:
+        u = u.parent
+    return u.name
+
+
+def snapshot_stack(snapshot, directory: str):
+    """(names, tables) a snapshot holds for ``directory`` (main stack only), or None."""
+    if snapshot is None:
+        return None
+    tables = getattr(snapshot, "tables", None)
+    if tables is None:
+        return None
+    tables = list(tables)
+    if not tables:
+        return [], []
+    if os.path.dirname(tables[0].path) != directory:
+        return None
+    return [t.name for t in tables], tables
+
+
+class ReftableCommit:
+    def __init__(
+        self, store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b""
+    ) -> None:
+        self.store = store
+        self.repo = store.repo
+        self.deletions = deletions
+        self.snapshot = snapshot
+        self.no_deref = no_deref
+        self.message = reflog_message(message) if message else b""
+        self.zero = zero_oid(self.repo.hash_name)
+        self.stacks: dict[str, Stack] = {}
+        self.updates: list[_Upd] = []
+        self.names: set[bytes] = set()
+        self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
+        self.deleted: list[bytes] = []
+        self.written: list[Stack] = []
+
+    def _stack(self, name: bytes) -> Stack:
+        d = stack_dir_for(self.repo, name)
+        st = self.stacks.get(d)
+        if st is None:
+            st = Stack(d, self.repo.hash_name)
+            st.lock(self.timeout)
+            self.stacks[d] = st
+            try:
+                snap = snapshot_stack(self.snapshot, d)
+                if snap is not None:
+                    st.adopt(*snap)
+                st.load()  # one read of tables.list under the lock; reuses every table still listed
+            except BaseException:
+                st.unlock()
+                del self.stacks[d]
+                raise
+        return st
+
+    def _add(self, u: _Upd) -> None:
+        self.updates.append(u)
+        self.names.add(u.name)
+
+    def prepare(self) -> None:
+        for d in self.deletions:
+            self._add(_Upd(d.name, d.old_oid, self.no_deref))
+        # git locks every stack of the original updates first.
+        for u in list(self.updates):
+            u.stack = self._stack(u.name)
+        head_stack = self._stack(b"HEAD") if b"HEAD" in self.names else self._head_stack()
+        head = head_stack.lookup(b"HEAD") if head_stack is not None else None
+        head_ref = head.target if head is not None and head.value_type == VALUE_SYMREF else None
+        queued: list[_Upd] = []
+        i = 0
+        while i < len(self.updates):
+            u = self.updates[i]
+            i += 1
+            if u.stack is None:
+                u.stack = self._stack(u.name)
+            st = u.stack
+            if head_ref is not None and not u.log_only and not u.via_head and u.name == head_ref:
+                if b"HEAD" in self.names:
+                    raise TransactionRefused(
+                        None,
+                        f"multiple updates for 'HEAD' (including one via its referent '{_text(u.name)}') "
+                        "are not allowed",
+                    )
+                h = _Upd(b"HEAD", u.old, True)
+                h.log_only = True
+                self._add(h)
+            rec = st.lookup(u.name)
+            if rec is None:
+                if u.old is not None and not u.log_only:
+                    raise StaleValue(
+                        st.list_path,
+                        f"cannot lock ref '{_text(_original(u))}': unable to resolve reference '{_text(u.name)}'",
+                    )
+                if u.log_only and u.name == b"HEAD":
+                    pass  # HEAD vanished: nothing to log
+                continue
+            if rec.value_type == VALUE_SYMREF:
+                u.is_symref = True
+                u.current = st.resolve(u.name)
+                if u.no_deref:
+                    if u.old is not None and not u.log_only and u.current is None:
+                        raise TransactionRefused(
+                            None, f"cannot lock ref '{_text(u.name)}': error reading reference"
+                        )
+                else:
+                    target = rec.target
+                    if target in self.names:
+                        raise TransactionRefused(
+                            None,
+                            f"multiple updates for '{_text(target)}' (including one via symref "
+                            f"'{_text(u.name)}') are not allowed",
+                        )
+                    child = _Upd(target, u.old, self.no_deref)
+                    child.parent = u
+                    child.via_head = u.via_head or u.name == b"HEAD"
+                    u.log_only = True
+                    u.no_deref = True
+                    self._add(child)
+            else:
+                u.current = rec.value
+            if u.old is not None and not u.log_only and u.current != u.old:
+                where = st.list_path
+                if u.current is None:
+                    raise StaleValue(
+                        where,
+                        f"cannot lock ref '{_text(_original(u))}': reference is missing but expected {u.old.decode()}",
+                    )
+                raise StaleValue(
+                    where,
+                    f"cannot lock ref '{_text(_original(u))}': is at {u.current.decode()} "
+                    f"but expected {u.old.decode()}",
+                )
+            queued.append(u)
+        self.queued = queued
+
+    def _head_stack(self) -> Stack | None:
+        d = stack_dir_for(self.repo, b"HEAD")
+        st = self.stacks.get(d)
+        if st is not None:
+            return st
+        # HEAD's stack is not part of the transaction: read it as git does, without locking it.
+        st = Stack(d, self.repo.hash_name)
+        snap = snapshot_stack(self.snapshot, d)
+        if snap is not None:
+            st.adopt(*snap)
+            return st
+        try:
+            st.load()
+        except TransactionRefused:
+            return None
+        return st
+
+    def write(self) -> None:
+        mode = log_all_ref_updates(self.repo)
+        ident = None
+        per_stack: dict[str, tuple[list[RefRecord], list[LogRecord]]] = {}
+        for u in self.queued:
+            st = u.stack
+            refs, logs = per_stack.setdefault(st.dir, ([], []))
+            ts = st.next_update_index()
+            if not u.is_symref:
+                # a deletion drops the whole reflog, entry by entry
+                for rec in st.logs(u.name):
+                    logs.append(LogRecord(u.name, rec.update_index, LOG_DELETION))
+            elif mode == "always" or should_autocreate_reflog(mode, u.name) or st.has_log(u.name):
+                if ident is None:
+                    ident = committer_ident(self.repo)
+                logs.append(
+                    LogRecord(
+                        u.name,
+                        ts,
+                        LOG_UPDATE,
+                        u.current or self.zero,
+                        self.zero,
+                        ident.name,
+                        ident.email,
+                        ident.time,
+                        ident.tz_hhmm(),
+                        self.message,
+                    )
+                )
+            if u.log_only:
+                continue
+            refs.append(RefRecord(u.name, ts, VALUE_DELETION))
+            self.deleted.append(u.name)
+        do_fsync = fsync_references(self.repo)
+        for d, (refs, logs) in per_stack.items():
+            st = self.stacks[d]
+            if not refs and not logs:
+                continue
+            ts = st.next_update_index()
+            data = write_table(
+                refs,
+                _dedupe_logs(logs),
+                hash_name=self.repo.hash_name,
+                min_update_index=ts,
+                max_update_index=ts,
+                block_size=config_int(self.repo, "reftable.blockSize", 4096),
+                restart_interval=config_int(self.repo, "reftable.restartInterval", 16),
+                index_objects=config_bool(self.repo, "reftable.indexObjects", True),
+            )
+            name = st.write_table(data, ts, ts, do_fsync)
+            try:
+                st.commit_list([*st.names, name], do_fsync)
+            except BaseException:
+                try:
+                    os.unlink(os.path.join(st.dir, name))
+                except OSError:
+                    pass
+                raise
+            from ..formats.reftable.table import Table
+
+            st.tables.append(Table.from_bytes(data, os.path.join(st.dir, name)))
+            self.written.append(st)
+
+    def release(self) -> None:
+        for st in self.stacks.values():
+            st.unlock()
+
+    def run(self) -> list[bytes]:
+        try:
+            self.prepare()
+            self.write()
+        finally:
+            self.release()
+        return self.deleted
+
+
+def _dedupe_logs(logs: list[LogRecord]) -> list[LogRecord]:
+    seen = set()
+    out = []
+    for rec in logs:
+        key = (rec.name, rec.update_index)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(rec)
+    return out
+
+
+def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b""):
+    """Commit the deletions; then auto-compact. Returns (deleted names, [compaction OpReport...])."""
+    from ..meter import measure
+
+    c = ReftableCommit(store, deletions, snapshot=snapshot, no_deref=no_deref, message=message)
+    deleted = c.run()
+    extra = []
+    if c.written and config_bool(c.repo, "reftable.autoCompaction", True):
+        from .compaction import auto_compact
+
+        for st in c.written:
+            with measure("auto-compaction") as m:
+                auto_compact(c.repo, st)
+            extra.append(m.report)
+    return deleted, extra
+
+
+__all__ = ["commit", "ReftableCommit", "VALUE_DELETION"]

@@ -1,0 +1,216 @@
+"""The reftable stack as the writers see it: locked ``tables.list``, open tables, merged lookups, new tables.
+
+Shared by the commit engine and compaction. Everything here works on tables already mapped by a snapshot
+when they are still listed (a check under the lock reads ``tables.list`` once and reuses every open table).
+"""
+
+# ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
+from __future__ import annotations
+
+import errno
+import os
+import random
+
+from ..errors import CorruptStore, TransactionRefused
+from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION, VALUE_SYMREF, LogRecord, RefRecord
+from ..formats.reftable.stack import parse_tables_list
+from ..formats.reftable.table import Table
+from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
+from .crashpoint import step
+
+_rng = random.Random()
+
+
+def table_name(min_index: int, max_index: int) -> str:
+    """git's format_name: ``0x%012x-0x%012x-%08x`` with a random suffix."""
+    return f"0x{min_index:012x}-0x{max_index:012x}-{_rng.getrandbits(32):08x}"
+
+
+def read_list(path: str) -> list[str]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 65536)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        os.close(fd)
+    return parse_tables_list(b"".join(chunks), path)
+
+
+class Stack:
+    """One reftable stack directory with its tables (oldest first), possibly locked."""
+
+    __slots__ = ("dir", "list_path", "names", "tables", "lock_fd", "lock_path", "hash_name")
+
+    def __init__(self, directory: str, hash_name: str) -> None:
+        self.dir = directory
+        self.list_path = os.path.join(directory, "tables.list")
+        self.names: list[str] = []
+        self.tables: list[Table] = []
+        self.lock_fd = -1
+        self.lock_path = ""
+        self.hash_name = hash_name
+
+    # -- locking --------------------------------------------------------------------------------------
+    def lock(self, timeout_ms: int, label: str = "lock tables.list") -> None:
+        """Take tables.list.lock (fd kept: the new list is written through it). Busy -> LockBusy."""
+        step(label)
+        fd = create_with_timeout(self.list_path + LOCK_SUFFIX, timeout_ms)
+        if fd < 0:
+            if fd == -errno.EEXIST:
+                err = busy_error(self.list_path, "cannot lock references: ")
+                raise err
+            raise TransactionRefused(
+                self.list_path + LOCK_SUFFIX, unable_to_lock_message(self.list_path, -fd)
+            )
+        self.lock_fd = fd
+        self.lock_path = self.list_path + LOCK_SUFFIX
+
+    def unlock(self, label: str = "unlock tables.list") -> None:
+        if self.lock_fd >= 0:
+            os.close(self.lock_fd)
+            self.lock_fd = -1
+        if self.lock_path:
+            step(label)
+            try:
+                os.unlink(self.lock_path)
+            except FileNotFoundError:
+                pass
+            self.lock_path = ""
+
+    def commit_list(self, names: list[str], do_fsync: bool, label: str = "rename tables.list") -> None:
+        """Write ``names`` into the held lock, fsync if asked, rename it over tables.list."""
+        data = "".join(n + "\n" for n in names).encode()
+        step("write tables.list.lock")
+        os.write(self.lock_fd, data)
+        if do_fsync:
+            step("fsync tables.list.lock")
+            os.fsync(self.lock_fd)
+        os.close(self.lock_fd)
+        self.lock_fd = -1
+        step(label)
+        os.rename(self.lock_path, self.list_path)
+        self.lock_path = ""
+        self.names = list(names)
+
+    # -- loading --------------------------------------------------------------------------------------
+    def load(self, reuse: dict[str, Table] | None = None) -> bool:
+        """Read tables.list once; open only tables not in ``reuse``. True when the names changed."""
+        names = read_list(self.list_path)
+        if names == self.names and self.tables:
+            return False
+        reuse = dict(reuse or {})
+        for t in self.tables:
+            reuse.setdefault(t.name, t)
+        tables = []
+        for n in names:
+            t = reuse.get(n)
+            if t is None:
+                try:
+                    t = Table.open(os.path.join(self.dir, n))
+                except FileNotFoundError:
+                    raise TransactionRefused(
+                        os.path.join(self.dir, n), "table listed in tables.list does not exist"
+                    )
+            tables.append(t)
+        for t in tables:
+            if t.hash_name != self.hash_name:
+                raise CorruptStore(
+                    t.path, f"table hash {t.hash_name} differs from the repository's {self.hash_name}"
+                )
+        changed = names != self.names
+        self.names = names
+        self.tables = tables
+        return changed
+
+    def adopt(self, names: list[str], tables: list[Table]) -> None:
+        self.names = list(names)
+        self.tables = list(tables)
+
+    def next_update_index(self) -> int:
+        return self.tables[-1].max_update_index + 1 if self.tables else 1
+
+    # -- merged reads ---------------------------------------------------------------------------------
+    def lookup(self, name: bytes) -> RefRecord | None:
+        """The newest record of ``name`` (None if absent or deleted)."""
+        for t in reversed(self.tables):
+            rec = t.seek_ref(name)
+            if rec is not None:
+                return None if rec.value_type == VALUE_DELETION else rec
+        return None
+
+    def resolve(self, name: bytes, depth: int = 5) -> bytes | None:
+        """Follow symrefs to an oid (None when dangling/missing)."""
+        for _ in range(depth):
+            rec = self.lookup(name)
+            if rec is None:
+                return None
+            if rec.value_type != VALUE_SYMREF:
+                return rec.value
+            name = rec.target
+        return None
+
+    def logs(self, name: bytes) -> list[LogRecord]:
+        """The live reflog entries of ``name`` (newest table wins per update index; deletions hide)."""
+        seen: dict[int, LogRecord] = {}
+        for t in reversed(self.tables):
+            for rec in t.iter_logs(name):
+                if rec.update_index not in seen:
+                    seen[rec.update_index] = rec
+        return [r for r in seen.values() if r.log_type != LOG_DELETION]
+
+    def has_log(self, name: bytes) -> bool:
+        return bool(self.logs(name))
+
+    # -- adding a table -------------------------------------------------------------------------------
+    def write_table(self, data: bytes, min_index: int, max_index: int, do_fsync: bool) -> str:
+        """git's reftable_addition_add: ``<name>.temp.XXXXXX``, fsync if asked, rename to the final name."""
+        temp_base = os.path.join(self.dir, table_name(min_index, min_index))
+        step("create table temp")
+        fd, temp = _mkstemp(temp_base + ".temp.")
+        try:
+            step("write table")
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if do_fsync:
+                step("fsync table")
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            raise
+        os.close(fd)
+        final = table_name(min_index, max_index) + ".ref"
+        step("rename table")
+        try:
+            os.rename(temp, os.path.join(self.dir, final))
+        except BaseException:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            raise
+        return final
+
+
+def _mkstemp(prefix: str) -> tuple[int, str]:
+    """mkstemp(``prefix`` + 6 random chars) with one open call in the common case."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    for _ in range(100):
+        path = prefix + "".join(_rng.choice(letters) for _ in range(6))
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), path
+        except FileExistsError:
+            continue
+    raise TransactionRefused(prefix, "cannot create a temporary table file")
