@@ -12,6 +12,7 @@
 6. Auto-compaction with git's geometric policy; its lock failures are ignored (the batch is durable already).
 """
 
+# ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
 from __future__ import annotations
 
 import os

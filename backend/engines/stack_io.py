@@ -117,7 +117,7 @@ class Stack:
                 except FileNotFoundError:
                     raise TransactionRefused(
                         os.path.join(self.dir, n), "table listed in tables.list does not exist"
-                    )
+                    ) from None
             tables.append(t)
         for t in tables:
             if t.hash_name != self.hash_name:
