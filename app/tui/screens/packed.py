@@ -26,7 +26,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from ..views.base import ViewScreen
+from ..views.base import ViewScreen, short_path
 from ..views.fmt import count, size
 from ..views.packed_model import PackedIndex, PackedSource, open_packed, packed_path, shadowing
 from ..views.rows import ListSource, RowsView
@@ -73,7 +73,7 @@ class PackedScreen(ViewScreen):
         return self.query_one("#packed-records", RowsView)
 
     def on_mount(self) -> None:
-        self.set_title(Text(f"packed-refs — {packed_path(self.snapshot)}"))
+        self.set_title(Text(f"packed-refs — {short_path(self.snapshot.commondir)}/packed-refs"))
         self.set_status("indexing records…")
         self.records.focus()
         self.load(self.snapshot, first=True)

@@ -27,7 +27,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ..views.base import ViewScreen, adopt, measure_fn
+from ..views.base import ViewScreen, adopt, measure_fn, short_path
 from ..views.chart import size_chart
 from ..views.fmt import count, size
 from ..views.report import report_text
@@ -84,7 +84,8 @@ def table_row(i: int, s: TableSummary, merge: tuple[int, int] | None) -> Text:
 
 
 def _config(store: Any) -> tuple[int, bool]:
-    """reftable.geometricFactor (default 2) and reftable.autoCompaction (default true) from the repo's config."""
+    """reftable.geometricFactor (default 2) from the repo's config; git always auto-compacts after a write
+    (only the test variable GIT_TEST_REFTABLE_AUTOCOMPACTION=0 turns that off)."""
     factor, auto = 2, True
     config = getattr(getattr(store, "repo", None), "config", None)
     if config is not None:
@@ -92,9 +93,6 @@ def _config(store: Any) -> tuple[int, bool]:
         if raw:
             with contextlib.suppress(ValueError):
                 factor = int(raw) or 2
-        raw = config.get("reftable.autoCompaction")
-        if raw is not None:
-            auto = raw.strip().lower() not in ("false", "no", "off", "0")
     return factor, auto
 
 
@@ -158,7 +156,7 @@ class StackScreen(ViewScreen):
         return list(self.snapshot.tables)
 
     def on_mount(self) -> None:
-        self.set_title(Text(f"reftable stack — {self.snapshot.commondir}/reftable"))
+        self.set_title(Text(f"reftable stack — {short_path(self.snapshot.commondir)}/reftable"))
         self.summaries = [quick_summary(t) for t in self.tables]
         self._render_all()
         self.tables_view.focus()

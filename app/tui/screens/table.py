@@ -21,7 +21,7 @@ from textual.containers import Horizontal
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from ..views.base import ViewScreen
+from ..views.base import ViewScreen, short_path
 from ..views.fmt import count, size
 from ..views.rows import RowsView
 from ..views.table_model import BlockSource, RecordSource, decode_block
@@ -83,7 +83,7 @@ class TableScreen(ViewScreen):
     DEFAULT_CSS = """
     TableScreen #table-info { height: auto; padding: 0 1; background: $boost; }
     TableScreen #table-panes { height: 1fr; }
-    TableScreen #table-blocks { width: 62; border-right: solid $primary; }
+    TableScreen #table-blocks { width: 66; border-right: solid $primary; }
     TableScreen #table-records { width: 1fr; }
     """
     BINDINGS = [
@@ -112,7 +112,11 @@ class TableScreen(ViewScreen):
         return self.query_one("#table-records", RowsView)
 
     def on_mount(self) -> None:
-        self.set_title(Text(f"table {self.table.name} — {self.table.path}"))
+        self.set_title(
+            Text(
+                f"table {self.table.name} — {short_path(os.path.dirname(os.path.dirname(self.table.path)))}/reftable"
+            )
+        )
         self.query_one("#table-info", Static).update(table_info(self.table))
         self.blocks_view.focus()
         self.set_status("reading block headers…")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,15 @@ def default_meter() -> Callable[[str], Any]:
             yield _M()
 
     return measure
+
+
+def short_path(gitdir: str) -> str:
+    """A git dir as ``<repo>/.git`` (or ``<name>.git`` when bare): enough to know where, stable in tests."""
+    gitdir = os.path.abspath(gitdir)
+    parent = os.path.dirname(gitdir)
+    if os.path.basename(gitdir) == ".git":
+        return os.path.join(os.path.basename(parent), ".git")
+    return os.path.basename(gitdir)
 
 
 def measure_fn(meter: Any) -> Callable[..., Any]:

@@ -70,7 +70,7 @@ class Follower:
             Watcher = None  # noqa: N806
         if Watcher is not None:
             try:
-                self._watcher = Watcher(self.store, self._on_event)
+                self._watcher = Watcher(self.store, self._on_event, snapshot=self.snapshot)
                 self._watcher.start()
             except Exception:  # a watcher that cannot start must not take the view down: poll instead
                 self._watcher = None
@@ -98,7 +98,9 @@ class Follower:
     def _on_event(self, event: Any) -> None:
         snapshot = getattr(event, "snapshot", None)
         paths = tuple(getattr(event, "paths", ()) or ())
-        if self.on_locks is not None and any(str(p).endswith(".lock") for p in paths):
+        if self.on_locks is not None and any(
+            getattr(c, "kind", "").startswith("lock-") for c in getattr(event, "changes", ()) or ()
+        ):
             self._check_locks()
         if snapshot is not None:
             self._deliver(snapshot, paths)

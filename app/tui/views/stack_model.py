@@ -145,7 +145,7 @@ def forecast(tables: list[Any], factor: int = 2, auto: bool = True, next_size: i
     nxt = suggest(nxt_sizes, factor) if len(nxt_sizes) > 1 else None
     reasons = explain(nxt_sizes, factor, nxt, new_last=True)
     if not auto:
-        reasons.insert(0, "reftable.autoCompaction is false: git will not compact on its own")
+        reasons.insert(0, "auto-compaction is off: git will not compact on its own")
     return Forecast(factor, auto, sizes, now, next_size, nxt, reasons)
 
 

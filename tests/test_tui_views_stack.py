@@ -1,0 +1,161 @@
+"""The reftable stack view and the table view, on real git repositories (TUI-VIEWS)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from refscope.app.tui.fake_meter import FakeMeter
+from refscope.app.tui.screens.stack import StackScreen
+from refscope.app.tui.screens.table import TableScreen
+from refscope.app.tui.views.rows import RowsView
+from refscope.app.tui.views.stack_model import forecast
+
+from tests.gitutil import for_each_ref, git
+from tests.test_tui_views_common import Host, git_noauto, open_store, stacked_repo, tables_list, until
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _range(name: str) -> tuple[int, int]:
+    lo, hi, _ = name.split("-")
+    return int(lo, 16), int(hi, 16)
+
+
+def _stack_host(repo: Path, follow: bool = False) -> Host:
+    store = open_store(repo)
+    return Host(lambda: StackScreen(store, store.snapshot(), FakeMeter(), follow=follow))
+
+
+def _rows(view: RowsView) -> list[str]:
+    return [view.source.row_text(i).plain for i in range(len(view.source))]
+
+
+@pytest.fixture
+def stack_repo(tmp_path: Path, git_bin: str) -> Path:
+    return stacked_repo(tmp_path / "repo")
+
+
+async def test_stack_view_shows_every_table_oldest_first(stack_repo: Path) -> None:
+    app = _stack_host(stack_repo)
+    async with app.run_test(size=(150, 45)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StackScreen)
+        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        names = tables_list(stack_repo)
+        rows = _rows(screen.tables_view)
+        assert len(rows) == len(names) == 5
+        for i, (row, name) in enumerate(zip(rows, names, strict=True)):
+            lo, hi = _range(name)
+            assert row.split()[:2] == [str(i), name]
+            assert (f"{lo}..{hi}" if lo != hi else str(lo)) in row
+        big, *small = screen.summaries
+        assert big.size == os.stat(stack_repo / ".git/reftable" / names[0]).st_size
+        # pack-refs --all wrote HEAD + every ref into the base table; each later write holds one ref
+        assert big.ref_records == len(for_each_ref(stack_repo)) - len(small) + 1
+        assert [s.ref_records for s in small] == [1] * 4
+        assert all(s.log_records == 1 for s in small)
+        assert big.blocks["r"] >= 2 and big.has_index
+        assert screen.summaries[0].tombstones == 0
+        chart = str(screen.query_one("#stack-chart").render())
+        assert "#0" in chart and "merge" in chart
+
+
+async def test_forecast_matches_what_git_then_compacts(stack_repo: Path) -> None:
+    app = _stack_host(stack_repo)
+    async with app.run_test(size=(150, 45)):
+        fc = forecast(app.screen.tables, factor=2)
+        forecast_text = str(app.screen.query_one("#stack-forecast").render())
+    before = tables_list(stack_repo)
+    assert fc.next is not None  # four small tables in a row violate the geometric sequence
+    start, end = fc.next
+    assert f"next write merges #{start}..#" in forecast_text
+    git(stack_repo, "update-ref", "refs/heads/next", "HEAD")
+    after = tables_list(stack_repo)
+    new_max = _range(before[-1])[1] + 1
+    assert after[:start] == before[:start]  # untouched tables keep their names
+    assert len(after) == start + 1
+    assert _range(after[-1]) == (_range(before[start])[0], new_max)
+    assert end == len(before) + 1  # the forecast included the write's own table, as git did
+
+
+async def test_forecast_no_merge_on_geometric_stack(tmp_path: Path, git_bin: str) -> None:
+    repo = stacked_repo(tmp_path / "repo", small=1)
+    store = open_store(repo)
+    fc = forecast(store.snapshot().tables, factor=2)
+    before = tables_list(repo)
+    if fc.next is None:
+        git(repo, "update-ref", "refs/heads/next", "HEAD")
+        after = tables_list(repo)
+        assert after[: len(before)] == before and len(after) == len(before) + 1
+    else:  # the small table and the next write merge: still what git does
+        start, _end = fc.next
+        git(repo, "update-ref", "refs/heads/next", "HEAD")
+        after = tables_list(repo)
+        assert after[:start] == before[:start] and len(after) == start + 1
+
+
+async def test_live_feed_follows_append_compaction_and_locks(stack_repo: Path) -> None:
+    app = _stack_host(stack_repo, follow=True)
+    async with app.run_test(size=(150, 45)) as pilot:
+        screen = app.screen
+        feed = screen.query_one("#stack-feed", RowsView)
+        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        git_noauto(stack_repo, "update-ref", "-m", "live", "refs/heads/live", "HEAD")
+        new_name = tables_list(stack_repo)[-1]
+        await until(pilot, lambda: any("appended" in r for r in _rows(feed)))
+        await until(pilot, lambda: len(screen.summaries) == 6 and screen.summaries[-1].ref_records >= 0)
+        line = next(r for r in _rows(feed) if "appended" in r)
+        assert new_name in line and "1 ref record (0 tombstones), 1 log records" in line
+        assert new_name in screen.tables_view.flashing
+        # a deletion then a full compaction: the tombstone is dropped when the base table is merged
+        git_noauto(stack_repo, "update-ref", "-d", "refs/heads/topic/0001")
+        await until(pilot, lambda: len(screen.summaries) == 7)
+        git(stack_repo, "pack-refs", "--all")
+        await until(pilot, lambda: any("compacted" in r for r in _rows(feed)))
+        line = next(r for r in _rows(feed) if "compacted" in r)
+        assert "compacted 7 tables" in line and "tombstones dropped 1" in line
+        assert [s.name for s in screen.summaries] == tables_list(stack_repo)
+        # someone holds tables.list.lock
+        lock = stack_repo / ".git/reftable/tables.list.lock"
+        lock.write_bytes(b"")
+        await until(pilot, lambda: any("tables.list.lock taken" in r for r in _rows(feed)))
+        lock.unlink()
+        await until(pilot, lambda: any("tables.list.lock released after" in r for r in _rows(feed)))
+
+
+async def test_enter_opens_the_table_view_with_blocks_and_records(stack_repo: Path) -> None:
+    app = _stack_host(stack_repo)
+    async with app.run_test(size=(150, 45)) as pilot:
+        await pilot.press("enter")
+        screen = app.screen
+        assert isinstance(screen, TableScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.table.name == tables_list(stack_repo)[0]
+        kinds = [chr(b.type) for _s, b in screen.blocks]
+        assert kinds[0] == "r" and "g" in kinds and "i" in kinds
+        # every ref record of the table, block after block, is the set git lists (+ HEAD), in order
+        names = []
+        for i, (_s, blk) in enumerate(screen.blocks):
+            if chr(blk.type) == "r":
+                screen.show_block(i)
+                names += [r.record.name for r in screen.records]
+        assert names[0] == b"HEAD"
+        listed = [n for n, *_ in for_each_ref(stack_repo) if not n.startswith(b"refs/heads/small/")]
+        assert names[1:] == listed
+        # prefix compression and restart points are visible: restarts have prefix 0, others share a prefix
+        screen.show_block(0)
+        rows = _rows(screen.records_view)
+        assert rows[0].split()[1] == "R" and rows[0].split()[2] == "0"
+        assert any(r.split()[1] != "R" and int(r.split()[1]) > 0 for r in rows)
+        info = str(screen.query_one("#table-info").render())
+        assert "CRC-32 0x" in info and "log @" in info
+        await pilot.press("escape")
+        assert isinstance(app.screen, StackScreen)
