@@ -40,6 +40,8 @@ _C1_OR_BIDI = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u206
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Locks older than this with no live holder are "stale" (an error: git commands needing them will fail).
 STALE_AFTER_S = 60.0
+# Findings shown per file (a file with DOS line ends or a wrong hash has one problem per line).
+MAX_PER_FILE = 100
 
 
 class Finding(NamedTuple):
@@ -81,7 +83,10 @@ class LockInfo(NamedTuple):
 
 def _q(name: bytes) -> str:
     """A ref name for a message: escaped and quoted."""
-    return "'" + escape_name(name) + "'"
+    text = escape_name(name)
+    if len(text) > 160:
+        text = text[:160] + "..."
+    return "'" + text + "'"
 
 
 class _Bad(Exception):
@@ -100,19 +105,41 @@ class _Out:
         self.findings: list[Finding] = []
         self.error_files: set[str] = set()
 
+        self.per_file: dict[str, int] = {}
+
+    def _room(self, file: str) -> bool:
+        n = self.per_file.get(file, 0) + 1
+        self.per_file[file] = n
+        if n == MAX_PER_FILE + 1:
+            self.findings.append(
+                Finding(
+                    file,
+                    None,
+                    WARNING,
+                    f"more than {MAX_PER_FILE} findings in this file; the rest are not shown",
+                )
+            )
+        return n <= MAX_PER_FILE
+
     def error(self, file: str, offset: int | None, message: str) -> None:
-        self.findings.append(Finding(file, offset, ERROR, message))
         self.error_files.add(file)
+        if self._room(file):
+            self.findings.append(Finding(file, offset, ERROR, message))
 
     def warning(self, file: str, offset: int | None, message: str) -> None:
-        self.findings.append(Finding(file, offset, WARNING, message))
+        if self._room(file):
+            self.findings.append(Finding(file, offset, WARNING, message))
 
 
 # --------------------------------------------------------------------------------------------- names
 
 
-def _check_name(out: _Out, file: str, offset: int | None, name: bytes, what: str = "ref") -> bool:
-    """Report a broken, unsafe or terminal-hostile name; True when git would accept the name."""
+def _check_name(
+    out: _Out, file: str, offset: int | None, name: bytes, what: str = "ref", where: str = ""
+) -> bool:
+    """Report a broken, unsafe or terminal-hostile name; True when git would accept the name.
+
+    ``where`` prefixes the message (e.g. "line 12: ")."""
     from .refname import check_refname, is_safe_refname
 
     reason = check_refname(name)
@@ -121,27 +148,30 @@ def _check_name(out: _Out, file: str, offset: int | None, name: bytes, what: str
             out.error(
                 file,
                 offset,
-                f"{what} name {_q(name)} {reason} and is unsafe: git dies reading it "
+                f"{where}{what} name {_q(name)} {reason} and is unsafe: git dies reading it "
                 "('refname is dangerous')",
             )
         else:
             out.error(
                 file,
                 offset,
-                f"{what} name {_q(name)} {reason}: git ignores this ref ('ignoring ref with broken name')",
+                f"{where}{what} name {_q(name)} {reason}: git ignores this ref "
+                "('ignoring ref with broken name')",
             )
         return False
-    _warn_hostile_name(out, file, offset, name, what)
+    _warn_hostile_name(out, file, offset, name, what, where)
     return True
 
 
-def _warn_hostile_name(out: _Out, file: str, offset: int | None, name: bytes, what: str = "ref") -> None:
+def _warn_hostile_name(
+    out: _Out, file: str, offset: int | None, name: bytes, what: str = "ref", where: str = ""
+) -> None:
     text = name.decode("utf-8", "surrogateescape")
     if _C1_OR_BIDI.search(text) or any(0xDC80 <= ord(c) <= 0xDCFF for c in text):
         out.warning(
             file,
             offset,
-            f"{what} name {_q(name)} is valid for git but contains bytes a terminal may "
+            f"{where}{what} name {_q(name)} is valid for git but contains bytes a terminal may "
             "obey (C1 control, 8-bit CSI, invalid UTF-8 or bidi override); tools that print it raw "
             "can be spoofed",
         )
@@ -231,14 +261,16 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
             )
             eol = n
         line = data[pos:eol]
-        if line.endswith(b"\r") and not crlf_reported:
-            crlf_reported = True
-            out.error(
-                path,
-                eol - 1,
-                f"line {line_no} ends in CR LF (DOS line ends); git reads the CR as part "
-                "of the name or peeled value",
-            )
+        if line.endswith(b"\r"):
+            if not crlf_reported:
+                crlf_reported = True
+                out.error(
+                    path,
+                    eol - 1,
+                    f"line {line_no} ends in CR LF (DOS line ends); git reads the CR as part "
+                    "of the name (and hides the ref) or of the peeled value (and dies)",
+                )
+            line = line[:-1]  # reported once; judge the rest of the line as if it ended in LF
         if line[:1] == b"^":
             if not prev_line_was_ref:
                 out.error(
@@ -295,7 +327,7 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
                     f"line {line_no}: ref name {_q(name)} "
                     "contains a NUL byte; git dies reading it ('packed refname contains embedded NULL')",
                 )
-            elif _check_name(out, path, pos, name):
+            elif _check_name(out, path, pos, name, where=f"line {line_no}: "):
                 refs[name] = oid.lower()
             if prev_name is not None:
                 if name == prev_name:
@@ -478,6 +510,10 @@ class _Block(NamedTuple):
     last_key: bytes
     next_offset: int
     records: list  # decoded per type (refs: (name, value_type, value, peeled, target); obj/index: key,pos)
+    header_off: int = 0  # 24/28 for the first block (the file header precedes the block header)
+    block_len: int = 0
+    restart_off: int = -1  # file offset of the restart table (-1 for log blocks: it is compressed)
+    data_end: int = 0  # file offset after the block's bytes (compressed bytes for log blocks), before padding
 
 
 class TableInfo(NamedTuple):
@@ -510,13 +546,11 @@ class _TableVerifier:
         d = self.data
         n = len(d)
         bad = TableInfo(self.path, False, "", 0, 0, [])
-        if n < 5 or d[:4] != b"REFT":
-            self.err(
-                0,
-                f"bad magic {escape_name(bytes(d[:4]))!r}: a reftable starts with 'REFT'"
-                if n >= 4
-                else f"file is {n} bytes, too short for a reftable header",
-            )
+        if n >= 4 and d[:4] != b"REFT":
+            self.err(0, f"bad magic {escape_name(bytes(d[:4]))!r}: a reftable starts with 'REFT'")
+            return bad
+        if n < 5:
+            self.err(n, f"file is {n} bytes, too short for a reftable header: truncated")
             return bad
         version = d[4]
         if version not in (1, 2):
@@ -566,6 +600,7 @@ class _TableVerifier:
         self.min_ui, self.max_ui, self.hash_name = min_ui, max_ui, hash_name
         self.hash_size = HASH_SIZES[hash_name]
         ok = True
+        self.positions_bad = False
         if min_ui > max_ui:
             self.err(8, f"min_update_index {min_ui} is greater than max_update_index {max_ui}")
         if obj_pos and not obj_id_len:
@@ -581,8 +616,12 @@ class _TableVerifier:
             ("log_index_position", log_index, foot + hsz + 32),
         ):
             if pos >= foot and pos:
-                self.err(at, f"footer {label} {pos} points past the last block (footer at {foot})")
-                ok = False
+                self.err(
+                    at,
+                    f"footer {label} {pos} points past the last block (the footer starts at {foot}): the "
+                    "table lost bytes or the footer is wrong",
+                )
+                self.positions_bad = True
         if block_size == 0:
             pass
         elif block_size < hsz + 4 + 2 + 1:
@@ -604,6 +643,9 @@ class _TableVerifier:
         d = self.data
         off = 0
         blocks: list[_Block] = []
+        self.blocks = blocks
+        self.failed: set[int] = set()  # offsets of blocks that did not decode
+        self.walk_broken = False  # the walk stopped early: later blocks were never seen
         while off < self.foot:
             header_off = self.hsz if off == 0 else 0
             if off + header_off + 4 > self.foot:
@@ -611,6 +653,7 @@ class _TableVerifier:
                 break
             typ = chr(d[off + header_off])
             if typ not in "rgoi":
+                self.walk_broken = True
                 self.err(
                     off + header_off,
                     f"unknown block type {escape_name(bytes([d[off + header_off]]))!r} "
@@ -624,9 +667,10 @@ class _TableVerifier:
                 blk = None
             if blk is None:
                 # Without a trustworthy length we cannot find the next block.
+                self.failed.add(off)
                 nxt = self._fallback_next(off, header_off, typ)
                 if nxt is None:
-                    self.truncated_walk = True
+                    self.walk_broken = True
                     break
                 off = nxt
                 continue
@@ -675,7 +719,8 @@ class _TableVerifier:
         records = self.records(d, off, header_off, end, typ)
         first = records[0][0] if records else b""
         last = records[-1][0] if records else b""
-        return _Block(off, typ, first, last, nxt, records)
+        rc = int.from_bytes(d[end - 2 : end], "big")
+        return _Block(off, typ, first, last, nxt, records, header_off, block_len, end - 2 - 3 * rc, end)
 
     def log_block(self, off: int, header_off: int, block_len: int) -> _Block:
         d = self.data
@@ -694,7 +739,7 @@ class _TableVerifier:
         if not z.eof:
             raise _Bad(
                 off + skip,
-                f"zlib stream is incomplete: inflates to {len(body) + skip} bytes of the "
+                f"zlib stream ends early (missing data or checksum) after inflating {len(body) + skip} of the "
                 f"{block_len} block_len promises (truncated or damaged log block)",
             )
         if len(body) != want:
@@ -707,7 +752,8 @@ class _TableVerifier:
         records = self.records(buf, 0, header_off, len(buf), "g", base=off)
         first = records[0][0] if records else b""
         last = records[-1][0] if records else b""
-        return _Block(off, "g", first, last, off + skip + consumed, records)
+        nxt = off + skip + consumed
+        return _Block(off, "g", first, last, nxt, records, header_off, block_len, -1, nxt)
 
     def records(self, buf, boff: int, header_off: int, end: int, typ: str, base: int | None = None) -> list:
         """Decode every record of a block in ``buf[boff:end]`` and check the restart table.
@@ -878,6 +924,11 @@ class _TableVerifier:
     # -- whole-table layout, indexes, obj entries, key order across blocks
     def check_layout(self, blocks: list[_Block]) -> None:
         by_off = {b.offset: b for b in blocks}
+        if self.walk_broken or self.failed:
+            # Positions, index and obj entries can only be judged against a complete walk; what broke
+            # the walk is already reported.
+            self._check_entries_partial(blocks)
+            return
         order = "".join(b.type for b in blocks)
         m = re.fullmatch(r"(r*)(i*)(o*)(i*)(g*)(i*)", order)
         if m is None:
@@ -905,11 +956,12 @@ class _TableVerifier:
             self.err(sections["gi"][0].offset, "index block after the obj section without log blocks")
         pos = self.positions
         foot_hsz = self.foot + self.hsz
-        self._check_pos("obj_position", pos["obj"], sections["o"], foot_hsz + 8, first=True)
-        self._check_pos("log_position", pos["log"], sections["g"], foot_hsz + 24, first=True)
-        self._check_pos("ref_index_position", pos["ref_index"], sections["ri"], foot_hsz)
-        self._check_pos("obj_index_position", pos["obj_index"], sections["oi"], foot_hsz + 16)
-        self._check_pos("log_index_position", pos["log_index"], sections["gi"], foot_hsz + 32)
+        if not self.positions_bad:
+            self._check_pos("obj_position", pos["obj"], sections["o"], foot_hsz + 8, first=True)
+            self._check_pos("log_position", pos["log"], sections["g"], foot_hsz + 24, first=True)
+            self._check_pos("ref_index_position", pos["ref_index"], sections["ri"], foot_hsz)
+            self._check_pos("obj_index_position", pos["obj_index"], sections["oi"], foot_hsz + 16)
+            self._check_pos("log_index_position", pos["log_index"], sections["gi"], foot_hsz + 32)
         # key order across blocks of one section
         for label in ("r", "o", "g"):
             prev: _Block | None = None
@@ -975,6 +1027,21 @@ class _TableVerifier:
             for name, vt, value, peeled, target, ui in b.records:
                 self.refs.append((name, vt, value, peeled, target, ui, b.offset))
 
+    def _check_entries_partial(self, blocks: list[_Block]) -> None:
+        """After a broken walk: index/obj entries pointing at blocks that were read must still match."""
+        by_off = {b.offset: b for b in blocks}
+        for ib in blocks:
+            if ib.type != "i":
+                continue
+            for key, bpos, rec_at in ib.records:
+                tb = by_off.get(bpos)
+                if tb is not None and tb.type != "i" and tb.last_key != key:
+                    self.err(
+                        rec_at,
+                        f"index entry {self._key_text(tb.type, key)} does not equal the last key "
+                        f"{self._key_text(tb.type, tb.last_key)} of the block at {bpos}",
+                    )
+
     def _key_text(self, label: str, key: bytes) -> str:
         if label in ("o", "oi"):
             return key.hex()
@@ -1002,6 +1069,16 @@ class _TableVerifier:
 
 
 _BLOCK_NAMES = {"r": "ref", "g": "log", "o": "obj", "i": "index"}
+
+
+def table_blocks(data: bytes, path: str = "<table>") -> tuple[list[_Block], list[Finding]]:
+    """The blocks of one reftable (offset, type, lengths, restart table, keys) as verify walked them,
+    and the findings: for the TUI's table view and for building corrupted tables in tests."""
+    out = _Out()
+    tv = _TableVerifier(out, path, data, None)
+    tv.blocks = []
+    tv.run()
+    return tv.blocks, out.findings
 
 
 def verify_table_bytes(out: _Out, path: str, data: bytes, expect_hash: str | None = None) -> TableInfo:
@@ -1370,13 +1447,15 @@ def verify(repo, *, crosscheck: bool = True, env=None) -> list[Finding]:
             present.add(name)
             if kind == "sym":
                 symrefs.append((name, value, path))
+    # A store with errors has an incomplete view of its refs: "points nowhere" would be a guess.
+    storage_broken = bool(out.error_files)
     for name, target, path in symrefs:
         from .refname import check_refname
 
         if check_refname(target) is not None and target != b"HEAD":
             out.error(path, None, f"symref {_q(name)} points at {_q(target)}, which is not a valid ref name")
             continue
-        if target not in present:
+        if target not in present and not storage_broken:
             if name == b"HEAD" and target.startswith(b"refs/heads/"):
                 continue  # an unborn branch is normal (fresh repository, orphan checkout)
             out.warning(path, None, f"symref {_q(name)} points at {_q(target)}, which does not exist")
