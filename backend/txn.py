@@ -96,20 +96,26 @@ class Transaction:
         if not isinstance(name, bytes):
             raise TypeError("ref names are bytes")
         if check_refname(name) is not None or not is_safe_refname(name):
-            raise InvalidRefName(None, f"refusing to update ref with bad name '{_text(name)}'")
+            raise InvalidRefName(self._where(), f"refusing to update ref with bad name '{_text(name)}'")
         if old_oid is not None:
             old_oid = old_oid.lower()
             hexsz = HEXSZ[self.store.repo.hash_name]
             if len(old_oid) != hexsz or not _HEX.issuperset(old_oid):
-                raise TransactionRefused(None, f"delete {_text(name)}: invalid <old-oid>: {_text(old_oid)}")
+                raise TransactionRefused(
+                    self._where(), f"delete {_text(name)}: invalid <old-oid>: {_text(old_oid)}"
+                )
             if old_oid == b"0" * hexsz:
-                raise TransactionRefused(None, f"delete {_text(name)}: zero <old-oid>")
+                raise TransactionRefused(self._where(), f"delete {_text(name)}: zero <old-oid>")
         if name in self._names:
-            raise TransactionRefused(None, f"multiple updates for ref '{_text(name)}' not allowed")
+            raise TransactionRefused(self._where(), f"multiple updates for ref '{_text(name)}' not allowed")
         if not self.allow_checked_out:
             self._refuse_checked_out(name)
         self._names.add(name)
         self.deletions.append(Deletion(name, old_oid))
+
+    def _where(self) -> str:
+        """The file a refusal that concerns no single file is reported against: the git dir."""
+        return self.store.repo.gitdir
 
     def _resolve(self, name: bytes) -> bytes:
         """Where a deletion of ``name`` lands: itself with no-deref, else the end of its symref chain."""
@@ -134,7 +140,7 @@ class Transaction:
         for gitdir, head in self._heads:
             if head == target:
                 raise TransactionRefused(
-                    None,
+                    self._where(),
                     f"cannot delete branch '{_text(target[11:])}' used by worktree at '{_worktree_path(gitdir)}'",
                 )
 
@@ -142,31 +148,31 @@ class Transaction:
     def commit(self) -> CommitResult:
         """Commit every queued deletion atomically; raises TransactionRefused (nothing changed) on refusal."""
         if self._done:
-            raise TransactionRefused(None, "transaction already committed")
+            raise TransactionRefused(self._where(), "transaction already committed")
         store = self.store
         repo = store.repo
         snap = self.snapshot
         existed = self._existing(snap) if self.engine == "git" else None
         children = self.engine == "git"
+        # Engines are imported before the meter starts: the commit's figures are the commit's own.
+        if self.engine == "git":
+            from .engines import git as engine
+        elif store.format == "files":
+            from .engines import files as engine
+        else:
+            from .engines import reftable as engine
         try:
             with measure("commit", children=children) as m:
+                extra: list[OpReport] = []
                 if self.engine == "git":
-                    from .engines import git as engine_git
-
-                    engine_git.commit(repo, self.deletions, no_deref=self.no_deref, message=self.message)
+                    engine.commit(repo, self.deletions, no_deref=self.no_deref, message=self.message)
                     deleted = existed
-                    extra: list[OpReport] = []
                 elif store.format == "files":
-                    from .engines import files as engine_files
-
-                    deleted = engine_files.commit(
+                    deleted = engine.commit(
                         repo, self.deletions, snapshot=snap, no_deref=self.no_deref, message=self.message
                     )
-                    extra = []
                 else:
-                    from .engines import reftable as engine_reftable
-
-                    deleted, extra = engine_reftable.commit(
+                    deleted, extra = engine.commit(
                         store, self.deletions, snapshot=snap, no_deref=self.no_deref, message=self.message
                     )
         except CorruptStore as err:

@@ -250,7 +250,7 @@ class FilesCommit:
             if head_ref is not None and not u.log_only and not u.via_head and u.name == head_ref:
                 if b"HEAD" in self.names:
                     raise TransactionRefused(
-                        None,
+                        self.repo.gitdir,
                         "multiple updates for 'HEAD' (including one via its referent "
                         f"'{u.name.decode(errors='replace')}') are not allowed",
                     )
@@ -265,7 +265,7 @@ class FilesCommit:
             u.kind = kind
             if u.head_split:
                 if kind != SYMREF or value != u.parent.name:
-                    raise TransactionRefused(None, "HEAD has been racily updated")
+                    raise TransactionRefused(self.repo.gitdir, "HEAD has been racily updated")
                 continue
             if kind == SYMREF:
                 u.referent = value
@@ -273,7 +273,7 @@ class FilesCommit:
                     continue  # resolved (and checked) in phase 2
                 if value in self.names:
                     raise TransactionRefused(
-                        None,
+                        self.repo.gitdir,
                         f"multiple updates for '{value.decode(errors='replace')}' (including one via symref "
                         f"'{u.name.decode(errors='replace')}') are not allowed",
                     )
@@ -307,7 +307,8 @@ class FilesCommit:
                 # a symref deleted itself (no-deref): git reads its referent and checks the old value
                 if u.old is not None and u.current is None:
                     raise TransactionRefused(
-                        None, f"cannot lock ref '{u.name.decode(errors='replace')}': error reading reference"
+                        self.repo.gitdir,
+                        f"cannot lock ref '{u.name.decode(errors='replace')}': error reading reference",
                     )
                 self._check_old(u, u.current, self._original(u))
             elif u.kind != SYMREF:

@@ -26,7 +26,9 @@ from ..formats.reftable.record import (
     LogRecord,
     RefRecord,
 )
+from ..formats.reftable.table import Table
 from ..formats.reftable.writer import write_table
+from ..meter import measure
 from .common import (
     Deletion,
     committer_ident,
@@ -39,6 +41,7 @@ from .common import (
     should_autocreate_reflog,
     zero_oid,
 )
+from .compaction import auto_compact
 from .stack_io import Stack
 
 
@@ -75,9 +78,15 @@ def _original(u: _Upd) -> bytes:
 
 
 def snapshot_stack(snapshot, directory: str):
-    """(names, tables) a snapshot holds for ``directory`` (main stack only), or None."""
+    """(names, tables) a snapshot holds for the stack in ``directory``, or None."""
     if snapshot is None:
         return None
+    stacks = getattr(snapshot, "stacks", None)
+    if stacks is not None:
+        tables = stacks.get(directory)
+        if tables is None:
+            return None
+        return [t.name for t in tables], list(tables)
     tables = getattr(snapshot, "tables", None)
     if tables is None:
         return None
@@ -149,7 +158,7 @@ class ReftableCommit:
             if head_ref is not None and not u.log_only and not u.via_head and u.name == head_ref:
                 if b"HEAD" in self.names:
                     raise TransactionRefused(
-                        None,
+                        self.repo.gitdir,
                         f"multiple updates for 'HEAD' (including one via its referent '{_text(u.name)}') "
                         "are not allowed",
                     )
@@ -172,13 +181,13 @@ class ReftableCommit:
                 if u.no_deref:
                     if u.old is not None and not u.log_only and u.current is None:
                         raise TransactionRefused(
-                            None, f"cannot lock ref '{_text(u.name)}': error reading reference"
+                            self.repo.gitdir, f"cannot lock ref '{_text(u.name)}': error reading reference"
                         )
                 else:
                     target = rec.target
                     if target in self.names:
                         raise TransactionRefused(
-                            None,
+                            self.repo.gitdir,
                             f"multiple updates for '{_text(target)}' (including one via symref "
                             f"'{_text(u.name)}') are not allowed",
                         )
@@ -280,8 +289,6 @@ class ReftableCommit:
                 except OSError:
                     pass
                 raise
-            from ..formats.reftable.table import Table
-
             st.tables.append(Table.from_bytes(data, os.path.join(st.dir, name)))
             self.written.append(st)
 
@@ -312,14 +319,10 @@ def _dedupe_logs(logs: list[LogRecord]) -> list[LogRecord]:
 
 def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b""):
     """Commit the deletions; then auto-compact. Returns (deleted names, [compaction OpReport...])."""
-    from ..meter import measure
-
     c = ReftableCommit(store, deletions, snapshot=snapshot, no_deref=no_deref, message=message)
     deleted = c.run()
     extra = []
     if c.written and config_bool(c.repo, "reftable.autoCompaction", True):
-        from .compaction import auto_compact
-
         for st in c.written:
             with measure("auto-compaction") as m:
                 auto_compact(c.repo, st)

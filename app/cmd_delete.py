@@ -1,0 +1,173 @@
+"""``refscope delete [-C PATH] [--engine native|git] [--no-deref] [--stdin] [--json] [REF...]``.
+
+One atomic transaction deleting every REF (and, with ``--stdin``, every line ``REF [OLD_OID]``; an OLD_OID is
+checked under the locks). Exit 0 when committed, 1 when refused (nothing on disk changed; one line
+``refscope: <file>: <what>`` on stderr), 2 on a usage error.
+
+``--json`` prints one object: ``{"committed", "engine", "deleted", "wall_ms", "cpu_ms",
+"syscalls": {"total", "by_name", "source"}, "phases": [...]}``; the top-level figures are the commit's
+(first lock to last unlink); opening the repository and the snapshot are phases of their own.
+Without ``--json`` one summary line goes to stderr.
+
+Import discipline: this module imports only what the delete path needs, lazily, so the whole process
+stays within git's own ``update-ref -d`` time.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = (
+    "usage: refscope delete [-C PATH] [--engine native|git] [--no-deref] [--allow-checked-out] "
+    "[--stdin] [--json] [REF...]"
+)
+
+
+class _Args:
+    __slots__ = ("path", "engine", "no_deref", "stdin", "json", "refs", "allow_checked_out")
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+        self.engine = "native"
+        self.no_deref = False
+        self.stdin = False
+        self.json = False
+        self.allow_checked_out = False
+        self.refs: list[tuple[bytes, bytes | None]] = []
+
+
+def _parse(argv: list[str]) -> _Args | None:
+    import os
+
+    a = _Args()
+    i = 0
+    only_refs = False
+    while i < len(argv):
+        arg = argv[i]
+        if only_refs or not arg.startswith("-") or arg == "-":
+            a.refs.append((os.fsencode(arg), None))
+        elif arg == "--":
+            only_refs = True
+        elif arg == "--json":
+            a.json = True
+        elif arg == "--stdin":
+            a.stdin = True
+        elif arg == "--no-deref":
+            a.no_deref = True
+        elif arg == "--allow-checked-out":
+            a.allow_checked_out = True
+        elif arg in ("-C", "--engine"):
+            if i + 1 >= len(argv):
+                return None
+            i += 1
+            if arg == "-C":
+                a.path = argv[i]
+            else:
+                a.engine = argv[i]
+        elif arg.startswith("--engine="):
+            a.engine = arg[len("--engine=") :]
+        elif arg.startswith("-C") and len(arg) > 2:
+            a.path = arg[2:]
+        elif arg in ("-h", "--help"):
+            print(USAGE)
+            sys.exit(0)
+        else:
+            return None
+        i += 1
+    if a.engine not in ("native", "git"):
+        return None
+    return a
+
+
+def _stdin_refs() -> list[tuple[bytes, bytes | None]] | None:
+    out = []
+    for line in sys.stdin.buffer.read().split(b"\n"):
+        line = line.rstrip(b"\r")
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) > 2:
+            return None
+        out.append((parts[0], parts[1] if len(parts) == 2 else None))
+    return out
+
+
+def _emit(obj: dict) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _name(name: bytes) -> str:
+    return name.decode("utf-8", "surrogateescape")
+
+
+def run(argv: list[str]) -> int:
+    args = _parse(argv)
+    if args is None:
+        print(USAGE, file=sys.stderr)
+        return 2
+    if args.stdin:
+        more = _stdin_refs()
+        if more is None:
+            print("refscope delete: --stdin lines are 'REF [OLD_OID]'", file=sys.stderr)
+            return 2
+        args.refs.extend(more)
+    if not args.refs:
+        print(USAGE, file=sys.stderr)
+        return 2
+
+    from refscope.backend.errors import RefscopeError
+    from refscope.backend.meter import measure
+
+    phases = []
+    with measure("open") as m:
+        from refscope.backend.repo import discover
+        from refscope.backend.store import open_store
+
+        repo = discover(args.path)
+        store = open_store(repo)
+    phases.append(m.report)
+
+    from refscope.backend.txn import Transaction
+
+    txn = Transaction(store, args.engine, no_deref=args.no_deref, allow_checked_out=args.allow_checked_out)
+    try:
+        for name, old in args.refs:
+            txn.delete(name, old)
+        result = txn.commit()
+    except RefscopeError as err:
+        if args.json:
+            _emit(
+                {
+                    "committed": False,
+                    "engine": args.engine,
+                    "deleted": [],
+                    "error": err.what,
+                    "file": err.file,
+                    "phases": [p.to_json() for p in phases],
+                }
+            )
+        sys.stdout.flush()
+        print(err.cli_line(), file=sys.stderr)
+        return 1
+    rep = result.report
+    if args.json:
+        _emit(
+            {
+                "committed": True,
+                "engine": result.engine,
+                "deleted": [_name(n) for n in result.deleted],
+                "wall_ms": round(rep.wall_ms, 3),
+                "cpu_ms": round(rep.cpu_ms, 3),
+                "syscalls": rep.syscalls_json(),
+                "phases": [p.to_json() for p in [*phases, *result.phases]],
+            }
+        )
+    else:
+        print(
+            f"refscope delete: {len(result.deleted)} deleted ({result.engine}); commit {rep.wall_ms:.2f} ms, "
+            f"{rep.syscalls_total} syscalls ({rep.source})",
+            file=sys.stderr,
+        )
+    return 0
