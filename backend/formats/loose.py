@@ -1,0 +1,272 @@
+"""Loose refs and reflogs of the files backend, read as refs/files-backend.c reads them.
+
+Why these rules: ``git for-each-ref`` is the oracle, and it skips directory entries starting with ``.``
+or ending in ``.lock``, follows symlinked files and directories, treats a symlink whose target starts
+with ``refs/`` and is a valid name as a symref, reads a file's first line(s) right-trimmed (``ref:``
+plus whitespace then the target, or a hex oid optionally followed by whitespace and anything), and
+hides names that fail ``check_refname`` (dying on unsafe ones). Per-worktree refs (``refs/bisect/``,
+``refs/worktree/``, ``refs/rewritten/``) are listed from the worktree's git dir, the rest from the
+common dir, exactly as git's loose ref cache substitutes those three directories.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as _stat
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from ..errors import CorruptStore
+from ..model import LogEntry
+from ..refname import check_refname, is_safe_refname
+
+PER_WORKTREE_DIRS = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
+_HEX = b"0123456789abcdefABCDEF"
+_WS = b" \t\n\r\v\f"
+
+# kinds of loose values
+OID = "oid"
+SYMREF = "symref"
+BROKEN = "broken"  # unreadable or unparsable content: git hides the ref (REF_ISBROKEN)
+
+
+class LooseRef(NamedTuple):
+    """One loose ref file: its value and the identity of the file it came from."""
+
+    name: bytes
+    kind: str  # OID | SYMREF | BROKEN
+    value: bytes | None  # oid hex (lowercase) for OID, target name for SYMREF
+    path: str
+    ident: tuple[int, int, int, int]  # (dev, ino, size, mtime_ns) from lstat
+    bad_name: bool = False  # fails check_refname: git hides it
+
+
+def parse_contents(data: bytes, hexlen: int) -> tuple[str, bytes | None]:
+    """git's parse_loose_ref_contents over the right-trimmed file content."""
+    data = data.rstrip(_WS)
+    if data.startswith(b"ref:"):
+        return SYMREF, data[4:].lstrip(_WS)
+    oid = data[:hexlen]
+    if len(oid) != hexlen or oid.translate(None, _HEX) or (len(data) > hexlen and data[hexlen] not in _WS):
+        return BROKEN, None
+    return OID, oid.lower()
+
+
+def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def read_loose_file(path: str, name: bytes, hexlen: int, st: os.stat_result | None = None) -> LooseRef | None:
+    """Read one loose ref file (None when it vanished or is a directory)."""
+    try:
+        if st is None:
+            st = os.lstat(path)
+        if _stat.S_ISLNK(st.st_mode):
+            target = os.fsencode(os.readlink(path))
+            if target.startswith(b"refs/") and check_refname(target) is None and b"/" in target:
+                return LooseRef(name, SYMREF, target, path, _ident(st))
+            st2 = os.stat(path)
+            if _stat.S_ISDIR(st2.st_mode):
+                return None
+        elif _stat.S_ISDIR(st.st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            chunks = []
+            while True:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    except OSError:
+        return LooseRef(name, BROKEN, None, path, _ident(st) if st is not None else (0, 0, 0, 0))
+    kind, value = parse_contents(b"".join(chunks), hexlen)
+    return LooseRef(name, kind, value, path, _ident(st))
+
+
+def _scan_dir(
+    base: str, prefix: bytes, out: list[tuple[bytes, str, os.stat_result | None]], skip_top: bool
+) -> None:
+    """Walk ``base`` (the directory of names ``prefix``...), collecting (name, path, lstat) of files."""
+    try:
+        it = os.scandir(base)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as err:
+        raise CorruptStore(base, f"cannot read directory: {err.strerror}") from None
+    with it:
+        entries = list(it)
+    for entry in entries:
+        bname = os.fsencode(entry.name)
+        if bname[:1] == b"." or bname.endswith(b".lock"):
+            continue
+        name = prefix + bname
+        try:
+            is_dir = entry.is_dir(follow_symlinks=True)
+        except OSError:
+            continue
+        if is_dir:
+            sub = name + b"/"
+            if skip_top and sub in PER_WORKTREE_DIRS:
+                continue  # listed from the worktree's own git dir
+            _scan_dir(entry.path, sub, out, False)
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=True):
+                continue
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        out.append((name, entry.path, st))
+
+
+def list_loose_files(gitdir: str, commondir: str) -> list[tuple[bytes, str, os.stat_result | None]]:
+    """Every loose ref file under ``refs/``: shared ones from the common dir, per-worktree ones from the
+    worktree's git dir (for the main worktree both are the same directory). Sorted by name."""
+    out: list[tuple[bytes, str, os.stat_result | None]] = []
+    _scan_dir(os.path.join(commondir, "refs"), b"refs/", out, True)
+    for d in PER_WORKTREE_DIRS:
+        _scan_dir(os.path.join(gitdir, os.fsdecode(d[:-1])), d, out, False)
+    out.sort(key=lambda t: t[0])
+    return out
+
+
+def read_loose_refs(
+    gitdir: str,
+    commondir: str,
+    hexlen: int,
+    previous: dict[bytes, LooseRef] | None = None,
+) -> dict[bytes, LooseRef]:
+    """All loose refs by name. Files whose (dev, inode, size, mtime) match ``previous`` are not re-read.
+
+    Names failing check_refname are kept with ``bad_name`` set (git hides them); an unsafe one raises
+    CorruptStore with git's "loose refname is dangerous".
+    """
+    out: dict[bytes, LooseRef] = {}
+    for name, path, st in list_loose_files(gitdir, commondir):
+        if st is None:
+            continue
+        ident = _ident(st)
+        old = previous.get(name) if previous else None
+        if old is not None and old.ident == ident and old.path == path:
+            out[name] = old
+            continue
+        ref = read_loose_file(path, name, hexlen, st)
+        if ref is None:
+            continue
+        if check_refname(name) is not None:
+            if not is_safe_refname(name):
+                raise CorruptStore(path, f"loose refname is dangerous: {name.decode('utf-8', 'replace')}")
+            ref = ref._replace(bad_name=True)
+        out[name] = ref
+    return out
+
+
+def loose_path(gitdir: str, commondir: str, name: bytes) -> str:
+    """Where the loose file of ``name`` lives (per-worktree names and root refs in the worktree dir)."""
+    if name.startswith(PER_WORKTREE_DIRS) or not name.startswith(b"refs/"):
+        return os.path.join(gitdir, os.fsdecode(name))
+    return os.path.join(commondir, os.fsdecode(name))
+
+
+def reflog_path(gitdir: str, commondir: str, name: bytes) -> str:
+    if name.startswith(PER_WORKTREE_DIRS) or not name.startswith(b"refs/"):
+        return os.path.join(gitdir, "logs", os.fsdecode(name))
+    return os.path.join(commondir, "logs", os.fsdecode(name))
+
+
+def _tz_minutes(tz: bytes) -> int:
+    sign = -1 if tz[:1] == b"-" else 1
+    digits = tz[1:5]
+    return sign * (int(digits[:2]) * 60 + int(digits[2:4]))
+
+
+def parse_reflog_line(line: bytes, hexlen: int) -> LogEntry | None:
+    """One ``old new Name <email> time tz\\tmessage`` line; None when git would skip it as corrupt."""
+    if not line.endswith(b"\n"):
+        return None
+    old, new = line[:hexlen], line[hexlen + 1 : 2 * hexlen + 1]
+    if (
+        len(line) < 2 * hexlen + 2
+        or line[hexlen : hexlen + 1] != b" "
+        or line[2 * hexlen + 1 : 2 * hexlen + 2] != b" "
+        or old.translate(None, _HEX)
+        or new.translate(None, _HEX)
+    ):
+        return None
+    p = 2 * hexlen + 2
+    email_end = line.find(b">", p)
+    if email_end < 0 or line[email_end + 1 : email_end + 2] != b" ":
+        return None
+    ident = line[p : email_end + 1]
+    rest = line[email_end + 2 :]
+    i = 0
+    while i < len(rest) and 0x30 <= rest[i] <= 0x39:
+        i += 1
+    if i == 0:
+        return None
+    timestamp = int(rest[:i])
+    if timestamp == 0:
+        return None
+    msg = rest[i:]
+    if (
+        len(msg) < 6
+        or msg[:1] != b" "
+        or msg[1:2] not in (b"+", b"-")
+        or not all(0x30 <= c <= 0x39 for c in msg[2:6])
+    ):
+        return None
+    tz = _tz_minutes(msg[1:6])
+    message = msg[7:] if msg[6:7] == b"\t" else msg[6:]
+    if message.endswith(b"\n"):
+        message = message[:-1]
+    lt = ident.find(b"<")
+    name = ident[:lt].rstrip(b" ") if lt >= 0 else ident
+    email = ident[lt + 1 : -1] if lt >= 0 else b""
+    return LogEntry(old.lower(), new.lower(), name, email, timestamp, tz, message)
+
+
+def read_reflog(path: str, hexlen: int) -> list[LogEntry]:
+    """The reflog file at ``path``, newest first (as ``git reflog show``); [] when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return []
+    try:
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except IsADirectoryError:
+                return []
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    out = []
+    for line in reversed(data.splitlines(keepends=True)):
+        ent = parse_reflog_line(line, hexlen)
+        if ent is not None:
+            out.append(ent)
+    return out
+
+
+def iter_reflog_names(gitdir: str, commondir: str) -> Iterator[bytes]:
+    """Names that have a reflog file (``logs/refs/...`` shared and per-worktree, plus ``HEAD``)."""
+    found: list[bytes] = []
+    if os.path.isfile(os.path.join(gitdir, "logs", "HEAD")):
+        found.append(b"HEAD")
+    files: list[tuple[bytes, str, os.stat_result | None]] = []
+    _scan_dir(os.path.join(commondir, "logs", "refs"), b"refs/", files, True)
+    for d in PER_WORKTREE_DIRS:
+        _scan_dir(os.path.join(gitdir, "logs", os.fsdecode(d[:-1])), d, files, False)
+    found.extend(sorted(n for n, _, _ in files))
+    yield from found

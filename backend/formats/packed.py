@@ -1,0 +1,405 @@
+"""The ``packed-refs`` file, read as git's packed-backend.c reads it: memory-mapped, records found lazily.
+
+Why this shape: a million refs make an ~80 MB file. Opening maps it and parses only the header line;
+a lookup is a binary search over the mapped bytes that snaps to record starts (a record is a ref line
+plus an optional ``^peeled`` line), exactly like git's ``find_reference_location``. Without the
+``sorted`` trait git sorts the records in memory at open; so do we (an array of record starts in name
+order, the file itself untouched so offsets stay file offsets).
+
+Every reader check git makes raises ``CorruptStore(path, what, offset)``: a ``#`` first line must start
+``# pack-refs with: ``; the last line must end in LF and the last record be long enough; a ref line is
+an oid, one whitespace byte and a non-empty name without NUL; a ``^`` line is exactly ``^<oid>\\n`` and
+follows a ref line. The record-level checks run when a record is decoded (git also checks lazily, as it
+iterates); ``validate()`` runs them all.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from array import array
+from collections.abc import Iterator
+from itertools import accumulate
+from typing import NamedTuple
+
+from ..errors import CorruptStore
+
+HEADER_PREFIX = b"# pack-refs with: "
+_SMALL = 32 * 1024  # git reads files up to this size instead of mapping them
+_HEXDIGITS = b"0123456789abcdefABCDEF"
+_LOWERHEX = b"0123456789abcdef"
+
+
+class PackedRecord(NamedTuple):
+    """One record: byte offset and length (ref line plus its ``^`` line), name, oid, peeled oid or None."""
+
+    offset: int
+    length: int
+    name: bytes
+    oid: bytes
+    peeled: bytes | None
+
+
+def _line_excerpt(buf, pos: int, end: int) -> str:
+    eol = buf.find(b"\n", pos, end)
+    line = bytes(buf[pos : end if eol < 0 else eol])
+    text = line[:75].decode("utf-8", "backslashreplace")
+    return text + ("..." if len(line) >= 80 else "")
+
+
+class PackedRefs:
+    """An immutable, mapped ``packed-refs``. ``buf`` is the mmap (or bytes for small/missing files)."""
+
+    __slots__ = (
+        "path",
+        "stat",
+        "buf",
+        "size",
+        "traits",
+        "sorted",
+        "peeled_trait",
+        "header_end",
+        "hexlen",
+        "_starts",
+        "_names",
+        "_count",
+        "_validated",
+        "__weakref__",
+    )
+
+    def __init__(self, path: str, buf, st: os.stat_result | None, hexlen: int | None = None) -> None:
+        self.path = path
+        self.stat = st  # os.stat_result of the file read (None when missing)
+        self.buf = buf
+        self.size = len(buf)
+        self.traits: tuple[bytes, ...] = ()
+        self.sorted = False
+        self.peeled_trait = "none"  # "none" | "tags" | "fully"
+        self.header_end = 0
+        self._starts: array | None = None  # record starts in name order (row index), lazily
+        self._names: list[bytes] | None = None  # names in name order, unsorted files only
+        self._count: int | None = None
+        self._validated = False
+        self._parse_header()
+        self.hexlen = hexlen if hexlen else self._detect_hexlen()
+        self._check_tail()
+        if not self.sorted and self.header_end < self.size:
+            self._sort_in_memory()
+
+    # -- opening -------------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str, hash_name: str | None = None) -> PackedRefs:
+        """Map ``path``; a missing file is an empty store (as git treats it)."""
+        hexlen = {"sha1": 40, "sha256": 64}.get(hash_name or "")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return cls(path, b"", None, hexlen)
+        except NotADirectoryError:
+            return cls(path, b"", None, hexlen)
+        try:
+            st = os.fstat(fd)
+            size = st.st_size
+            if size == 0:
+                buf = b""
+            elif size <= _SMALL:
+                buf = os.read(fd, size)
+                if len(buf) != size:
+                    raise CorruptStore(path, f"couldn't read {path}")
+            else:
+                buf = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+        except OSError as err:
+            raise CorruptStore(path, f"couldn't read {path}: {err.strerror}") from None
+        finally:
+            os.close(fd)
+        return cls(path, buf, st, hexlen)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str = "packed-refs", hash_name: str | None = None) -> PackedRefs:
+        """Parse bytes that are not a file (tests, property checks)."""
+        return cls(path, bytes(data), None, {"sha1": 40, "sha256": 64}.get(hash_name or ""))
+
+    def identity(self) -> tuple[int, int, int, int] | None:
+        """(dev, inode, size, mtime_ns) of the file read; None when it was missing."""
+        st = self.stat
+        return None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def corrupt(self, what: str, offset: int | None) -> CorruptStore:
+        return CorruptStore(self.path, what, offset)
+
+    def _parse_header(self) -> None:
+        buf = self.buf
+        if not self.size or buf[:1] != b"#":
+            return
+        eol = buf.find(b"\n")
+        if eol < 0:
+            raise self.corrupt(f"unterminated line in {self.path}: {_line_excerpt(buf, 0, self.size)}", 0)
+        line = bytes(buf[:eol])
+        if not line.startswith(HEADER_PREFIX):
+            raise self.corrupt(f"unexpected line in {self.path}: {_line_excerpt(buf, 0, self.size)}", 0)
+        traits = tuple(line[len(HEADER_PREFIX) :].split(b" "))
+        self.traits = tuple(t for t in traits if t)
+        if b"fully-peeled" in traits:
+            self.peeled_trait = "fully"
+        elif b"peeled" in traits:
+            self.peeled_trait = "tags"
+        self.sorted = b"sorted" in traits
+        self.header_end = eol + 1
+
+    def _detect_hexlen(self) -> int:
+        """40 or 64 from the first record (callers that know the repository pass it instead)."""
+        buf, he = self.buf, self.header_end
+        for n in (40, 64):
+            if buf[he + n : he + n + 1] in (b" ", b"\t"):
+                return n
+        return 40
+
+    def _check_tail(self) -> None:
+        """git's verify_buffer_safe: last byte LF, last record at least oid + sep + one byte long."""
+        he, size, buf = self.header_end, self.size, self.buf
+        if he >= size:
+            return
+        last = self._record_start(size - 1)
+        if buf[size - 1 : size] != b"\n" or size - last < self.hexlen + 2:
+            eol = buf.find(b"\n", last)
+            if eol < 0:
+                raise self.corrupt(
+                    f"unterminated line in {self.path}: {_line_excerpt(buf, last, size)}", last
+                )
+            raise self.corrupt(f"unexpected line in {self.path}: {_line_excerpt(buf, last, size)}", last)
+
+    def _sort_in_memory(self) -> None:
+        """No ``sorted`` trait: decode every record (as git's sort_snapshot) and order them by name."""
+        recs = [(r.name, r.offset) for r in self.iter_records()]
+        if any(recs[i][0] >= recs[i + 1][0] for i in range(len(recs) - 1)):
+            recs.sort(key=lambda t: t[0])
+        self._names = [n for n, _ in recs]
+        self._starts = array("q", [o for _, o in recs])
+        self._count = len(recs)
+
+    # -- record primitives ---------------------------------------------------------------------------
+    def _record_start(self, pos: int) -> int:
+        """Start of the record holding byte ``pos`` (git's find_start_of_record)."""
+        buf, he = self.buf, self.header_end
+        s = buf.rfind(b"\n", he, pos) + 1
+        if s <= he:
+            return he
+        while buf[s : s + 1] == b"^" and s > he:
+            s = buf.rfind(b"\n", he, s - 1) + 1
+            if s <= he:
+                return he
+        return s
+
+    def _record_end(self, start: int) -> int:
+        """Offset just past the record starting at ``start`` (its ``^`` line included)."""
+        buf = self.buf
+        e = buf.find(b"\n", start) + 1
+        if e == 0:
+            return self.size
+        if buf[e : e + 1] == b"^":
+            e2 = buf.find(b"\n", e) + 1
+            return self.size if e2 == 0 else e2
+        return e
+
+    def name_at(self, start: int) -> bytes:
+        """The name of the record starting at ``start`` (checks the ref line's shape)."""
+        buf = self.buf
+        p = start + self.hexlen
+        eol = buf.find(b"\n", p)
+        if eol < 0 or eol - start < self.hexlen + 2 or buf[p : p + 1] not in (b" ", b"\t"):
+            raise self.corrupt(
+                f"unexpected line in {self.path}: {_line_excerpt(buf, start, self.size)}", start
+            )
+        return buf[p + 1 : eol]
+
+    def record_at(self, start: int) -> PackedRecord:
+        """Decode and check the record at ``start`` (an offset returned by locate/seek/the row index)."""
+        buf, hexlen, size = self.buf, self.hexlen, self.size
+        eol = buf.find(b"\n", start)
+        if eol < 0:
+            raise self.corrupt(f"unterminated line in {self.path}: {_line_excerpt(buf, start, size)}", start)
+        line = buf[start:eol]
+        if buf[start : start + 1] == b"^":
+            raise self.corrupt(f"unexpected line in {self.path}: {_line_excerpt(buf, start, size)}", start)
+        oid = line[:hexlen]
+        if (
+            len(line) < hexlen + 2
+            or line[hexlen : hexlen + 1] not in (b" ", b"\t")
+            or oid.translate(None, _HEXDIGITS)
+        ):
+            raise self.corrupt(f"unexpected line in {self.path}: {_line_excerpt(buf, start, size)}", start)
+        name = line[hexlen + 1 :]
+        if b"\0" in name:
+            shown = name.split(b"\0", 1)[0].decode("utf-8", "replace")
+            raise self.corrupt(f"packed refname contains embedded NULL: {shown}", start)
+        if oid.translate(None, _LOWERHEX):
+            oid = oid.lower()
+        end = eol + 1
+        peeled = None
+        if buf[end : end + 1] == b"^":
+            pe = end + 1 + hexlen
+            peeled = buf[end + 1 : pe]
+            if buf[pe : pe + 1] != b"\n" or len(peeled) != hexlen or peeled.translate(None, _HEXDIGITS):
+                raise self.corrupt(f"unexpected line in {self.path}: {_line_excerpt(buf, end, size)}", end)
+            if peeled.translate(None, _LOWERHEX):
+                peeled = peeled.lower()
+            end = pe + 1
+        return PackedRecord(start, end - start, name, oid, peeled)
+
+    # -- iteration -----------------------------------------------------------------------------------
+    def iter_records(self, start: int | None = None) -> Iterator[PackedRecord]:
+        """Every record in FILE order from byte ``start`` (default: just after the header)."""
+        pos = self.header_end if start is None else start
+        size = self.size
+        record_at = self.record_at
+        while pos < size:
+            rec = record_at(pos)
+            yield rec
+            pos += rec.length
+
+    def iter_from(self, start: bytes = b"") -> Iterator[PackedRecord]:
+        """Records in NAME order from the first name >= ``start`` (streams; no row index for sorted files)."""
+        if self._names is None:
+            yield from self.iter_records(self.seek(start))
+            return
+        import bisect
+
+        i = bisect.bisect_left(self._names, start)
+        starts = self._starts
+        for j in range(i, len(starts)):
+            yield self.record_at(starts[j])
+
+    def __iter__(self) -> Iterator[PackedRecord]:
+        return self.iter_from(b"")
+
+    # -- search --------------------------------------------------------------------------------------
+    def seek(self, name: bytes) -> int:
+        """Byte offset of the first record whose name is >= ``name`` (size when none): binary search over
+        the mapped bytes (sorted files) snapping to record starts, as git does."""
+        if self._names is not None:
+            import bisect
+
+            i = bisect.bisect_left(self._names, name)
+            return self._starts[i] if i < len(self._starts) else self.size
+        lo, hi = self.header_end, self.size
+        record_start, name_at, record_end = self._record_start, self.name_at, self._record_end
+        while lo < hi:
+            mid = lo + (hi - lo) // 2
+            rec = record_start(mid)
+            if rec < lo:  # mid fell inside the record before lo's; the record at lo is the candidate
+                rec = lo
+            if name_at(rec) < name:
+                lo = record_end(rec)
+            else:
+                hi = rec
+        return lo
+
+    def locate(self, name: bytes) -> tuple[int, int] | None:
+        """Byte range [start, end) of ``name``'s record including its ``^`` line, or None."""
+        start = self.seek(name)
+        if start >= self.size:
+            return None
+        if self._names is not None:
+            import bisect
+
+            i = bisect.bisect_left(self._names, name)
+            if i >= len(self._names) or self._names[i] != name:
+                return None
+            return start, self._record_end(start)
+        if self.name_at(start) != name:
+            return None
+        return start, self._record_end(start)
+
+    def lookup(self, name: bytes) -> PackedRecord | None:
+        span = self.locate(name)
+        return None if span is None else self.record_at(span[0])
+
+    # -- row index (random access by row) ------------------------------------------------------------
+    def starts(self) -> array:
+        """Record start offsets in name order, built once (on first need) and cached.
+
+        Built from one split of the records area into lines and a running sum of their lengths (the
+        fastest way measured in pure Python: ~0.3 s for 1M refs), skipping ``^`` lines.
+        """
+        st = self._starts
+        if st is None:
+            st = self._starts = self._build_starts()
+            self._count = len(st)
+        return st
+
+    def _build_starts(self) -> array:
+        """Chunked (4 MiB at line boundaries, to bound memory): each chunk's ``\n^`` turned into ``^^``
+        (same length, so a record becomes one "line"), split on LF, line lengths summed."""
+        he, size, buf = self.header_end, self.size, self.buf
+        out = array("q")
+        pos = he
+        chunk_size = 1 << 22
+        while pos < size:
+            end = min(size, pos + chunk_size)
+            if end < size:
+                end = buf.rfind(b"\n", pos, end) + 1
+                while end > pos and buf[end : end + 1] == b"^":
+                    end = buf.rfind(b"\n", pos, end - 1) + 1
+                if end <= pos:
+                    end = self._record_end(pos)
+            data = buf[pos:end]
+            if b"^" in data:
+                data = data.replace(b"\n^", b"^^")
+            lines = data.split(b"\n")
+            lines.pop()
+            acc = list(accumulate([len(x) + 1 for x in lines], initial=pos))
+            acc.pop()
+            out.extend(acc)
+            pos = end
+        return out
+
+    def __len__(self) -> int:
+        """Number of records: LF count minus ``^`` count (two C-speed counts; no row index needed)."""
+        if self._count is None:
+            he, size = self.header_end, self.size
+            if he >= size:
+                self._count = 0
+            else:
+                data = self.buf[he:size]
+                self._count = data.count(b"\n") - data.count(b"^")
+        return self._count
+
+    def row_range(self, prefix: bytes) -> range:
+        """Rows (name order) whose names start with ``prefix``."""
+        starts = self.starts()
+        if not prefix:
+            return range(0, len(starts))
+        lo = self._row_of_offset(self.seek(prefix))
+        hi_name = _prefix_successor(prefix)
+        hi = len(starts) if hi_name is None else self._row_of_offset(self.seek(hi_name))
+        return range(lo, hi)
+
+    def _row_of_offset(self, off: int) -> int:
+        starts = self.starts()
+        if self._names is not None:
+            # unsorted file: offsets are not monotonic in name order; map through the names
+            if off >= self.size:
+                return len(starts)
+            import bisect
+
+            return bisect.bisect_left(self._names, self.name_at(off))
+        import bisect
+
+        return bisect.bisect_left(starts, off)
+
+    # -- whole-file check ----------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Decode every record once (raises the first CorruptStore git would raise)."""
+        if self._validated:
+            return
+        for _ in self.iter_records():
+            pass
+        self._validated = True
+
+
+def _prefix_successor(prefix: bytes) -> bytes | None:
+    """The smallest byte string greater than every string starting with ``prefix`` (None: no bound)."""
+    p = prefix.rstrip(b"\xff")
+    if not p:
+        return None
+    return p[:-1] + bytes([p[-1] + 1])
