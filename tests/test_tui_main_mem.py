@@ -7,7 +7,7 @@ from refscope.app.tui.app import RefscopeApp
 from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.widgets.reflist import RefList
 
-from tests.test_tui_main_support import sample
+from tests.test_tui_main_support import sample, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -28,3 +28,162 @@ async def test_first_screen_and_count() -> None:
         reflist = app.screen.query_one(RefList)
         assert len(reflist.view) == 73
         assert "73 of 73 shown" in str(app.screen.query_one("#count").render())
+
+
+def count_text(app) -> str:
+    return str(app.screen.query_one("#count").render())
+
+
+async def type_filter(pilot, app, text: str) -> None:
+    """Focus the filter with ``/`` and enter ``text`` (one Changed event), then wait for any scan."""
+    from textual.widgets import Input
+
+    await pilot.press("slash")
+    app.screen.query_one("#filter", Input).value = text
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def test_typing_is_never_blocked_by_a_scan() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("slash", "o", "r", "i", "g")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen.query_one("#filter").value == "orig"
+        assert "2 of 73 shown (substring)" in count_text(app)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "kind"),
+    [
+        ("refs/heads/", 51, "prefix"),
+        ("refs/heads/feature/001", 10, "prefix"),
+        ("refs/t", 20, "prefix"),
+        ("origin", 2, "substring"),
+        ("v1.1", 11, "substring"),
+        ("refs/tags/v1.1?", 10, "glob"),
+        ("*/00[12]*", 20, "glob"),
+        ("nothing-matches", 0, "substring"),
+    ],
+)
+async def test_filter_exact_counts(text: str, expected: int, kind: str) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_filter(pilot, app, text)
+        reflist = app.screen.query_one(RefList)
+        assert len(reflist.view) == expected
+        assert f"{expected:,} of 73 shown ({kind})" in count_text(app)
+        names = [app.snapshot.name_at(i) for i in reflist.view]
+        assert names == sorted(names)
+
+
+async def test_escape_clears_filter_and_enter_focuses_list() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_filter(pilot, app, "origin")
+        await pilot.press("enter")
+        assert isinstance(app.focused, RefList)
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "73 of 73 shown" in count_text(app)
+
+
+async def test_mark_unmark_and_queue_survives_filter() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("space", "space")  # marks rows 0 and 1 (cursor moves down after each)
+        assert list(app.queue) == [b"refs/heads/feature/0000", b"refs/heads/feature/0001"]
+        assert app.queue[b"refs/heads/feature/0000"].seen.oid == app.snapshot.row(0).oid
+        await type_filter(pilot, app, "refs/tags/")
+        assert len(app.queue) == 2
+        await pilot.press("escape")
+        await pilot.pause()
+        reflist = app.screen.query_one(RefList)
+        reflist.go_to(0)
+        await pilot.press("space")  # unmark
+        assert list(app.queue) == [b"refs/heads/feature/0001"]
+
+
+async def test_mark_all_shown_and_unmark_all() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_filter(pilot, app, "refs/tags/")
+        await pilot.press("enter", "a")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(app.queue) == 20
+        assert all(n.startswith(b"refs/tags/") for n in app.queue)
+        await pilot.press("u")
+        assert len(app.queue) == 0
+
+
+async def test_mark_all_above_threshold_asks_with_count() -> None:
+    from refscope.app.tui.screens import main
+    from refscope.app.tui.screens.dialogs import Confirm
+
+    old = main.MARK_ALL_CONFIRM
+    main.MARK_ALL_CONFIRM = 10
+    try:
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            await pilot.press("a")
+            await wait_for(pilot, lambda: isinstance(app.screen, Confirm))
+            assert "Mark all 73 refs" in str(app.screen.question)
+            await pilot.press("n")
+            await app.workers.wait_for_complete()
+            assert len(app.queue) == 0
+            await pilot.press("a")
+            await wait_for(pilot, lambda: isinstance(app.screen, Confirm))
+            await pilot.press("y")
+            await wait_for(pilot, lambda: len(app.queue) == 73)
+    finally:
+        main.MARK_ALL_CONFIRM = old
+
+
+async def test_queue_panel_remove_entry() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("space", "space", "space")
+        await pilot.press("tab")
+        from refscope.app.tui.widgets.queue import QueuePanel
+
+        assert isinstance(app.focused, QueuePanel)
+        await pilot.press("down", "x")
+        assert list(app.queue) == [b"refs/heads/feature/0000", b"refs/heads/feature/0002"]
+        row0 = app.screen.query_one(RefList).render_line(0).text
+        assert row0.startswith("● refs/heads/feature/0000")
+        row1 = app.screen.query_one(RefList).render_line(1).text
+        assert row1.startswith("  refs/heads/feature/0001")
+
+
+async def test_names_are_escaped_never_markup() -> None:
+    from refscope.backend.model import PACKED, Location, Ref
+
+    evil = [
+        b"refs/heads/\xe2\x80\xaeevil",  # U+202E right-to-left override
+        b"refs/heads/c1\xc2\x9b31m",  # U+009B: a C1 CSI
+        b"refs/heads/[bold]x[/]",
+        b"refs/heads/raw\x9bbyte",  # invalid UTF-8 byte 0x9b
+    ]
+    refs = [Ref(n, b"a" * 40, None, None, Location(PACKED, "p", i)) for i, n in enumerate(evil)]
+    from tests.test_tui_main_support import MemSnapshot
+
+    app = make_app(MemSnapshot(refs))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        lines = [app.screen.query_one(RefList).render_line(y).text for y in range(4)]
+        # bytewise order: "[" (0x5b) < "c" < "r" < 0xe2
+        assert lines[0].startswith("  refs/heads/[bold]x[/] ")
+        assert lines[1].startswith("  refs/heads/c1\\u009b31m ")
+        assert lines[2].startswith("  refs/heads/raw\\x9bbyte ")
+        assert lines[3].startswith("  refs/heads/\\u202eevil ")
+        strip = app.screen.query_one(RefList).render_line(0)
+        assert not any(seg.style and seg.style.bold and seg.text == "x" for seg in strip)
+        svg = app.export_screenshot()
+        assert "\u202e" not in svg and "\x9b" not in svg

@@ -129,6 +129,16 @@ class RefscopeApp(App[None]):
             self.watcher.stop()
 
     # -- shared operations ------------------------------------------------------------------------------
+    def ref_count(self) -> int | None:
+        """Number of refs of the current snapshot; None (and ``store_error`` set) when it cannot be read."""
+        if self.snapshot is None:
+            return None
+        try:
+            return len(self.snapshot)
+        except RefscopeError as err:
+            self.store_error = str(err)
+            return None
+
     def record_op(self, report) -> None:
         if report is None:
             return
@@ -178,7 +188,16 @@ class RefscopeApp(App[None]):
 
         screen = main.make_view(self, name)
         if screen is not None:
-            self.push_screen(screen)
+            self.push_screen(screen, callback=self._back_from_view)
+
+    def _back_from_view(self, result) -> None:
+        """A view dismissed with a ref name (e.g. the packed-refs record under its cursor): go to it."""
+        if (
+            isinstance(result, bytes)
+            and self.snapshot is not None
+            and self.snapshot.lookup(result) is not None
+        ):
+            self.jump_to(result)
 
     def get_system_commands(self, screen):
         yield from super().get_system_commands(screen)

@@ -33,11 +33,41 @@ from .operations import BenchScreen, OperationScreen
 
 MARK_ALL_CONFIRM = 1000  # marking more than this many refs at once asks first
 FLASH_SECONDS = 3.0
+BENCH_RUNS = 3
 
 
 def make_view(app, name: str):
-    """A storage view screen (owned by the views issue), or None with a notice when it is unavailable."""
-    app.notify(f"the {name} view is not available yet", severity="warning", timeout=3)
+    """A storage view screen (owned by the views issue) for ``name``: "stack", "packed" or "reflog".
+
+    Views follow live changes through ``app.snapshot_changed`` when the app watches; ``escape`` comes back.
+    Returns None (with a notice) when the view does not apply.
+    """
+    snapshot = app.snapshot
+    if snapshot is None:
+        app.notify("no snapshot: the store could not be read", severity="error", timeout=3)
+        return None
+    main = app.screen if isinstance(app.screen, MainScreen) else None
+    current = main.ref_list.current_name() if main is not None else None
+    follow = app.watch_enabled
+    if name == "stack":
+        from .stack import storage_screen
+
+        return storage_screen(app.store, snapshot, app.meter, follow=follow, focus_name=current)
+    if name == "packed":
+        if snapshot.format != "files":
+            app.notify("a reftable repository has no packed-refs: s shows its stack", timeout=3)
+            return None
+        from .packed import PackedScreen
+
+        return PackedScreen(snapshot, current, store=app.store, follow=follow)
+    if name == "reflog":
+        if current is None:
+            app.notify("no ref under the cursor", severity="warning", timeout=3)
+            return None
+        from .reflog import ReflogScreen
+
+        return ReflogScreen(snapshot, current)
+    app.notify(f"no view named {name}", severity="warning", timeout=3)
     return None
 
 
@@ -115,16 +145,18 @@ class MainScreen(Screen):
     # -- status and counts ------------------------------------------------------------------------------
     def update_status(self) -> None:
         app = self.app
+        count = app.ref_count()
         self.query_one(StatusLine).show(
-            repo=app.repo_path, snapshot=app.snapshot, engine=app.engine, live=app.live, error=app.store_error
+            repo=app.repo_path,
+            snapshot=app.snapshot,
+            count=count,
+            engine=app.engine,
+            live=app.live,
+            error=app.store_error,
         )
 
     def update_count(self) -> None:
-        snapshot = self.app.snapshot
-        try:
-            total = len(snapshot) if snapshot is not None else 0
-        except RefscopeError:
-            total = 0
+        total = self.app.ref_count() or 0
         shown = len(self.ref_list.view)
         kind = "" if self.pattern.kind == "all" else f" ({self.pattern.kind})"
         self.query_one("#count", Label).update(Text(f"{shown:,} of {total:,} shown{kind}"))
@@ -141,6 +173,8 @@ class MainScreen(Screen):
             return None
         try:
             if self.pattern.kind == "all":
+                if snapshot is self.app.snapshot:
+                    return range(self.app.ref_count() or 0)
                 return range(len(snapshot))
             with self.app.meter.measure("filter") as m:
                 view = filtering.compute(snapshot, self.pattern)
@@ -367,15 +401,15 @@ class MainScreen(Screen):
         if not await app.push_screen_wait(ConfirmCommit(self.commit_plan())):
             return
         self.notify(f"committing {len(app.queue):,} deletion(s) with the {app.engine} engine…", timeout=2)
-        self.commit(list(app.queue.values()), app.engine)
+        self.commit(list(app.queue.values()), app.engine, app.snapshot)
 
     @work(thread=True, exclusive=True, group="commit", exit_on_error=False, description="commit")
-    def commit(self, entries, engine: str) -> None:
+    def commit(self, entries, engine: str, snapshot) -> None:
         app = self.app
         try:
             from refscope.backend.txn import Transaction
 
-            txn = Transaction(app.store, engine=engine, no_deref=True)
+            txn = Transaction(app.store, engine=engine, no_deref=True, snapshot=snapshot)
             for entry in entries:
                 txn.delete(entry.name, entry.old_oid)
             result = txn.commit()
@@ -422,26 +456,33 @@ class MainScreen(Screen):
         self.app.push_screen(OperationScreen(message.report))
 
     def action_bench(self) -> None:
-        if not self.app.queue:
+        app = self.app
+        if not app.queue:
             self.notify(
                 "the queue is empty: bench runs the queued transaction", severity="warning", timeout=3
             )
             return
+        if app.repo is None:
+            self.notify("no repository to bench", severity="error")
+            return
         self.notify("bench: running both engines on scratch copies…", timeout=3)
-        self.bench([e.name for e in self.app.queue.values()])
+        self.bench([(e.name, e.old_oid) for e in app.queue.values() if e.seen.target is None])
 
     @work(thread=True, exclusive=True, group="bench", exit_on_error=False, description="bench")
-    def bench(self, names: list[bytes]) -> None:
+    def bench(self, deletions: list[tuple[bytes, bytes | None]]) -> None:
+        """``refscope bench`` for the queue: never touches the repository (scratch copies only)."""
         app = self.app
         try:
             from refscope.backend import bench
+            from refscope.backend.engines.git import git_binary
 
-            text = bench.run_for_tui(app.repo, names)  # type: ignore[attr-defined]
-        except (ImportError, AttributeError):
-            text = "bench is not available yet"
+            result = bench.run_bench(app.repo, deletions, [git_binary()], runs=BENCH_RUNS, count_refs=False)
+            body = Text(bench.format_table(result), no_wrap=True)
         except RefscopeError as err:
-            text = str(err)
-        app.call_from_thread(app.push_screen, BenchScreen(Text(text)))
+            body = Text(f"bench refused: {err}", "bold red")
+        except Exception as err:  # scratch copy or git failure: shown, never a crash
+            body = Text(f"bench failed: {type(err).__name__}: {err}", "bold red")
+        app.call_from_thread(app.push_screen, BenchScreen(body))
 
     def run_action_by_name(self, name: str) -> None:
         getattr(self, f"action_{name}")()

@@ -45,7 +45,7 @@ class OpsPanel(Vertical):
     DEFAULT_CSS = """
     OpsPanel { height: 1fr; }
     OpsPanel > Sparkline { height: 1; margin: 0 1; }
-    OpsPanel > OptionList { height: 1fr; border: none; padding: 0; }
+    OpsPanel > OptionList { height: 1fr; border: none; padding: 0; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     @dataclass

@@ -40,7 +40,9 @@ class StatusLine(Static):
     StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }
     """
 
-    def show(self, *, repo: str, snapshot, engine: str, live: str, error: str | None = None) -> None:
+    def show(
+        self, *, repo: str, snapshot, count: int | None, engine: str, live: str, error: str | None = None
+    ) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("refscope ", "bold")
         text.append(escape_name(os.fsencode(repo)))
@@ -58,5 +60,6 @@ class StatusLine(Static):
         style = {"live": "bold green", "off": "dim", "error": "bold red"}.get(live.split()[0], "yellow")
         text.append(("● " if live.startswith("live") else "○ ") + live, style)
         if error:
-            text.append("  " + escape_name(error.encode("utf-8", "surrogateescape")), "bold red")
+            text.append(" · ")
+            text.append("⚠ " + escape_name(error.encode("utf-8", "surrogateescape")), "bold red")
         self.update(text)

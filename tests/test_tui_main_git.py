@@ -1,0 +1,178 @@
+"""Pilot tests of the delete workflow against real git repositories (both formats, both engines).
+
+git is the oracle: after a commit through the TUI, ``git for-each-ref`` must list exactly the refs that were
+not deleted; after a refusal, nothing changed and the queue is kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from refscope.app.tui.app import RefscopeApp
+from refscope.app.tui.fake_meter import FakeMeter
+from refscope.app.tui.screens.dialogs import ConfirmCommit
+from refscope.app.tui.screens.dialogs import Message as MessageDialog
+from refscope.app.tui.screens.operations import OperationScreen
+from refscope.app.tui.widgets.reflist import RefList
+from refscope.backend.repo import discover
+from refscope.backend.store import open_store
+
+from tests.gitutil import for_each_ref, git, init_repo, tree_bytes
+from tests.test_tui_main_support import wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def make_repo(path: Path, fmt: str, n: int = 40) -> Path:
+    init_repo(path, fmt=fmt)
+    head = git(path, "rev-parse", "HEAD").strip().decode()
+    lines = "".join(f"create refs/heads/topic/{i:03d} {head}\n" for i in range(n))
+    git(path, "update-ref", "--stdin", input=lines.encode())
+    git(path, "tag", "-a", "-m", "release", "v1.0")
+    git(path, "update-ref", "refs/remotes/origin/main", head)
+    git(path, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    if fmt == "files":
+        git(path, "pack-refs", "--all")
+        git(path, "update-ref", "refs/heads/topic/loose", head)  # one loose ref over the packed ones
+    return path
+
+
+def make_app(path: Path, watch: bool = False, engine: str = "native") -> RefscopeApp:
+    repo = discover(str(path))
+    return RefscopeApp(
+        open_store(repo), repo=repo, repo_path=str(path), meter=FakeMeter(), watch=watch, engine=engine
+    )
+
+
+async def set_filter(pilot, app, text: str) -> None:
+    await pilot.press("slash")
+    app.screen.query_one("#filter").value = text
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.press("enter")
+
+
+def names(path: Path) -> list[bytes]:
+    return [row[0] for row in for_each_ref(path)]
+
+
+@pytest.mark.parametrize("engine", ["native", "git"])
+async def test_commit_through_engine(tmp_path: Path, ref_format: str, engine: str) -> None:
+    path = make_repo(tmp_path / "r", ref_format)
+    before = names(path)
+    app = make_app(path, engine=engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await set_filter(pilot, app, "refs/heads/topic/00")  # topic/000..009
+        await pilot.press("a")
+        await wait_for(pilot, lambda: len(app.queue) == 10)
+        await set_filter(pilot, app, "v1.0")
+        await pilot.press("space")
+        assert len(app.queue) == 11
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit))
+        plan = app.screen.plan
+        assert (plan.count, plan.engine, plan.tags) == (11, engine, [b"refs/tags/v1.0"])
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, OperationScreen))
+        assert app.screen.report.name == "commit"
+        assert len(app.queue) == 0
+        await pilot.press("escape")
+        await wait_for(
+            pilot, lambda: len(app.screen.query_one(RefList).view) == 0
+        )  # the filter still applies
+    gone = {f"refs/heads/topic/{i:03d}".encode() for i in range(10)} | {b"refs/tags/v1.0"}
+    assert names(path) == [n for n in before if n not in gone]
+
+
+async def test_stale_value_refusal_keeps_queue(tmp_path: Path, ref_format: str) -> None:
+    path = make_repo(tmp_path / "r", ref_format, n=5)
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await set_filter(pilot, app, "refs/heads/topic/001")
+        await pilot.press("space")
+        assert list(app.queue) == [b"refs/heads/topic/001"]
+        # another process moves the ref after it was queued (no watcher here: the commit must catch it)
+        git(path, "commit", "-q", "--allow-empty", "-m", "second")
+        git(path, "update-ref", "refs/heads/topic/001", "HEAD")
+        before = tree_bytes(path / ".git")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, MessageDialog))
+        body = str(app.screen.body)
+        assert "refs/heads/topic/001" in body and "expected" in body
+        assert "The queue is kept (1 entries)" in body
+        assert list(app.queue) == [b"refs/heads/topic/001"]
+        assert tree_bytes(path / ".git") == before
+        await pilot.press("escape")
+        # a refresh flags the entry stale
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.queue[b"refs/heads/topic/001"].stale is not None)
+        assert app.queue[b"refs/heads/topic/001"].stale.startswith("now at ")
+
+
+async def test_checked_out_and_head_warnings(tmp_path: Path, ref_format: str) -> None:
+    path = make_repo(tmp_path / "r", ref_format, n=3)
+    git(path, "worktree", "add", "-q", "-b", "wt-branch", str(tmp_path / "wt"))
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for name in ("refs/heads/main", "refs/heads/wt-branch", "refs/remotes/origin/HEAD"):
+            await set_filter(pilot, app, name)
+            await pilot.press("space")
+        assert len(app.queue) == 3
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit))
+        plan = app.screen.plan
+        assert plan.head_branch == b"refs/heads/main"
+        assert sorted(b for b, _ in plan.checked_out) == [b"refs/heads/main", b"refs/heads/wt-branch"]
+        assert plan.symrefs == [(b"refs/remotes/origin/HEAD", b"refs/remotes/origin/main")]
+        text = str(app.screen.query_one("#commit-plan").render())
+        assert "HEAD's branch refs/heads/main is queued" in text
+        assert "checked out in a worktree" in text
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, MessageDialog))
+        assert "cannot delete branch" in str(app.screen.body)
+        assert len(app.queue) == 3
+    assert b"refs/heads/wt-branch" in names(path)
+
+
+async def test_external_change_flags_queue_entry_stale_live(tmp_path: Path, ref_format: str) -> None:
+    path = make_repo(tmp_path / "r", ref_format, n=5)
+    app = make_app(path, watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.live == "live")
+        await set_filter(pilot, app, "refs/heads/topic/002")
+        await pilot.press("space")
+        git(path, "commit", "-q", "--allow-empty", "-m", "second")
+        git(path, "update-ref", "refs/heads/topic/002", "HEAD")
+        git(path, "update-ref", "refs/heads/new-one", "HEAD")
+        await wait_for(pilot, lambda: app.queue[b"refs/heads/topic/002"].stale is not None)
+        await wait_for(pilot, lambda: app.snapshot.lookup(b"refs/heads/new-one") is not None)
+        assert "1 stale" in app.screen.query_one("#queue").border_title
+
+
+async def test_corrupt_store_shown_in_place(tmp_path: Path, ref_format: str) -> None:
+    path = make_repo(tmp_path / "r", ref_format, n=3)
+    if ref_format == "files":
+        target = path / ".git" / "packed-refs"
+        target.write_bytes(target.read_bytes() + b"this is not a record\n")
+    else:
+        tables = (path / ".git" / "reftable" / "tables.list").read_text().split()
+        target = path / ".git" / "reftable" / tables[-1]
+        data = bytearray(target.read_bytes())
+        data[30:60] = b"\xff" * 30
+        target.write_bytes(bytes(data))
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        status = str(app.screen.query_one("#status").render())
+        assert str(target.name) in status
+        await pilot.press("down", "slash")  # still running, still responding
+        assert app.screen.query_one("#filter").has_focus
