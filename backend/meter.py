@@ -278,6 +278,7 @@ class _Counters:
         if leader < 0:
             raise OSError(-leader, f"perf_event_open raw_syscalls:sys_enter: {os.strerror(-leader)}")
         self.fds.append(leader)
+        _ledger()[_PERF_OPEN] += 1 + len(s.events)
         for name, config in s.events:
             fd = _perf_open(s, config, disabled=False, inherit=inherit, group=group, group_fd=leader)
             if fd >= 0:
@@ -285,6 +286,11 @@ class _Counters:
                 self.names.append(name)
         self._size = 8 * (len(self.fds) + 1)
         self.last = [0] * len(self.fds)
+
+    @property
+    def nreads(self) -> int:
+        """Syscalls one :meth:`read` makes."""
+        return len(self.fds) if self.inherit else 1
 
     @property
     def read_bytes(self) -> int:
@@ -333,6 +339,7 @@ class _IoFile:
     __slots__ = ("fd",)
 
     def __init__(self, path: str) -> None:
+        _ledger()[_OPENAT] += 1
         self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
     def read(self) -> tuple[int, int, int, int, int]:
@@ -406,6 +413,7 @@ class measure:
         "_t0",
         "_straced",
         "_prev",
+        "_led0",
     )
 
     def __init__(self, name: str, children: bool = False, source: str | None = None) -> None:
@@ -416,6 +424,8 @@ class measure:
 
     def __enter__(self) -> measure:
         children = self.children
+        if _resource is None:
+            _first_use()
         forced = self._forced or os.environ.get("REFSCOPE_METER") or ""
         ctr = None if forced in ("proc", "strace") else _counters(children)
         if ctr is not None:
@@ -428,68 +438,94 @@ class measure:
         self._straced: list[str] = []
         self._prev = getattr(_tls, "active", None)
         _tls.active = self
+        led = _ledger()
         io = self._io = _io(children)
-        self._io0 = io.read() if io is not None else None
+        if io is not None:
+            self._io0 = io.read()
+            led[_PREAD] += 1
+            led[_BYTES] += self._io0[4]
+        else:
+            self._io0 = None
         if children:
-            import resource
-
-            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            ru = _resource.getrusage(_resource.RUSAGE_CHILDREN)
             self._ru0 = ru.ru_utime + ru.ru_stime
+            led[_GETRUSAGE] += 1
         self._c0 = time.thread_time_ns()
+        led[_CLOCK] += 1
         if ctr is None:
+            self._led0 = led.copy()
             self._t0 = time.perf_counter_ns()
             return self
         if ctr.depth:
             self._nested = True
             self._base = ctr.read()
+            led[_READ] += ctr.nreads
+            led[_BYTES] += ctr.read_bytes
             ctr.depth += 1
+            self._led0 = led.copy()
             self._t0 = time.perf_counter_ns()
             return self
         self._nested = False
         self._base = ctr.last
         ctr.depth = 1
         ioctl = _setup.ioctl  # type: ignore[union-attr]
+        led[_IOCTL] += 1
+        self._led0 = led.copy()
         self._t0 = time.perf_counter_ns()
         ioctl(ctr.fds[0], _IOC_ENABLE, 0)
         return self
 
     def __exit__(self, *exc: object) -> None:
         ctr = self._ctr
+        led = _tls.ledger
         after = None
         if ctr is not None:
             if self._nested:
                 after = ctr.read()
                 t1 = time.perf_counter_ns()
+                inner = [a - b for a, b in zip(led, self._led0, strict=True)]
+                led[_READ] += ctr.nreads
+                led[_BYTES] += ctr.read_bytes
             else:
                 _setup.ioctl(ctr.fds[0], _IOC_DISABLE, 0)  # type: ignore[union-attr]
                 t1 = time.perf_counter_ns()
+                inner = [a - b for a, b in zip(led, self._led0, strict=True)]
+                led[_IOCTL] += 1
             ctr.depth -= 1
         else:
             t1 = time.perf_counter_ns()
+            inner = [a - b for a, b in zip(led, self._led0, strict=True)]
         c1 = time.thread_time_ns()
+        led[_CLOCK] += 1
         cpu_ns = c1 - self._c0
         if self.children:
-            import resource
-
-            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            ru = _resource.getrusage(_resource.RUSAGE_CHILDREN)
             cpu_ns += round((ru.ru_utime + ru.ru_stime - self._ru0) * 1e9)
+            led[_GETRUSAGE] += 1
         if ctr is not None and not self._nested:
             after = ctr.read()
             ctr.last = after
-        io1 = self._io.read() if self._io is not None else None
+            led[_READ] += ctr.nreads
+            led[_BYTES] += ctr.read_bytes
+        io1 = None
+        if self._io is not None:
+            io1 = self._io.read()
+            led[_PREAD] += 1
+            led[_BYTES] += io1[4]
         _tls.active = self._prev
 
         bytes_read = bytes_written = 0
         if io1 is not None and self._io0 is not None:
             r0, w0, sr0, sw0, n0 = self._io0
             # the first read of the io file counted its own bytes, and so did the counter reads in between
-            bytes_read = io1[0] - r0 - n0
+            # and everything nested measures read for their own bookkeeping
+            bytes_read = io1[0] - r0 - n0 - inner[_BYTES]
             if ctr is not None:
                 bytes_read -= ctr.read_bytes * (2 if self._nested else 1)
             bytes_written = io1[1] - w0
         source = self._src
         if after is not None:
-            by_name, total = _deltas(ctr, self._base, after, self._nested)
+            by_name, total = _deltas(ctr, self._base, after, self._nested, inner)
         elif source == "strace" and self._straced:
             by_name = _parse_strace_files(self._straced)
             total = by_name.pop("total", sum(by_name.values()))
@@ -498,7 +534,8 @@ class measure:
             total = 0
             by_name = {}
             if io1 is not None and self._io0 is not None:
-                reads = io1[2] - self._io0[2] - 1  # minus the read of the io file itself
+                # minus the read of the io file itself and the reads nested measures made for themselves
+                reads = io1[2] - self._io0[2] - 1 - inner[_PREAD] - inner[_READ]
                 writes = io1[3] - self._io0[3]
                 total = reads + writes
                 by_name = {k: v for k, v in (("reads", reads), ("writes", writes)) if v}
@@ -515,21 +552,51 @@ class measure:
         )
 
 
-def _deltas(ctr: _Counters, base: list[int], after: list[int], nested: bool) -> tuple[dict[str, int], int]:
+_resource = None
+
+
+def _first_use() -> None:
+    """Module loads that make syscalls (a shared object is opened and read) happen on the first measure of
+    the process, which no other measure encloses, so no figure ever contains them."""
+    global _resource
+    import resource
+
+    _resource = resource
+    _get_setup()
+
+
+# The meter's own syscalls, counted per thread as they are made, so that an enclosing measure can take out
+# those of the measures nested inside it: indices into the per-thread ledger (the last is bytes read).
+_PREAD, _CLOCK, _GETRUSAGE, _READ, _IOCTL, _OPENAT, _PERF_OPEN, _BYTES = range(8)
+_LEDGER_NAMES = ("pread64", "clock_gettime", "getrusage", "read", "ioctl", "openat", "perf_event_open")
+
+
+def _ledger() -> list[int]:
+    led = getattr(_tls, "ledger", None)
+    if led is None:
+        led = _tls.ledger = [0] * 8
+    return led
+
+
+def _deltas(
+    ctr: _Counters, base: list[int], after: list[int], nested: bool, inner: list[int]
+) -> tuple[dict[str, int], int]:
     """Counter differences, minus the meter's own syscalls that fell inside the window.
 
     Outermost: the DISABLE ioctl enters while counting (1 ``ioctl``). Nested: the counters are read at both
     ends; every fd read of the closing sequence but also the rest of the opening one lands inside, which adds
-    up to exactly one ``read`` per fd for the total and for ``read`` (a group read is one fd).
+    up to exactly one ``read`` per fd for the total and for ``read`` (a group read is one fd). ``inner`` holds
+    the bookkeeping syscalls of measures nested inside this one (ledger indices), also taken out.
     """
     diffs = [a - b for a, b in zip(after, base, strict=True)]
-    own_name, own = ("read", 1 if not ctr.inherit else len(ctr.fds)) if nested else ("ioctl", 1)
-    total = diffs[0] - own
+    own_name, own = ("read", ctr.nreads) if nested else ("ioctl", 1)
+    minus = dict(zip(_LEDGER_NAMES, inner, strict=False))
+    minus[own_name] += own
+    total = diffs[0] - sum(minus.values())
     by_name: dict[str, int] = {}
     counted = 0
     for name, d in zip(ctr.names[1:], diffs[1:], strict=True):
-        if name == own_name:
-            d -= own
+        d -= minus.get(name, 0)
         if d:
             by_name[name] = by_name.get(name, 0) + d
             counted += d

@@ -262,16 +262,34 @@ def test_counts_on_other_threads_use_their_own_counters() -> None:
     assert all(r.source == "perf" and r.syscalls_by_name.get("other") == 2 for r in results)
 
 
-def test_nested_measures_are_exact() -> None:
-    with measure("outer") as outer:
-        os.getppid()
-        with measure("inner") as inner:
-            os.getppid()
-            os.getppid()
-        os.getppid()
-    assert inner.report.syscalls_total == 2
-    # the outer one sees its own 2, the inner 2, and the inner measure's own reads of counters and clocks
-    assert outer.report.syscalls_total >= 4
+@pytest.mark.parametrize("outer_children", [False, True])
+@pytest.mark.parametrize("inner_children", [False, True])
+def test_nested_measures_are_exact(tmp_path: Path, outer_children: bool, inner_children: bool) -> None:
+    """Phases measured inside a commit: each figure is exact, the meter's own syscalls taken out."""
+    path = tmp_path / "f"
+    path.write_bytes(b"n" * 1000)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for source in ("perf", "proc"):
+            with measure("outer", children=outer_children, source=source) as outer:
+                os.pread(fd, 100, 0)
+                with measure("inner", children=inner_children, source=source) as inner:
+                    os.pread(fd, 10, 0)
+                    with measure("innermost", source=source) as innermost:
+                        os.pread(fd, 1, 0)
+                    os.pread(fd, 10, 0)
+                os.pread(fd, 100, 0)
+            by_name = {"perf": "pread64", "proc": "reads"}[source]
+            assert innermost.report.syscalls_by_name == {by_name: 1}
+            assert inner.report.syscalls_by_name == {by_name: 3}
+            assert outer.report.syscalls_by_name == {by_name: 5}
+            assert (outer.report.bytes_read, inner.report.bytes_read, innermost.report.bytes_read) == (
+                221,
+                21,
+                1,
+            )
+    finally:
+        os.close(fd)
 
 
 def _open_fds() -> int:
@@ -415,3 +433,22 @@ def test_report_json_shape() -> None:
     assert set(j["syscalls"]) == {"total", "by_name", "source"}
     assert j["name"] == "shape" and j["children"] is False
     assert json.loads(json.dumps(j)) == j
+
+
+def test_first_counters_of_a_thread_opened_inside_a_measure() -> None:
+    """A thread's children counters opened for the first time inside its own measure: still exact."""
+    got: list[tuple[meter.OpReport, meter.OpReport]] = []
+
+    def work() -> None:
+        with measure("outer") as outer:
+            os.getppid()
+            with measure("kids", children=True) as kids:
+                os.getppid()
+        got.append((outer.report, kids.report))
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    outer, kids = got[0]
+    assert (outer.syscalls_total, kids.syscalls_total) == (2, 1)
+    assert outer.syscalls_by_name == {"other": 2} and kids.syscalls_by_name == {"other": 1}

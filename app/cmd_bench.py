@@ -1,0 +1,63 @@
+"""``refscope bench [-C PATH] [--git PATH ...] [--runs N] [--json] (REF... | --stdin)``.
+
+The same deletion transaction through the native engine and the git engine (the repository's git, i.e.
+``$REFSCOPE_GIT`` or ``git`` on PATH, then every ``--git`` binary), on scratch copies of the ref storage,
+alternating runs; prints one table (or ``--json``). The real repository is only read. ``--stdin`` lines are
+``REF [OLD_OID]``; refs given without an old value are expected at their current value.
+Exit 0 after printing, 1 on an error (one line on stderr), 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = "usage: refscope bench [-C PATH] [--git PATH ...] [--runs N] [--json] (REF... | --stdin)"
+
+
+def _parse(argv: list[str]):
+    import argparse
+
+    p = argparse.ArgumentParser(prog="refscope bench", usage=USAGE[len("usage: ") :], add_help=True)
+    p.add_argument("-C", dest="path", default=None)
+    p.add_argument("--git", action="append", default=[], metavar="PATH")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--stdin", action="store_true")
+    p.add_argument("--scratch", default=None, help=argparse.SUPPRESS)
+    p.add_argument("refs", nargs="*")
+    args = p.parse_args(argv)
+    if args.stdin == bool(args.refs) or args.runs < 1:
+        p.error("give REF... or --stdin (not both), and --runs >= 1")
+    return args
+
+
+def run(argv: list[str]) -> int:
+    import os
+
+    args = _parse(argv)
+    deletions: list[tuple[bytes, bytes | None]] = []
+    if args.stdin:
+        for line in sys.stdin.buffer.read().splitlines():
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) > 2:
+                print(f"refscope bench: bad --stdin line: {line.decode('utf-8', 'replace')}", file=sys.stderr)
+                return 2
+            deletions.append((parts[0], parts[1] if len(parts) == 2 else None))
+    else:
+        deletions = [(os.fsencode(r), None) for r in args.refs]
+
+    from refscope.backend.bench import format_table, result_json, run_bench
+    from refscope.backend.repo import discover
+
+    repo = discover(args.path)
+    gits = [os.environ.get("REFSCOPE_GIT") or "git", *args.git]
+    result = run_bench(repo, deletions, gits, runs=args.runs, scratch_root=args.scratch)
+    if args.json:
+        import json
+
+        print(json.dumps(result_json(result)))
+    else:
+        print(format_table(result))
+    return 0
