@@ -1,0 +1,338 @@
+"""The files backend: ``packed-refs`` plus loose refs, merged as git merges them (loose wins).
+
+Why this shape: ``packed-refs`` can hold a million records and is mapped, never parsed whole at open;
+loose refs are usually few and are read eagerly (one small read each), so a snapshot is cheap to make
+and immutable once made. Rows are the merged, visible refs in name order: a loose entry shadows the
+packed record of the same name (even a broken loose file does, as in git's overlay iterator), and what
+git hides stays hidden (names failing check_refname, unparsable loose files, null oids, symrefs that do
+not resolve). Random access by row maps through the packed row index plus a short table of where the
+loose refs fall, so ``row(i)`` costs one bisect.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterator
+
+from ..errors import CorruptStore
+from ..formats.loose import (
+    BROKEN,
+    OID,
+    SYMREF,
+    LooseRef,
+    read_loose_file,
+    read_loose_refs,
+    read_reflog,
+    reflog_path,
+)
+from ..formats.packed import PackedRecord, PackedRefs, _prefix_successor
+from ..model import LOOSE, PACKED, Location, LogEntry, Ref
+from ..refname import check_refname, is_safe_refname, is_valid_refname
+from ..repo import Repo
+
+SYMREF_MAXDEPTH = 5
+
+
+def _packed_identity(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class FilesStore:
+    """A files-backend ref store of one worktree of a repository."""
+
+    format = "files"
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.gitdir = repo.gitdir
+        self.commondir = repo.commondir
+        self.packed_path = os.path.join(repo.commondir, "packed-refs")
+        self.hexlen = 40 if repo.hash_name == "sha1" else 64
+
+    def snapshot(self) -> FilesSnapshot:
+        packed = PackedRefs.open(self.packed_path, self.repo.hash_name)
+        loose = read_loose_refs(self.gitdir, self.commondir, self.hexlen)
+        head = self._read_head()
+        return FilesSnapshot(self.repo, packed, loose, head)
+
+    def refresh(self, previous: FilesSnapshot) -> FilesSnapshot:
+        """A snapshot of now, reusing the mapped packed-refs when its (dev, inode, size, mtime) are the
+        same and every loose file whose identity did not change; ``previous`` itself when nothing did."""
+        if previous is None or getattr(previous, "format", None) != "files":
+            return self.snapshot()
+        ident = _packed_identity(self.packed_path)
+        packed = previous.packed
+        if ident != packed.identity():
+            packed = PackedRefs.open(self.packed_path, self.repo.hash_name)
+        loose = read_loose_refs(self.gitdir, self.commondir, self.hexlen, previous=previous.loose)
+        head = self._read_head(previous.head_file)
+        if (
+            packed is previous.packed
+            and head == previous.head_file
+            and len(loose) == len(previous.loose)
+            and all(previous.loose.get(k) is v for k, v in loose.items())
+        ):
+            return previous
+        return FilesSnapshot(self.repo, packed, loose, head)
+
+    def _read_head(self, previous: LooseRef | None = None) -> LooseRef | None:
+        path = os.path.join(self.gitdir, "HEAD")
+        if previous is not None:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                return None
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == previous.ident:
+                return previous
+        return read_loose_file(path, b"HEAD", self.hexlen)
+
+
+class FilesSnapshot:
+    """An immutable merged view of packed + loose refs (see the module docstring)."""
+
+    format = "files"
+
+    def __init__(self, repo: Repo, packed: PackedRefs, loose: dict[bytes, LooseRef], head: LooseRef | None):
+        self.repo = repo
+        self.hash_name = repo.hash_name
+        self.gitdir = repo.gitdir
+        self.commondir = repo.commondir
+        self.packed = packed
+        self.loose = loose
+        self.head_file = head
+        self.hexlen = 40 if repo.hash_name == "sha1" else 64
+        self.loose_names = sorted(loose)
+        # visible loose refs, in name order
+        self._loose_refs: list[Ref] = []
+        for name in self.loose_names:
+            ref = self._loose_visible(loose[name])
+            if ref is not None:
+                self._loose_refs.append(ref)
+        self._loose_vis_names = [r.name for r in self._loose_refs]
+        self._merge: tuple[list[int], list[int]] | None = None  # (shadowed packed rows, loose merged rows)
+        self._len: int | None = None
+
+    # -- loose values ------------------------------------------------------------------------------
+    def _loose_visible(self, lr: LooseRef) -> Ref | None:
+        """The Ref a loose entry shows in listings, or None when git hides it."""
+        if lr.bad_name or lr.kind == BROKEN:
+            return None
+        loc = Location(LOOSE, lr.path)
+        if lr.kind == OID:
+            if not lr.value.strip(b"0"):
+                return None  # null oid: git treats it as broken
+            return Ref(lr.name, lr.value, None, None, loc)
+        # symref: shown when its target resolves to an object id
+        if self.resolve(lr.name) is None:
+            return None
+        return Ref(lr.name, None, None, lr.value, loc)
+
+    def loose_value(self, name: bytes) -> LooseRef | None:
+        """The loose file entry of ``name`` (any kind, hidden or not), or None."""
+        return self.loose.get(name)
+
+    def resolve(self, name: bytes) -> tuple[bytes, bytes] | None:
+        """(oid, final ref name) following symrefs as git's resolve_ref (depth 5); None if unresolvable."""
+        for _ in range(SYMREF_MAXDEPTH + 1):
+            lr = self.head_file if name == b"HEAD" else self.loose.get(name)
+            if lr is not None:
+                if lr.kind == OID:
+                    return None if not lr.value.strip(b"0") else (lr.value, name)
+                if lr.kind == BROKEN:
+                    return None
+                target = lr.value
+                if check_refname(target) is not None:
+                    return None
+                name = target
+                continue
+            if not name.startswith(b"refs/"):
+                return None
+            rec = self._packed_lookup(name)
+            if rec is None:
+                return None
+            return rec.oid, name
+        return None
+
+    # -- packed helpers ----------------------------------------------------------------------------
+    def _packed_ok(self, rec: PackedRecord) -> bool:
+        if is_valid_refname(rec.name):
+            return True
+        if not is_safe_refname(rec.name):
+            raise CorruptStore(
+                self.packed.path,
+                f"packed refname is dangerous: {rec.name.decode('utf-8', 'replace')}",
+                rec.offset,
+            )
+        return False
+
+    def _packed_lookup(self, name: bytes) -> PackedRecord | None:
+        rec = self.packed.lookup(name)
+        if rec is None or not self._packed_ok(rec):
+            return None
+        return rec
+
+    def _packed_ref(self, rec: PackedRecord) -> Ref:
+        return Ref(rec.name, rec.oid, rec.peeled, None, Location(PACKED, self.packed.path, rec.offset))
+
+    # -- the Snapshot interface --------------------------------------------------------------------
+    def lookup(self, name: bytes) -> Ref | None:
+        lr = self.loose.get(name)
+        if lr is not None:
+            i = bisect.bisect_left(self._loose_vis_names, name)
+            if i < len(self._loose_vis_names) and self._loose_vis_names[i] == name:
+                return self._loose_refs[i]
+            return None
+        rec = self._packed_lookup(name)
+        return None if rec is None else self._packed_ref(rec)
+
+    def iter_from(self, start: bytes = b"") -> Iterator[Ref]:
+        loose = self.loose
+        lnames = self._loose_vis_names
+        lrefs = self._loose_refs
+        li = bisect.bisect_left(lnames, start)
+        ln = len(lnames)
+        packed_ok = self._packed_ok
+        packed_ref = self._packed_ref
+        for rec in self.packed.iter_from(start):
+            name = rec.name
+            while li < ln and lnames[li] < name:
+                yield lrefs[li]
+                li += 1
+            if name in loose:
+                continue  # shadowed by a loose entry (visible or not)
+            if packed_ok(rec):
+                yield packed_ref(rec)
+        while li < ln:
+            yield lrefs[li]
+            li += 1
+
+    def __iter__(self) -> Iterator[Ref]:
+        return self.iter_from(b"")
+
+    def _merge_table(self) -> tuple[list[int], list[int]]:
+        """(sorted packed rows shadowed by any loose entry, merged row of each visible loose ref)."""
+        m = self._merge
+        if m is not None:
+            return m
+        packed = self.packed
+        starts = packed.starts()
+        shadowed: list[int] = []
+        for name in self.loose_names:
+            span = packed.locate(name)
+            if span is not None:
+                shadowed.append(packed._row_of_offset(span[0]))
+        shadowed.sort()
+        lrows = []
+        for k, name in enumerate(self._loose_vis_names):
+            p = packed._row_of_offset(packed.seek(name))
+            lrows.append(p - bisect.bisect_left(shadowed, p) + k)
+        self._merge = m = (shadowed, lrows)
+        del starts
+        return m
+
+    def __len__(self) -> int:
+        """Counted without the row index: packed records minus shadowed ones plus visible loose refs."""
+        n = self._len
+        if n is None:
+            packed = self.packed
+            n_shadowed = sum(1 for name in self.loose_names if packed.locate(name) is not None)
+            n = self._len = len(packed) - n_shadowed + len(self._loose_refs)
+        return n
+
+    def _locate_row(self, i: int) -> tuple[Ref | None, int]:
+        """Row i is either a visible loose ref (returned) or packed row j (returned as the int)."""
+        if i < 0:
+            i += len(self)
+        if not self.loose:
+            starts = self.packed.starts()
+            if not 0 <= i < len(starts):
+                raise IndexError(i)
+            return None, i
+        shadowed, lrows = self._merge_table()
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        k = bisect.bisect_left(lrows, i)
+        if k < len(lrows) and lrows[k] == i:
+            return self._loose_refs[k], -1
+        j = i - k
+        for s in shadowed:
+            if s <= j:
+                j += 1
+            else:
+                break
+        return None, j
+
+    def row(self, i: int) -> Ref:
+        ref, j = self._locate_row(i)
+        if ref is not None:
+            return ref
+        return self._packed_ref(self.packed.record_at(self.packed.starts()[j]))
+
+    def name_at(self, i: int) -> bytes:
+        ref, j = self._locate_row(i)
+        if ref is not None:
+            return ref.name
+        return bytes(self.packed.name_at(self.packed.starts()[j]))
+
+    def _position(self, name: bytes) -> int:
+        """Merged row of the first ref whose name is >= ``name``."""
+        packed = self.packed
+        p = packed._row_of_offset(packed.seek(name))
+        if not self.loose:
+            return p
+        shadowed, _lrows = self._merge_table()
+        return p - bisect.bisect_left(shadowed, p) + bisect.bisect_left(self._loose_vis_names, name)
+
+    def prefix_range(self, prefix: bytes) -> range:
+        if not prefix:
+            return range(0, len(self))
+        lo = self._position(prefix)
+        succ = _prefix_successor(prefix)
+        hi = len(self) if succ is None else self._position(succ)
+        return range(lo, hi)
+
+    def head(self) -> Ref | None:
+        lr = self.head_file
+        if lr is None or lr.kind == BROKEN:
+            return None
+        loc = Location(LOOSE, lr.path)
+        if lr.kind == SYMREF:
+            return Ref(b"HEAD", None, None, lr.value, loc)
+        return Ref(b"HEAD", lr.value, None, None, loc)
+
+    def reflog(self, name: bytes) -> list[LogEntry]:
+        return read_reflog(reflog_path(self.gitdir, self.commondir, name), self.hexlen)
+
+    def files(self) -> dict[str, tuple[int, int, int]]:
+        out: dict[str, tuple[int, int, int]] = {}
+        ident = self.packed.identity()
+        if ident is not None:
+            out[self.packed.path] = ident[:3]
+        for lr in self.loose.values():
+            out[lr.path] = lr.ident[:3]
+        if self.head_file is not None:
+            out[self.head_file.path] = self.head_file.ident[:3]
+        return out
+
+    # -- for ``refscope stack`` ----------------------------------------------------------------------
+    def summary(self) -> dict:
+        p = self.packed
+        return {
+            "format": "files",
+            "path": p.path,
+            "exists": p.stat is not None,
+            "size": p.size,
+            "records": len(p),
+            "traits": [t.decode("ascii", "replace") for t in p.traits],
+            "sorted": p.sorted,
+            "peeled": p.peeled_trait,
+            "header_end": p.header_end,
+            "loose": len(self.loose),
+            "loose_visible": len(self._loose_refs),
+            "hash": self.hash_name,
+        }
