@@ -1,0 +1,142 @@
+"""``refscope watch [-C PATH] [--json]``: ref storage change events as they happen, one per line.
+
+Once the file watches are in place, one line goes to stderr (``refscope watch: watching <gitdir> (<format>)``),
+so a script knows that every later change will be reported. Then, per event, on stdout:
+
+plain:  ``<seq> <kind>: <refs> | <changes> | refresh <wall> ms, <cpu> ms CPU, <n> syscalls (<source>)``
+        refs: ``+name`` added, ``-name`` removed, ``~name`` changed (names through display.escape_name);
+        changes: e.g. ``compacted T1,T2 -> T3 (no ref changed)``, ``appended T4``, ``loose-created NAME``,
+        ``HEAD <gitdir>: OLD -> NEW``, ``lock-appeared PATH``, ``error: <what>``.
+--json: one object per event: ``{"seq", "kind", "changes": [...], "added", "removed", "changed", "method",
+        "examined", "report": {...OpReport...}, "latency_ms"}`` (names decoded with surrogateescape).
+
+Runs until interrupted: SIGINT exits 0 quietly. Exit 2 on a usage error, 1 when the repository cannot be opened.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = "usage: refscope watch [-C PATH] [--json]"
+
+
+def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
+    path: str | None = None
+    as_json = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--json":
+            as_json = True
+        elif arg == "-C":
+            if i + 1 >= len(argv):
+                return None
+            path = argv[i + 1]
+            i += 1
+        elif arg.startswith("-C") and len(arg) > 2:
+            path = arg[2:]
+        elif arg in ("-h", "--help"):
+            print(USAGE)
+            sys.exit(0)
+        else:
+            return None
+        i += 1
+    return path, as_json
+
+
+def _path(p: str) -> str:
+    import os
+
+    from refscope.backend.display import escape_name
+
+    return escape_name(os.fsencode(p))
+
+
+def _value(v: bytes | None) -> str:
+    from refscope.backend.display import escape_name
+
+    return "(none)" if v is None else escape_name(v)
+
+
+def format_change(c) -> str:
+    """One change in plain text (shared with anything else that prints events)."""
+    import os
+
+    from refscope.backend import watch as W
+    from refscope.backend.display import escape_name
+
+    if c.kind == W.TABLES_COMPACTED:
+        d = c.detail
+        tail = " (no ref changed)" if d.pure else " (with new writes)"
+        return f"compacted {','.join(d.inputs)} -> {d.output}{tail}"
+    if c.kind == W.TABLES_APPENDED:
+        return "appended " + ",".join(c.detail)
+    if c.kind in (W.LOOSE_CREATED, W.LOOSE_CHANGED, W.LOOSE_DELETED):
+        return f"{c.kind} {escape_name(c.name)}"
+    if c.kind == W.HEAD_MOVED:
+        old, new = c.detail
+        return f"HEAD {_path(c.path)}: {_value(old)} -> {_value(new)}"
+    if c.kind == W.ERROR:
+        return f"error: {c.detail}"
+    if c.kind in (W.LOCK_APPEARED, W.LOCK_GONE, W.PACKED_REWRITTEN, W.TABLES_LIST_REWRITTEN):
+        return f"{c.kind} {_path(c.path)}" if c.path else c.kind
+    return c.kind if not c.path else f"{c.kind} {_path(os.fspath(c.path))}"
+
+
+def format_event(ev) -> str:
+    from refscope.backend.display import escape_name
+
+    d = ev.diff
+    refs = [*("+" + escape_name(n) for n in d.added), *("-" + escape_name(n) for n in d.removed)]
+    refs += ["~" + escape_name(n) for n in d.changed]
+    parts = [f"{ev.seq} {ev.kind}: {' '.join(refs) if refs else '(no ref changed)'}"]
+    parts.append("; ".join(format_change(c) for c in ev.changes) or "-")
+    r = ev.report
+    if r is not None:
+        parts.append(
+            f"refresh {r.wall_ms:.2f} ms, {r.cpu_ms:.2f} ms CPU, {r.syscalls_total} syscalls ({r.source})"
+        )
+    return " | ".join(parts)
+
+
+def run(argv: list[str]) -> int:
+    parsed = _parse(argv)
+    if parsed is None:
+        print(USAGE, file=sys.stderr)
+        return 2
+    path, as_json = parsed
+    import queue
+
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+    from refscope.backend.watch import Watcher
+
+    store = open_store(discover(path))
+    events: queue.SimpleQueue = queue.SimpleQueue()
+    watcher = Watcher(store, events.put)
+    try:
+        watcher.start()
+        print(
+            f"refscope watch: watching {_path(store.repo.gitdir)} ({store.format})",
+            file=sys.stderr,
+            flush=True,
+        )
+        if as_json:
+            import json
+
+            def emit(ev) -> str:
+                return json.dumps(ev.to_json())
+        else:
+            emit = format_event
+        out = sys.stdout
+        while True:
+            try:
+                ev = events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            out.write(emit(ev) + "\n")
+            out.flush()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        watcher.stop()

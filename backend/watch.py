@@ -1,0 +1,695 @@
+"""Watch a ref store live: file events -> debounced batches -> refresh -> typed change events with a diff.
+
+Why this shape:
+
+- git replaces ``packed-refs`` and ``tables.list`` by renaming a lock over them, so files are never watched
+  themselves, only the directories git writes through: the common git dir non-recursively (``packed-refs``,
+  ``HEAD``), ``refs/`` recursively (loose refs), ``reftable/``, and every worktree's git dir under
+  ``worktrees/`` (its ``HEAD``, ``refs/``, ``reftable/``). watchfiles' ``DefaultFilter`` drops every path with
+  a ``.git`` component; refscope uses its own filter (``relevant``).
+- Raw file events are only *triggers and hints*. Inotify coalesces, a new directory's watch is added after
+  its first files may already exist, and ext4 reuses a freed inode at once. So what happened is decided by
+  comparing states: the previous snapshot and the refreshed one (table names, ``Snapshot.files()``
+  identities, packed-refs bytes), plus the paths the events named (locks, touched loose refs).
+- Two notify sources (one non-recursive, one recursive) feed one queue; a coordinator thread groups a burst
+  (quiet for ``debounce_ms``, at most ``max_batch_ms``), then refreshes once: ``store.refresh(prev)`` reuses
+  every unchanged table/file, and ``diff.py`` computes the ref-level difference from the changed parts only.
+- One Event per batch. Transient locks (taken and released within the batch) and batches that changed
+  nothing are not delivered: an event means the ref storage is different from the last event's.
+- A store that cannot be read (corrupt table, half-written state) yields an ``error`` event carrying the last
+  good snapshot; the watcher keeps watching and retries on a timer too, and the first good refresh afterwards
+  carries a ``recovered`` change and the diff against the last good snapshot.
+- ``stop()`` returns within 100 ms: notify sources poll the stop event every ``_STEP_MS``; a refresh still
+  running in the background finishes and is discarded.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from . import diff as _diff
+from .diff import EMPTY, Diff
+from .meter import OpReport, measure
+
+# Change kinds (strings, so JSON and tests read them as they are).
+PACKED_REWRITTEN = "packed-refs-rewritten"
+LOOSE_CREATED = "loose-created"
+LOOSE_CHANGED = "loose-changed"
+LOOSE_DELETED = "loose-deleted"
+TABLES_APPENDED = "tables-appended"
+TABLES_COMPACTED = "tables-compacted"
+TABLES_LIST_REWRITTEN = "tables-list-rewritten"
+HEAD_MOVED = "head-moved"
+LOCK_APPEARED = "lock-appeared"
+LOCK_GONE = "lock-gone"
+ERROR = "error"
+RECOVERED = "recovered"
+
+# An event's kind is its most significant change's kind, in this order.
+_ORDER = (
+    ERROR,
+    RECOVERED,
+    TABLES_LIST_REWRITTEN,
+    TABLES_COMPACTED,
+    TABLES_APPENDED,
+    PACKED_REWRITTEN,
+    LOOSE_CREATED,
+    LOOSE_CHANGED,
+    LOOSE_DELETED,
+    HEAD_MOVED,
+    LOCK_APPEARED,
+    LOCK_GONE,
+)
+_RANK = {k: i for i, k in enumerate(_ORDER)}
+
+_STEP_MS = 10  # notify sources: quiet window before handing a raw batch over, and stop-event poll period
+_RETRY_MS = (100, 200, 400, 800, 1000)  # after an error, refresh again even without events
+
+
+class Change(NamedTuple):
+    """One typed change inside a batch.
+
+    ``path``: the file (or worktree git dir for HEAD) it is about. ``name``: the ref for loose changes.
+    ``detail``: tables-appended -> tuple of new table names; tables-compacted -> ``diff.Compaction``;
+    head-moved -> (old, new) where each is ``b"ref: <target>"``, an oid, or None; error -> the error.
+    """
+
+    kind: str
+    path: str = ""
+    name: bytes | None = None
+    detail: object = None
+
+
+class Event(NamedTuple):
+    """What one debounced batch of file events amounted to.
+
+    ``snapshot``: the refreshed snapshot (the last good one for an error event). ``diff``: refs added,
+    removed, changed since the previous event's snapshot. ``report``: the OpReport of refresh + diff.
+    ``paths``: the relevant paths the file events named. ``latency_ms``: from the batch's last file event
+    to delivery.
+    """
+
+    kind: str
+    paths: tuple[str, ...]
+    snapshot: object
+    diff: Diff
+    report: OpReport | None
+    changes: tuple[Change, ...]
+    error: Exception | None = None
+    seq: int = 0
+    latency_ms: float = 0.0
+
+    def to_json(self) -> dict:
+        def dec(b: bytes | None) -> str | None:
+            return None if b is None else b.decode("utf-8", "surrogateescape")
+
+        changes = []
+        for c in self.changes:
+            item: dict = {"kind": c.kind, "path": c.path}
+            if c.name is not None:
+                item["name"] = dec(c.name)
+            d = c.detail
+            if isinstance(d, _diff.Compaction):
+                item.update(inputs=list(d.inputs), output=d.output, pure=d.pure)
+            elif c.kind == TABLES_APPENDED and d:
+                item["tables"] = list(d)
+            elif c.kind == HEAD_MOVED and d:
+                item.update(old=dec(d[0]), new=dec(d[1]))
+            elif c.kind == ERROR and d is not None:
+                item["error"] = str(d)
+            changes.append(item)
+        out = {"seq": self.seq, "kind": self.kind, "changes": changes, **self.diff.to_json()}
+        if self.report is not None:
+            out["report"] = self.report.to_json()
+        if self.error is not None:
+            out["error"] = str(self.error)
+        out["latency_ms"] = round(self.latency_ms, 3)
+        return out
+
+
+# --- which paths matter --------------------------------------------------------------------------------
+
+
+def watch_dirs(commondir: str) -> tuple[list[str], list[str]]:
+    """(non-recursive dirs, recursive dirs) to watch for one repository, all existing right now."""
+    nonrec = [commondir]
+    rec: list[str] = []
+    refs = os.path.join(commondir, "refs")
+    if os.path.isdir(refs):
+        rec.append(refs)
+    rt = os.path.join(commondir, "reftable")
+    if os.path.isdir(rt):
+        nonrec.append(rt)
+    wt = os.path.join(commondir, "worktrees")
+    if os.path.isdir(wt):
+        nonrec.append(wt)
+        try:
+            names = sorted(os.listdir(wt))
+        except OSError:
+            names = []
+        for name in names:
+            gd = os.path.join(wt, name)
+            if not os.path.isdir(gd):
+                continue
+            nonrec.append(gd)
+            if os.path.isdir(os.path.join(gd, "refs")):
+                rec.append(os.path.join(gd, "refs"))
+            if os.path.isdir(os.path.join(gd, "reftable")):
+                nonrec.append(os.path.join(gd, "reftable"))
+    return nonrec, rec
+
+
+def relevant(commondir: str, path: str) -> bool:
+    """The filter: does a file event at ``path`` concern ref storage? (Never drops ``.git`` paths.)"""
+    prefix = commondir.rstrip("/") + "/"
+    if not path.startswith(prefix):
+        return False
+    rel = path[len(prefix) :]
+    if rel in ("packed-refs", "packed-refs.lock", "HEAD", "HEAD.lock", "refs", "reftable", "worktrees"):
+        return True
+    if rel.startswith(("refs/", "reftable/")):
+        return True
+    if rel.startswith("worktrees/"):
+        parts = rel.split("/")
+        if len(parts) == 2:
+            return True  # a worktree came or went
+        return parts[2] in ("HEAD", "HEAD.lock", "refs", "reftable")
+    return False
+
+
+def _is_structural(commondir: str, path: str) -> bool:
+    """Does this path's appearance/disappearance change the set of directories to watch?"""
+    rel = path[len(commondir.rstrip("/")) + 1 :]
+    parts = rel.split("/")
+    if rel in ("refs", "reftable", "worktrees"):
+        return True
+    return parts[0] == "worktrees" and (
+        len(parts) == 2 or (len(parts) == 3 and parts[2] in ("refs", "reftable"))
+    )
+
+
+# --- raw file-event sources ----------------------------------------------------------------------------
+
+
+class _Source:
+    """One watchfiles RustNotify (its inotify watches exist once the constructor returns) and the thread
+    that hands its raw batches to the coordinator's queue."""
+
+    def __init__(self, paths: list[str], recursive: bool, sink: queue.SimpleQueue) -> None:
+        from watchfiles._rust_notify import RustNotify
+
+        self.stop_event = threading.Event()
+        self._notify = RustNotify(paths, False, False, 50, recursive, True)
+        self._sink = sink
+        self.thread = threading.Thread(target=self._run, name="refscope-watch-source", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        notify, stop, sink = self._notify, self.stop_event, self._sink
+        try:
+            while not stop.is_set():
+                raw = notify.watch(_STEP_MS * 5, _STEP_MS, 500, stop)
+                if isinstance(raw, set):
+                    sink.put((time.monotonic(), raw))
+                elif raw == "stop":
+                    break
+        except Exception as err:  # the notify thread died (e.g. a watched dir was removed): rebuild
+            sink.put((time.monotonic(), err))
+        finally:
+            notify.close()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+
+_STOP = object()
+
+
+# --- the watcher -----------------------------------------------------------------------------------------
+
+
+class Watcher:
+    """``Watcher(store, on_event).start()`` ... ``.stop()``: calls ``on_event(Event)`` from its own thread.
+
+    ``debounce_ms``: a burst is delivered once file events have been quiet that long (never later than
+    ``max_batch_ms`` after its first event, so a storm still produces regular events). ``snapshot``: start
+    from this snapshot instead of a fresh one. ``.snapshot`` is always the newest good snapshot.
+    """
+
+    def __init__(
+        self,
+        store,
+        on_event: Callable[[Event], object],
+        debounce_ms: int = 20,
+        max_batch_ms: int = 250,
+        snapshot=None,
+    ) -> None:
+        self.store = store
+        self.on_event = on_event
+        self.debounce_ms = debounce_ms
+        self.max_batch_ms = max_batch_ms
+        repo = store.repo
+        self.repo = repo
+        self.gitdir = os.path.abspath(repo.gitdir)
+        self.commondir = os.path.abspath(repo.commondir)
+        self.format = store.format
+        self.snapshot = snapshot
+        self.callback_error: BaseException | None = None
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._sources: list[_Source] = []
+        self._dirs: tuple = ((), ())
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._seq = 0
+        self._heads: dict[str, bytes | None] = {}
+        self._locks: set[str] = set()
+        self._packed: tuple | None = None  # (identity, bytes) of the packed-refs the snapshot read (files)
+        self._failed: Exception | None = None
+        self._retry = 0
+        # for waiting until quiet (tests, benchmarks): when raw events were last seen / handled, and whether
+        # a batch is being collected or processed right now
+        self.activity = time.monotonic()
+        self.busy = False
+
+    # -- lifecycle --
+
+    def start(self) -> Watcher:
+        """Start watching. File watches exist when this returns; a change made after it is never missed."""
+        if self.snapshot is None:
+            self.snapshot = self.store.snapshot()
+        self._remember(self.snapshot, set(), initial=True)
+        self._rebuild_sources()
+        self._thread = threading.Thread(target=self._run, name="refscope-watch", daemon=True)
+        self._thread.start()
+        # anything that happened between the snapshot and the watches: picked up by a first refresh
+        self._queue.put((time.monotonic(), set()))
+        return self
+
+    def stop(self, timeout: float = 0.09) -> None:
+        """Stop within ~100 ms. No event is delivered after this returns."""
+        self._stopping.set()
+        for src in self._sources:
+            src.stop()
+        self._queue.put(_STOP)
+        deadline = time.monotonic() + timeout
+        for src in self._sources:
+            src.thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> Watcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._stopping.is_set()
+
+    # -- sources --
+
+    def _rebuild_sources(self) -> None:
+        """(Re)create notify sources for the directories that exist now; new ones first, so no gap."""
+        for _ in range(3):
+            nonrec, rec = watch_dirs(self.commondir)
+            try:
+                new = [_Source(nonrec, False, self._queue)]
+                if rec:
+                    new.append(_Source(rec, True, self._queue))
+                break
+            except FileNotFoundError:  # a directory vanished while listing: list again
+                continue
+        else:  # pragma: no cover - directories keep vanishing
+            new = [_Source([self.commondir], False, self._queue)]
+            nonrec, rec = [self.commondir], []
+        old, self._sources = self._sources, new
+        self._dirs = (tuple(nonrec), tuple(rec))
+        for src in old:
+            src.stop()
+
+    # -- coordinator --
+
+    def _run(self) -> None:
+        q = self._queue
+        debounce = self.debounce_ms / 1000
+        max_batch = self.max_batch_ms / 1000
+        while not self._stopping.is_set():
+            timeout = None
+            if self._failed is not None:
+                timeout = _RETRY_MS[min(self._retry, len(_RETRY_MS) - 1)] / 1000
+            try:
+                item = q.get(timeout=timeout)
+            except queue.Empty:
+                self._retry += 1
+                self._process(set(), time.monotonic())
+                continue
+            if item is _STOP:
+                return
+            self.busy = True
+            first = last = self.activity = time.monotonic()
+            raw: set = set()
+            rebuild = False
+            while True:
+                if isinstance(item[1], Exception):
+                    rebuild = True
+                else:
+                    raw |= item[1]
+                    last = item[0]
+                wait = min(debounce - (time.monotonic() - last), max_batch - (time.monotonic() - first))
+                if wait <= 0:
+                    break
+                try:
+                    item = q.get(timeout=wait)
+                except queue.Empty:
+                    break
+                if item is _STOP:
+                    return
+            paths = {p for _, p in raw if relevant(self.commondir, p)}
+            if not paths and raw and not rebuild:
+                self.activity = time.monotonic()
+                self.busy = False
+                continue  # only irrelevant files (index, logs, objects...)
+            structural = rebuild or any(_is_structural(self.commondir, p) for p in paths)
+            if structural and self._dirs != tuple(map(tuple, watch_dirs(self.commondir))):
+                self._rebuild_sources()
+            try:
+                self._process(paths, last)
+            finally:
+                self.activity = time.monotonic()
+                self.busy = False
+
+    def _process(self, paths: set[str], last_event: float) -> None:
+        prev = self.snapshot
+        err: Exception | None = None
+        with measure("watch refresh") as m:
+            try:
+                new = self.store.refresh(prev)
+                result = self._classify(prev, new, paths)
+            except Exception as exc:  # a corrupt or half-written store must not kill the watcher
+                err = exc
+        if self._stopping.is_set():
+            return
+        if err is not None:
+            first = self._failed is None or str(self._failed) != str(err)
+            self._failed = err
+            if first:
+                change = Change(ERROR, getattr(err, "file", None) or "", None, err)
+                self._deliver(
+                    Event(ERROR, tuple(sorted(paths)), prev, EMPTY, m.report, (change,), err), last_event
+                )
+            return
+        changes, d, state = result
+        if self._failed is not None:
+            changes = [Change(RECOVERED), *changes]
+            self._failed = None
+        self._retry = 0
+        self.snapshot = new
+        self._commit_state(state)
+        if not changes and not d:
+            return
+        changes.sort(key=lambda c: (_RANK[c.kind], c.path))
+        kind = changes[0].kind if changes else TABLES_LIST_REWRITTEN
+        self._deliver(Event(kind, tuple(sorted(paths)), new, d, m.report, tuple(changes)), last_event)
+
+    def _deliver(self, event: Event, last_event: float) -> None:
+        if self._stopping.is_set():
+            return
+        self._seq += 1
+        event = event._replace(seq=self._seq, latency_ms=(time.monotonic() - last_event) * 1000)
+        try:
+            self.on_event(event)
+        except BaseException as exc:  # the consumer's bug must not kill the watcher
+            self.callback_error = exc
+
+    # -- state & classification --
+
+    def _remember(self, snap, paths: set[str], initial: bool = False) -> None:
+        state = self._observe(snap, paths, initial=True)
+        self._commit_state(state)
+
+    def _commit_state(self, state: dict) -> None:
+        self._heads.update(state["heads"])
+        self._locks = state["locks"]
+        if "packed" in state:
+            self._packed = state["packed"]
+
+    def _observe(self, snap, paths: set[str], initial: bool = False) -> dict:
+        """The watcher's own view of the state beside the snapshot: HEADs, held locks, packed-refs bytes."""
+        state: dict = {"heads": {}, "locks": set(self._locks)}
+        if initial:
+            gitdirs = [self.commondir, *[gd for gd, *_ in _worktree_gitdirs(self.commondir)]]
+        else:
+            gitdirs = self._touched_gitdirs(paths)
+        for gd in gitdirs:
+            state["heads"][gd] = self._head_value(gd, snap)
+        for p in paths:
+            if p.endswith(".lock"):
+                if os.path.lexists(p):
+                    state["locks"].add(p)
+                else:
+                    state["locks"].discard(p)
+        if initial:
+            state["locks"] = {p for p in _current_locks(self.commondir)}
+        if self.format == "files":
+            state["packed"] = _read_packed(os.path.join(self.commondir, "packed-refs"))
+        return state
+
+    def _touched_gitdirs(self, paths: set[str]) -> list[str]:
+        out = set()
+        if self.format == "reftable" and self.snapshot is not None:
+            out.add(self.gitdir)  # own HEAD is in the stack we just refreshed: a cheap seek
+        for p in paths:
+            d, base = os.path.split(p)
+            if base in ("HEAD", "HEAD.lock") and self.format == "files":
+                out.add(d)
+            elif base in ("tables.list", "tables.list.lock") and os.path.basename(d) == "reftable":
+                out.add(os.path.dirname(d))
+            elif os.path.dirname(d) == os.path.join(self.commondir, "worktrees"):
+                out.add(d)  # a worktree came or went
+            elif p == os.path.join(self.commondir, "worktrees", base):
+                out.add(p)
+        return sorted(out)
+
+    def _head_value(self, gitdir: str, snap) -> bytes | None:
+        """HEAD of the worktree whose git dir is ``gitdir``: b"ref: <target>", an oid, or None."""
+        if not os.path.isdir(gitdir):
+            return None
+        if self.format == "files":
+            data = _read_small(os.path.join(gitdir, "HEAD"))
+            if data is None:
+                return None
+            return data.rstrip(b"\n")
+        if gitdir == self.gitdir and snap is not None:
+            ref = snap.head()
+        else:
+            from .store import open_store
+
+            try:
+                ref = open_store(self.repo._replace(gitdir=gitdir)).snapshot().head()
+            except Exception:
+                return None
+        if ref is None:
+            return None
+        return b"ref: " + ref.target if ref.target is not None else ref.oid
+
+    def _classify(self, prev, new, paths: set[str]) -> tuple[list[Change], Diff, dict]:
+        state = self._observe(new, paths)
+        changes: list[Change] = []
+        if self.format == "reftable":
+            d = self._classify_reftable(prev, new, paths, changes)
+        else:
+            d = self._classify_files(prev, new, paths, changes, state)
+        for gd, value in state["heads"].items():
+            old = self._heads.get(gd)
+            if old != value:
+                changes.append(Change(HEAD_MOVED, gd, None, (old, value)))
+        for p in sorted(state["locks"] - self._locks):
+            changes.append(Change(LOCK_APPEARED, p))
+        for p in sorted(self._locks - state["locks"]):
+            changes.append(Change(LOCK_GONE, p))
+        return changes, d, state
+
+    def _classify_reftable(self, prev, new, paths: set[str], changes: list[Change]) -> Diff:
+        old_stacks = _stacks(prev)
+        new_stacks = _stacks(new)
+        cands: set[bytes] = set()
+        full = False
+        for key in sorted(set(old_stacks) | set(new_stacks)):
+            old_t = old_stacks.get(key, [])
+            new_t = new_stacks.get(key, [])
+            plan = _diff.plan_tables(old_t, new_t)
+            list_path = os.path.join(key, "tables.list")
+            if plan.unchanged:
+                if list_path in paths and _identity(prev, list_path) != _identity(new, list_path):
+                    changes.append(Change(TABLES_LIST_REWRITTEN, list_path))
+                continue
+            if plan.unexplained:
+                changes.append(Change(TABLES_LIST_REWRITTEN, list_path))
+                full = True
+                continue
+            if plan.appended:
+                changes.append(Change(TABLES_APPENDED, list_path, None, plan.appended))
+            for c in plan.compactions:
+                changes.append(Change(TABLES_COMPACTED, list_path, None, c))
+            more = _diff.table_candidates(plan, old_t, new_t)
+            if more is None:
+                full = True
+            else:
+                cands |= more
+        if full:
+            return _diff.full_diff(prev, new)
+        if not cands:
+            return EMPTY
+        return _diff.diff_names(prev, new, cands)
+
+    def _classify_files(self, prev, new, paths: set[str], changes: list[Change], state: dict) -> Diff:
+        old_files = prev.files() if prev is not new else {}
+        new_files = new.files()
+        if prev is new:
+            old_files = new_files
+        cands: set[bytes] = set()
+        # loose files whose identity changed
+        seen: set[str] = set()
+        for lc in _diff.loose_changes(old_files, new_files, self.gitdir, self.commondir):
+            kind = {"created": LOOSE_CREATED, "changed": LOOSE_CHANGED, "deleted": LOOSE_DELETED}[lc.kind]
+            changes.append(Change(kind, lc.path, lc.name))
+            cands.add(lc.name)
+            seen.add(lc.path)
+        # touched loose files whose identity may have come back (inode reuse): their values decide
+        for p in paths:
+            if p in seen or p.endswith(".lock"):
+                continue
+            name = _diff.loose_name(p, self.gitdir, self.commondir)
+            if name is None or not os.path.isfile(p) and p not in old_files:
+                continue
+            a = _diff.ref_value(prev.lookup(name))
+            b = _diff.ref_value(new.lookup(name))
+            if a != b:
+                changes.append(Change(LOOSE_CHANGED, p, name))
+                cands.add(name)
+        # packed-refs
+        pp = os.path.join(self.commondir, "packed-refs")
+        old_packed = self._packed
+        new_packed = state.get("packed")
+        packed_changed = (old_packed is None) != (new_packed is None) or (
+            old_packed is not None and new_packed is not None and old_packed[1] != new_packed[1]
+        )
+        if packed_changed:
+            changes.append(Change(PACKED_REWRITTEN, pp))
+            cands |= _diff.packed_candidates(
+                old_packed[1] if old_packed else b"", new_packed[1] if new_packed else b""
+            )
+        if not cands:
+            return EMPTY
+        return _diff.diff_names(prev, new, cands)
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _stacks(snap) -> dict[str, list]:
+    """reftable dir -> tables (oldest first) for every stack the snapshot merges."""
+    out: dict[str, list] = {}
+    stacks = getattr(snap, "stacks", None)
+    if stacks:
+        for d, tables in stacks.items() if isinstance(stacks, dict) else stacks:
+            out[os.path.dirname(os.path.join(d, "x")).rstrip("/").removesuffix("/reftable")] = list(tables)
+        return out
+    tables = list(getattr(snap, "tables", []) or [])
+    if tables:
+        first = getattr(tables[0], "path", None)
+        key = os.path.dirname(os.path.dirname(first)) if first else snap.commondir
+    else:
+        key = snap.commondir
+    out[key] = tables
+    return out
+
+
+def _identity(snap, path: str):
+    try:
+        return snap.files().get(path)
+    except Exception:
+        return None
+
+
+def _read_small(path: str, limit: int = 4096) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_packed(path: str) -> tuple | None:
+    """(identity, bytes) of packed-refs now, or None when missing. The watcher keeps the bytes of the
+    version the last event saw, so the next rewrite can be compared byte-wise (diff.packed_candidates)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_size == 0:
+            return ((st.st_dev, st.st_ino, 0), b"")
+        import mmap
+
+        buf = mmap.mmap(fd, st.st_size, prot=mmap.PROT_READ)
+        return ((st.st_dev, st.st_ino, st.st_size), buf)
+    finally:
+        os.close(fd)
+
+
+def _worktree_gitdirs(commondir: str) -> list[tuple[str]]:
+    wt = os.path.join(commondir, "worktrees")
+    try:
+        names = sorted(os.listdir(wt))
+    except OSError:
+        return []
+    return [(os.path.join(wt, n),) for n in names if os.path.isdir(os.path.join(wt, n))]
+
+
+def _current_locks(commondir: str) -> set[str]:
+    """Lock files present now in the places git locks refs (no deep walk of refs/: loose-ref locks are short)."""
+    out = set()
+    for d in (commondir, os.path.join(commondir, "reftable")):
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        out.update(os.path.join(d, n) for n in names if n.endswith(".lock"))
+    return out
+
+
+# --- iterator API --------------------------------------------------------------------------------------
+
+
+def iter_events(
+    store,
+    stop_event: threading.Event | None = None,
+    debounce_ms: int = 20,
+    max_batch_ms: int = 250,
+    poll_s: float = 0.05,
+) -> Iterator[Event]:
+    """Events as an iterator, for a thread (or a Textual thread worker): ends when ``stop_event`` is set or
+    the generator is closed; the watcher is stopped either way."""
+    q: queue.SimpleQueue = queue.SimpleQueue()
+    w = Watcher(store, q.put, debounce_ms=debounce_ms, max_batch_ms=max_batch_ms).start()
+    try:
+        while stop_event is None or not stop_event.is_set():
+            try:
+                yield q.get(timeout=poll_s)
+            except queue.Empty:
+                continue
+    finally:
+        w.stop()
