@@ -22,6 +22,7 @@ from binascii import hexlify
 from collections.abc import Iterator
 
 from ..errors import CorruptStore
+from ..formats.reftable.record import get_varint
 from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..model import TABLE, Location, LogEntry, Ref
@@ -113,9 +114,9 @@ class Stack:
         if len(tables) == 1:
             for rb, i in tables[0].iter_ref_blocks(start):
                 names = rb.names
-                types = rb.types
+                meta = rb.meta
                 for j in range(i, len(names)):
-                    if types[j]:
+                    if meta[j] & 7:
                         yield names[j], 0, rb, j
             return
 
@@ -131,7 +132,7 @@ class Stack:
             if name == last:
                 continue
             last = name
-            if rb.types[j]:
+            if rb.meta[j] & 7:
                 yield name, -neg, rb, j
 
     def log_records(self, name: bytes) -> list:
@@ -147,22 +148,86 @@ class Stack:
         return out
 
 
+_new = tuple.__new__  # builds NamedTuples without their Python-level __new__ (hot path)
+
+
 def _ref_from(name: bytes, table: Table, rb, j: int) -> Ref:
-    t = rb.types[j]
-    o = rb.voffs[j]
-    hs = rb.hash_size
+    m = rb.meta[j]
+    t = m & 7
     data = rb.data
-    oid = peeled = target = None
+    p = m >> 3
+    d = data[p]
+    if d < 0x80:
+        p += 1
+    else:
+        d, p = get_varint(data, p, len(data))
+    hs = rb.hash_size
+    loc = _new(Location, (TABLE, table.name, rb.offset, d + rb.min_update_index))
     if t == 1:
-        oid = hexlify(data[o : o + hs])
-    elif t == 2:
-        oid = hexlify(data[o : o + hs])
-        peeled = hexlify(data[o + hs : o + 2 * hs])
-    elif t == 3:
-        target = rb.target(j)
-    return Ref(
-        name, oid, peeled, target, Location(TABLE, table.name, rb.offset, rb.deltas[j] + rb.min_update_index)
-    )
+        return _new(Ref, (name, hexlify(data[p : p + hs]), None, None, loc))
+    if t == 2:
+        return _new(Ref, (name, hexlify(data[p : p + hs]), hexlify(data[p + hs : p + 2 * hs]), None, loc))
+    n, p = get_varint(data, p, len(data))
+    return _new(Ref, (name, None, None, data[p : p + n], loc))
+
+
+def _iter_single(t: Table, start: bytes) -> Iterator[Ref]:
+    """Rows of a one-table stack: the hot loop, everything inlined (oids sliced from one hexlify per block)."""
+    tname = t.name
+    minui = t.min_update_index
+    hx2 = 2 * t.hash_size
+    hx4 = 2 * hx2
+    for rb, i in t.iter_ref_blocks(start):
+        names = rb.names
+        meta = rb.meta
+        data = rb.data
+        hx = hexlify(data)
+        off = rb.offset
+        lastd = -1
+        loc = None
+        for j in range(i, len(names)):
+            m = meta[j]
+            vt = m & 7
+            if not vt:
+                continue
+            name = names[j]
+            if not name.startswith(b"refs/"):
+                return
+            p = m >> 3
+            d = data[p]
+            if d < 0x80:
+                p += 1
+            else:
+                d, p = get_varint(data, p, len(data))
+            if d != lastd:
+                lastd = d
+                loc = _new(Location, (TABLE, tname, off, d + minui))
+            if vt == 1:
+                p += p
+                yield _new(Ref, (name, hx[p : p + hx2], None, None, loc))
+            elif vt == 2:
+                p += p
+                yield _new(Ref, (name, hx[p : p + hx2], hx[p + hx2 : p + hx4], None, loc))
+            else:
+                n, p = get_varint(data, p, len(data))
+                yield _new(Ref, (name, None, None, data[p : p + n], loc))
+
+
+def _names_single(t: Table, start: bytes) -> Iterator[bytes]:
+    for rb, i in t.iter_ref_blocks(start):
+        names = rb.names
+        if not names:
+            continue
+        if not rb.tombstones and names[i].startswith(b"refs/") and names[-1].startswith(b"refs/"):
+            yield from names[i:] if i else names
+            continue
+        meta = rb.meta
+        for j in range(i, len(names)):
+            if meta[j] & 7:
+                name = names[j]
+                if not name.startswith(b"refs/"):
+                    return
+                yield name
 
 
 class ReftableSnapshot:
@@ -220,7 +285,7 @@ class ReftableSnapshot:
         if got is None:
             return None
         t, rb, j = got
-        if rb.types[j] == 0:
+        if not rb.meta[j] & 7:
             return None
         return _ref_from(name, t, rb, j)
 
@@ -276,8 +341,18 @@ class ReftableSnapshot:
                 yield name, ct[nb[1]], nb[2], nb[3]
             nb = next(b, None)
 
+    def _single(self) -> Table | None:
+        """The only table when this view is one table (the common case after compaction)."""
+        if self.worktree_stack is None and len(self.tables) == 1:
+            return self.tables[0]
+        return None
+
     def iter_from(self, start: bytes = b"") -> Iterator[Ref]:
         """Refs in name order from the first name >= ``start``: streaming, no row index needed."""
+        t = self._single()
+        if t is not None:
+            yield from _iter_single(t, max(start, b"refs/"))
+            return
         for name, t, rb, j in self._stream(start):
             yield _ref_from(name, t, rb, j)
 
@@ -286,6 +361,10 @@ class ReftableSnapshot:
 
     def iter_names(self, start: bytes = b"") -> Iterator[bytes]:
         """Just the names, fastest path for rendering."""
+        t = self._single()
+        if t is not None:
+            yield from _names_single(t, max(start, b"refs/"))
+            return
         for name, _t, _rb, _j in self._stream(start):
             yield name
 
@@ -333,7 +412,7 @@ class ReftableSnapshot:
             off = rb.offset
             if (
                 i == 0
-                and 0 not in rb.types
+                and not rb.tombstones
                 and names[0].startswith(b"refs/")
                 and names[-1].startswith(b"refs/")
             ):
@@ -345,7 +424,7 @@ class ReftableSnapshot:
                     if not names[j].startswith(b"refs/"):
                         stop = True
                         break
-                    if rb.types[j]:
+                    if rb.meta[j] & 7:
                         rr.append(j)
                         rbk.append(off)
                 if stop:

@@ -184,133 +184,127 @@ def _vfail(blk: Block, e: VarintError) -> CorruptStore:
 
 
 class RefBlock:
-    """A decoded ref block: parallel lists, one entry per record (no per-record objects).
+    """A decoded ref block: two parallel lists, one entry per record (no per-record objects).
 
-    ``names[i]``, ``types[i]`` (value type), ``deltas[i]`` (update index minus the table's min), ``voffs[i]``
-    (position in ``data`` where the value bytes start). ``value/peeled/target`` decode lazily."""
+    ``names[i]`` and ``meta[i] = (doff << 3) | value_type`` where ``doff`` is the position in ``data`` of the
+    record's update-index varint (the value follows it). Everything else decodes lazily from ``data``; the
+    decoder already checked that every record's varints and value lie inside the block."""
 
-    __slots__ = (
-        "offset",
-        "names",
-        "types",
-        "deltas",
-        "voffs",
-        "data",
-        "hash_size",
-        "min_update_index",
-        "file",
-    )
+    __slots__ = ("offset", "names", "meta", "data", "hash_size", "min_update_index", "file", "tombstones")
 
-    def __init__(self, blk: Block, names, types, deltas, voffs, min_update_index: int) -> None:
+    def __init__(self, blk: Block, names: list[bytes], meta: list[int], min_update_index: int) -> None:
         self.offset = blk.offset
         self.file = blk.file
         self.names = names
-        self.types = types
-        self.deltas = deltas
-        self.voffs = voffs
+        self.meta = meta
         self.data = blk.data
         self.hash_size = blk.hash_size
         self.min_update_index = min_update_index
+        self.tombstones = 0
 
     def __len__(self) -> int:
         return len(self.names)
 
+    @property
+    def types(self) -> list[int]:
+        return [m & 7 for m in self.meta]
+
+    def value_type(self, i: int) -> int:
+        return self.meta[i] & 7
+
+    def _value_pos(self, i: int) -> tuple[int, int]:
+        """(update index, value position) of record i."""
+        data = self.data
+        p = self.meta[i] >> 3
+        c = data[p]
+        if c < 0x80:
+            return c + self.min_update_index, p + 1
+        d, p = get_varint(data, p, len(data))
+        return d + self.min_update_index, p
+
+    def update_index(self, i: int) -> int:
+        return self._value_pos(i)[0]
+
     def oid(self, i: int) -> bytes | None:
-        t = self.types[i]
+        t = self.meta[i] & 7
         if t == 1 or t == 2:
-            o = self.voffs[i]
+            o = self._value_pos(i)[1]
             return hexlify(self.data[o : o + self.hash_size])
         return None
 
     def peeled(self, i: int) -> bytes | None:
-        if self.types[i] == 2:
-            o = self.voffs[i] + self.hash_size
+        if self.meta[i] & 7 == 2:
+            o = self._value_pos(i)[1] + self.hash_size
             return hexlify(self.data[o : o + self.hash_size])
         return None
 
     def target(self, i: int) -> bytes | None:
-        if self.types[i] == 3:
+        if self.meta[i] & 7 == 3:
             data = self.data
-            n, p = get_varint(data, self.voffs[i], len(data))  # validated at decode time
+            n, p = get_varint(data, self._value_pos(i)[1], len(data))
             return data[p : p + n]
         return None
 
     def record(self, i: int) -> RefRecord:
-        t = self.types[i]
-        return RefRecord(
-            self.names[i],
-            self.deltas[i] + self.min_update_index,
-            t,
-            self.oid(i),
-            self.peeled(i),
-            self.target(i),
-        )
+        t = self.meta[i] & 7
+        return RefRecord(self.names[i], self.update_index(i), t, self.oid(i), self.peeled(i), self.target(i))
 
 
 def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
-    """Decode every record of a ref block into a RefBlock (checks every length against the block)."""
+    """Decode every record key of a ref block (checks every length against the block).
+
+    The hot path of refscope: one pass, single-byte varints inline, two list appends per record."""
     data = blk.data
     end = blk.restart_off
-    hs = hs2 = blk.hash_size
+    hs = blk.hash_size
     hs2 = 2 * hs
     restarts = blk.restarts
     nrest = len(restarts)
     ri = 0
     next_restart = restarts[0]
     names: list[bytes] = []
-    types: list[int] = []
-    deltas: list[int] = []
-    voffs: list[int] = []
+    meta: list[int] = []
     add_name = names.append
-    add_type = types.append
-    add_delta = deltas.append
-    add_voff = voffs.append
+    add_meta = meta.append
     last = b""
+    tombstones = 0
     pos = blk.header_off + 4
     try:
         while pos < end:
             rec = pos
-            c = data[pos]
-            if c < 0x80:
-                prefix = c
+            prefix = data[pos]
+            if prefix < 0x80:
                 pos += 1
             else:
                 prefix, pos = get_varint(data, pos, end)
             if pos >= end:
                 raise blk.err("truncated record key", pos)
-            c = data[pos]
-            if c < 0x80:
-                x = c
+            x = data[pos]
+            if x < 0x80:
                 pos += 1
             else:
                 x, pos = get_varint(data, pos, end)
-            slen = x >> 3
-            vt = x & 7
-            if rec == next_restart:
+            if rec >= next_restart:
+                if rec > next_restart:
+                    raise blk.err(f"restart offset {next_restart} is not at a record boundary", next_restart)
                 if prefix:
                     raise blk.err(f"record at restart point has prefix length {prefix}", rec)
                 ri += 1
                 next_restart = restarts[ri] if ri < nrest else end
-            elif rec > next_restart:
-                raise blk.err(f"restart offset {next_restart} is not at a record boundary", next_restart)
-            if prefix > len(last):
-                raise blk.err(f"prefix length {prefix} longer than the previous key ({len(last)})", rec)
-            npos = pos + slen
-            if npos > end:
-                raise blk.err(f"key suffix of {slen} bytes runs past the records", pos)
-            name = last[:prefix] + data[pos:npos] if prefix else data[pos:npos]
-            if not name:
-                raise blk.err("empty key", rec)
-            pos = npos
-            if pos >= end:
-                raise blk.err("truncated update index", pos)
-            c = data[pos]
-            if c < 0x80:
-                delta = c
-                pos += 1
+            npos = pos + (x >> 3)
+            if prefix:
+                if prefix > len(last):
+                    raise blk.err(f"prefix length {prefix} longer than the previous key ({len(last)})", rec)
+                name = last[:prefix] + data[pos:npos]
             else:
-                delta, pos = get_varint(data, pos, end)
-            add_voff(pos)
+                name = data[pos:npos]
+                if not name:
+                    raise blk.err("empty key", rec)
+            if npos >= end:
+                raise blk.err("record runs past the records", pos)
+            vt = x & 7
+            add_meta((npos << 3) | vt)
+            pos = npos + 1 if data[npos] < 0x80 else get_varint(data, npos, end)[1]
             if vt == 1:
                 pos += hs
             elif vt == 2:
@@ -318,19 +312,21 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
             elif vt == 3:
                 n, pos = get_varint(data, pos, end)
                 pos += n
-            elif vt != 0:
+            elif vt:
                 raise blk.err(f"unknown ref value type {vt}", rec)
+            else:
+                tombstones += 1
             if pos > end:
                 raise blk.err("ref value runs past the records", rec)
             add_name(name)
-            add_type(vt)
-            add_delta(delta)
             last = name
     except VarintError as e:
         raise _vfail(blk, e) from None
     if ri != nrest:
         raise blk.err(f"restart offset {restarts[ri]} is not at a record boundary", restarts[ri])
-    return RefBlock(blk, names, types, deltas, voffs, min_update_index)
+    rb = RefBlock(blk, names, meta, min_update_index)
+    rb.tombstones = tombstones
+    return rb
 
 
 # --- generic records (log, obj, index; and ref for dumps) ------------------------------------------------

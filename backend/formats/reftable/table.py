@@ -501,7 +501,7 @@ class Table:
                 c["blocks"] += 1
                 if blk.type == BLOCK_REF:
                     rb = decode_ref_block(blk, self.min_update_index)
-                    z = rb.types.count(0)
+                    z = rb.tombstones
                     c["tombstones"] += z
                     c["refs"] += len(rb.names) - z
                 elif blk.type == BLOCK_LOG:
