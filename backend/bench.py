@@ -126,6 +126,11 @@ def _run_git(gitdir: str, deletions, git: str) -> OpReport:
     t = Transaction(store, engine="git", allow_checked_out=True)
     for name, old in deletions:
         t.delete(name, old)
+    from .engines.git import git_binary
+
+    if git == git_binary():
+        return t.commit().report
+    # another git binary: the engine takes it from the environment (the CLI is single-threaded here)
     saved = os.environ.get("REFSCOPE_GIT")
     os.environ["REFSCOPE_GIT"] = git
     try:
@@ -166,7 +171,7 @@ def resolve_deletions(repo, names: list[tuple[bytes, bytes | None]]) -> list[tup
         if old is None:
             ref = snap.lookup(name)
             if ref is None:
-                raise TransactionRefused(None, f"bench: no such ref '{name.decode('utf-8', 'replace')}'")
+                raise TransactionRefused("bench", f"no such ref '{name.decode('utf-8', 'replace')}'")
             old = ref.oid
         out.append((name, old))
     return out
