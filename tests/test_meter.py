@@ -21,7 +21,7 @@ import pytest
 from refscope.backend import meter
 from refscope.backend.meter import measure, parse_strace_summary
 
-from tests.gitutil import git, git_env, init_repo
+from tests.gitutil import for_each_ref, git, git_env, init_repo
 
 BEGIN = "/refscope-meter-marker-begin"
 END = "/refscope-meter-marker-end"
@@ -37,28 +37,46 @@ _CHILD = """
 import json, os, sys
 from refscope.backend.meter import measure
 {setup}
+def prepare(run):
+{prepare}
 def op(run):
 {op}
+prepare(0)
 op(0)  # warm: first-call costs (imports, allocations) are not what is compared
+prepare(1)
 with measure("warm", children={children}):
     pass
 with measure("op", children={children}) as m:
     os.access({begin!r}, os.F_OK)
     op(1)
     os.access({end!r}, os.F_OK)
+from refscope.backend import meter as _m
+fds = [_m._tls.io.fd] if getattr(_m._tls, "io", None) else []
+fds += [_m._proc_self_io.fd] if _m._proc_self_io else []
+for ctr in (getattr(_m._tls, "own", None), getattr(_m._tls, "kids", None)):
+    fds += ctr.fds if ctr else []
 with open(sys.argv[1], "w") as f:
-    json.dump(m.report.to_json(), f)
+    json.dump(dict(m.report.to_json(), meter_fds=fds), f)
 """
 
 _LINE = re.compile(r"^(\d+)\s+(?:(\w+)\(|<\.\.\. (\w+) resumed>|(\+\+\+|---))")
 
 
-def strace_between_markers(trace: str, children: bool) -> tuple[dict[str, int], int]:
+_METER_CALL = re.compile(
+    r"^\d+\s+(?:(?:pread64|read|ioctl)\((\d+),|clock_gettime\(CLOCK_THREAD_CPUTIME_ID|getrusage\(RUSAGE_CHILDREN)"
+)
+
+
+def strace_between_markers(
+    trace: str, children: bool, meter_fds: list[int] | None = None
+) -> tuple[dict[str, int], int]:
     """Syscalls strace saw between the markers: ({name: calls}, tid of the measuring thread).
 
     Each syscall counts once (an ``<unfinished ...>`` line counts, its ``<... resumed>`` line doesn't);
     signal and exit lines are not syscalls. With ``children``, lines of every other pid inside the window
     count too (processes started by the operation), including their ``<... resumed>`` halves' openers.
+    With ``meter_fds``, the bookkeeping of measures nested in the operation (reads of the counters and of
+    /proc io, the thread CPU clock, children's rusage) is left out, as the enclosing measure leaves it out.
     """
     lines = trace.splitlines()
     begin = next(i for i, ln in enumerate(lines) if BEGIN in ln)
@@ -73,17 +91,31 @@ def strace_between_markers(trace: str, children: bool) -> tuple[dict[str, int], 
             continue
         if pid != tid and not children:
             continue
+        if meter_fds is not None and pid == tid:
+            mm = _METER_CALL.match(ln)
+            if mm and (mm.group(1) is None or int(mm.group(1)) in meter_fds):
+                continue
         counts[name] = counts.get(name, 0) + 1
     return counts, int(tid)
 
 
-def run_compared(tmp_path: Path, op: str, setup: str = "", children: bool = False, env=None):
-    """Run ``op`` (Python statements; ``run`` is 0 for the warm-up call, 1 measured) measured in a child Python under strace: (kernel report, strace counts)."""
+def run_compared(
+    tmp_path: Path,
+    op: str,
+    setup: str = "",
+    children: bool = False,
+    prepare: str = "pass",
+    nested: bool = False,
+):
+    """Run ``op`` (Python statements; ``run`` is 0 for the warm-up call, 1 measured; ``prepare`` runs
+    unmeasured before each) measured in a child Python under strace: (kernel report, strace counts).
+    ``nested``: the operation contains measures of its own (their bookkeeping is excluded on both sides)."""
     script = tmp_path / "child.py"
     script.write_text(
         _CHILD.format(
             setup=textwrap.dedent(setup),
             op=textwrap.indent(textwrap.dedent(op), "    "),
+            prepare=textwrap.indent(textwrap.dedent(prepare), "    "),
             children=children,
             begin=BEGIN,
             end=END,
@@ -94,11 +126,10 @@ def run_compared(tmp_path: Path, op: str, setup: str = "", children: bool = Fals
     subprocess.run(
         [STRACE, "-f", "-qq", "-o", str(trace), "--", sys.executable, str(script), str(out)],
         check=True,
-        env=env,
         cwd=tmp_path,
     )
     report = json.loads(out.read_text())
-    counts, _ = strace_between_markers(trace.read_text(), children)
+    counts, _ = strace_between_markers(trace.read_text(), children, report["meter_fds"] if nested else None)
     return report, counts
 
 
@@ -176,6 +207,49 @@ def packed_repo(tmp_path_factory: pytest.TempPathFactory, git_bin: str) -> Path:
     )
     git(repo, "pack-refs", "--all")
     return repo
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_native_commit_equals_strace(tmp_path: Path, git_bin: str, fmt: str) -> None:
+    """A native engine commit (TXN's Transaction, with its own nested measures), snapshot already open."""
+    repo = init_repo(tmp_path / "repo", fmt=fmt)
+    head = git(repo, "rev-parse", "HEAD").strip().decode()
+    git(
+        repo,
+        "update-ref",
+        "--stdin",
+        input="".join(f"create refs/heads/b{i:04d} {head}\n" for i in range(300)).encode(),
+    )
+    if fmt == "files":
+        git(repo, "pack-refs", "--all")
+    report, st = run_compared(
+        tmp_path,
+        setup=f"""
+        from refscope.backend.repo import discover
+        from refscope.backend.store import open_store
+        from refscope.backend.txn import Transaction
+        store = open_store(discover({str(repo)!r}))
+        txns = {{}}
+        """,
+        prepare=f"""
+        t = txns[run] = Transaction(store, engine="native")
+        t.delete(b"refs/heads/b%04d" % (6 + run), {head!r}.encode())
+        t.snapshot
+        """,
+        op="""
+        res = txns[run].commit()
+        assert res.committed
+        """,
+        nested=True,
+    )
+    by_name, total = without_markers(report)
+    assert report["syscalls"]["source"] == "perf"
+    assert by_name == st
+    assert total == sum(st.values())
+    assert st.get("rename", 0) >= 1
+    names = [r[0] for r in for_each_ref(repo)]
+    assert b"refs/heads/b0006" not in names and b"refs/heads/b0007" not in names
+    assert b"refs/heads/b0008" in names
 
 
 def test_git_child_equals_strace_within_margin(tmp_path: Path, packed_repo: Path, git_bin: str) -> None:
