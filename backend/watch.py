@@ -268,7 +268,6 @@ class Watcher:
         self._seq = 0
         self._heads: dict[str, bytes | None] = {}
         self._locks: set[str] = set()
-        self._packed: tuple | None = None  # (identity, bytes) of the packed-refs the snapshot read (files)
         self._failed: Exception | None = None
         self._retry = 0
         # for waiting until quiet (tests, benchmarks): when raw events were last seen / handled, and whether
@@ -390,6 +389,8 @@ class Watcher:
         with measure("watch refresh") as m:
             try:
                 new = self.store.refresh(prev)
+                if self.format == "files" and not self._fresh(prev, new, paths):
+                    new = self.store.snapshot()
                 result = self._classify(prev, new, paths)
             except Exception as exc:  # a corrupt or half-written store must not kill the watcher
                 err = exc
@@ -436,11 +437,9 @@ class Watcher:
     def _commit_state(self, state: dict) -> None:
         self._heads.update(state["heads"])
         self._locks = state["locks"]
-        if "packed" in state:
-            self._packed = state["packed"]
 
     def _observe(self, snap, paths: set[str], initial: bool = False) -> dict:
-        """The watcher's own view of the state beside the snapshot: HEADs, held locks, packed-refs bytes."""
+        """The watcher's own view of the state beside the snapshot: HEADs and held locks."""
         state: dict = {"heads": {}, "locks": set(self._locks)}
         if initial:
             gitdirs = [self.commondir, *[gd for gd, *_ in _worktree_gitdirs(self.commondir)]]
@@ -456,8 +455,6 @@ class Watcher:
                     state["locks"].discard(p)
         if initial:
             state["locks"] = {p for p in _current_locks(self.commondir)}
-        if self.format == "files":
-            state["packed"] = _read_packed(os.path.join(self.commondir, "packed-refs"))
         return state
 
     def _touched_gitdirs(self, paths: set[str]) -> list[str]:
@@ -497,6 +494,40 @@ class Watcher:
         if ref is None:
             return None
         return b"ref: " + ref.target if ref.target is not None else ref.oid
+
+    def _fresh(self, prev, new, paths: set[str]) -> bool:
+        """Did the files refresh really see every file the events touched?
+
+        FilesStore reuses a file whose (dev, inode, size, mtime) did not change. ext4 hands a freed inode
+        straight back and mtime ticks every few ms, so a ref rewritten twice between two refreshes can
+        look untouched. Touched files are few: re-read them and compare with what the snapshot holds.
+        """
+        from .formats.loose import read_loose_file
+
+        hexlen = getattr(new, "hexlen", 40)
+        pp = os.path.join(self.commondir, "packed-refs")
+        for p in paths:
+            if p.endswith(".lock"):
+                continue
+            if p == pp:
+                new_p = getattr(new, "packed", None)
+                if new_p is not None and new_p is getattr(prev, "packed", None):
+                    data = _read_small(p, len(new_p.buf) + 1) or b""
+                    if data != bytes(new_p.buf):
+                        return False
+                continue
+            if p == os.path.join(self.gitdir, "HEAD"):
+                now, had = read_loose_file(p, b"HEAD", hexlen), getattr(new, "head_file", None)
+            else:
+                name = _diff.loose_name(p, self.gitdir, self.commondir)
+                if name is None or not hasattr(new, "loose_value"):
+                    continue
+                now, had = read_loose_file(p, name, hexlen), new.loose_value(name)
+            seen = (now.kind, now.value) if now is not None else None
+            held = (had.kind, had.value) if had is not None else None
+            if seen != held:
+                return False
+        return True
 
     def _classify(self, prev, new, paths: set[str]) -> tuple[list[Change], Diff, dict]:
         state = self._observe(new, paths)
@@ -573,18 +604,17 @@ class Watcher:
             if a != b:
                 changes.append(Change(LOOSE_CHANGED, p, name))
                 cands.add(name)
-        # packed-refs
+        # packed-refs: the snapshots keep the mapped file they read; compare the two byte-wise
         pp = os.path.join(self.commondir, "packed-refs")
-        old_packed = self._packed
-        new_packed = state.get("packed")
-        packed_changed = (old_packed is None) != (new_packed is None) or (
-            old_packed is not None and new_packed is not None and old_packed[1] != new_packed[1]
-        )
-        if packed_changed:
+        old_p = getattr(prev, "packed", None)
+        new_p = getattr(new, "packed", None)
+        if old_p is None or new_p is None:  # a store without its packed buffer: compare whole views
+            if old_files.get(pp) != new_files.get(pp) or pp in paths:
+                changes.append(Change(PACKED_REWRITTEN, pp))
+                return _diff.full_diff(prev, new)
+        elif old_p is not new_p:
             changes.append(Change(PACKED_REWRITTEN, pp))
-            cands |= _diff.packed_candidates(
-                old_packed[1] if old_packed else b"", new_packed[1] if new_packed else b""
-            )
+            cands |= _diff.packed_candidates(old_p.buf, new_p.buf)
         if not cands:
             return EMPTY
         return _diff.diff_names(prev, new, cands)
@@ -627,25 +657,6 @@ def _read_small(path: str, limit: int = 4096) -> bytes | None:
         return os.read(fd, limit)
     except OSError:
         return None
-    finally:
-        os.close(fd)
-
-
-def _read_packed(path: str) -> tuple | None:
-    """(identity, bytes) of packed-refs now, or None when missing. The watcher keeps the bytes of the
-    version the last event saw, so the next rewrite can be compared byte-wise (diff.packed_candidates)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if st.st_size == 0:
-            return ((st.st_dev, st.st_ino, 0), b"")
-        import mmap
-
-        buf = mmap.mmap(fd, st.st_size, prot=mmap.PROT_READ)
-        return ((st.st_dev, st.st_ino, st.st_size), buf)
     finally:
         os.close(fd)
 

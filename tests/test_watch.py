@@ -303,6 +303,7 @@ def test_corrupt_then_fixed_store_recovers(watched, ref_format):
     else:
         assert not rec.diff
     assert snapshot_rows(w.snapshot) == git_rows(repo)
+    settle(w, c, repo)
     git(repo, "branch", "after")
     events = settle(w, c, repo)
     assert [n for e in events for n in e.diff.added] == [H + b"after"]
