@@ -38,6 +38,10 @@ def map_error(stderr: bytes, gitdir: str) -> TransactionRefused:
             break
     if not first:
         first = lines[0] if lines else "git update-ref failed"
+    for verb in ("prepare: ", "commit: ", "start: "):  # the --stdin verbs prefix git's own message
+        if first.startswith(verb):
+            first = first[len(verb) :]
+            break
     hint = " ".join(ln for ln in lines if not ln.startswith(("fatal: ", "error: ")))
     if "Unable to create '" in first and "File exists" in first or first == "cannot lock references":
         lock = (
