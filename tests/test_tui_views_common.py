@@ -1,8 +1,7 @@
 """Shared helpers for the storage-view tests (TUI-VIEWS): a host app, store opening, deterministic repos.
 
 The host app pushes one view screen over a blank screen, as TUI-MAIN's app does with its keys. Stores are the
-real backend stores (``open_store(discover(path))``); until a store module has landed, a minimal private
-stand-in built from the backend's format modules is used (tests only).
+real backend stores (``open_store(discover(path))``).
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from textual.app import App
@@ -43,72 +41,12 @@ async def until(pilot, condition, timeout: float = 10.0) -> None:
 
 
 # ---- stores --------------------------------------------------------------------------------------------
-class _StandInReftableSnapshot:
-    format = "reftable"
-
-    def __init__(self, commondir: str, tables: list, names: list[str]) -> None:
-        self.commondir = self.gitdir = commondir
-        self.tables = tables
-        self.names = names
-        self.hash_name = tables[0].hash_name if tables else "sha1"
-
-    def reflog(self, name: bytes) -> list:
-        from refscope.backend.model import LogEntry
-
-        out = []
-        for t in reversed(self.tables):
-            for r in t.iter_logs(name):
-                if r.log_type:
-                    out.append(
-                        LogEntry(r.old, r.new, r.ident_name, r.email, r.time, r.tz, r.message, r.update_index)
-                    )
-        out.sort(key=lambda e: -e.update_index)
-        return out
-
-
-class _StandInReftableStore:
-    format = "reftable"
-
-    def __init__(self, path: Path) -> None:
-        self.commondir = str(path / ".git")
-        self.repo = SimpleNamespace(gitdir=self.commondir, commondir=self.commondir, config=_Config(path))
-
-    def snapshot(self, previous=None):
-        from refscope.backend.formats.reftable.stack import read_tables_list
-        from refscope.backend.formats.reftable.table import Table
-
-        d = os.path.join(self.commondir, "reftable")
-        names = read_tables_list(d)
-        old = {t.name: t for t in previous.tables} if previous is not None else {}
-        tables = [old.get(n) or Table.open(os.path.join(d, n)) for n in names]
-        return _StandInReftableSnapshot(self.commondir, tables, names)
-
-    def refresh(self, previous):
-        from refscope.backend.formats.reftable.stack import read_tables_list
-
-        if read_tables_list(os.path.join(self.commondir, "reftable")) == previous.names:
-            return previous
-        return self.snapshot(previous)
-
-
-class _Config:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def get(self, key: str) -> str | None:
-        out = git(self.path, "config", "--get", key, check=False).strip()
-        return out.decode() if out else None
-
-
 def open_store(path: Path):
-    """The real store of the repository at ``path`` (or the stand-in while the store has not landed)."""
-    try:
-        from refscope.backend.repo import discover
-        from refscope.backend.store import open_store as real_open
+    """The backend's store of the repository at ``path``."""
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store as real_open
 
-        return real_open(discover(str(path)))
-    except ImportError:
-        return _StandInReftableStore(path)
+    return real_open(discover(str(path)))
 
 
 # ---- deterministic repositories ------------------------------------------------------------------------

@@ -159,3 +159,26 @@ async def test_enter_opens_the_table_view_with_blocks_and_records(stack_repo: Pa
         assert "CRC-32 0x" in info and "log @" in info
         await pilot.press("escape")
         assert isinstance(app.screen, StackScreen)
+
+
+async def test_compaction_action_shows_report_and_before_after(stack_repo: Path) -> None:
+    refs_before = for_each_ref(stack_repo)
+    before = tables_list(stack_repo)
+    app = _stack_host(stack_repo, follow=False)
+    async with app.run_test(size=(150, 45)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        now = forecast(screen.tables, factor=2).now
+        assert now is not None
+        await pilot.press("c")
+        await until(pilot, lambda: screen.last_report is not None)
+        await until(pilot, lambda: [s.name for s in screen.summaries] == tables_list(stack_repo))
+        after = tables_list(stack_repo)
+        assert after[: now[0]] == before[: now[0]] and len(after) == now[0] + 1
+        assert _range(after[-1]) == (_range(before[now[0]])[0], _range(before[now[1] - 1])[1])
+        report = str(screen.query_one("#stack-report").render())
+        assert f"native compaction of #{now[0]}..#{now[1] - 1}" in report
+        assert "syscalls (fake)" in report  # the app's meter adopted the engine's report
+        assert all(n in report for n in before) and after[-1] in report
+    assert for_each_ref(stack_repo) == refs_before
+    assert git(stack_repo, "fsck", "--no-progress") == b""

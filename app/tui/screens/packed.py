@@ -28,7 +28,7 @@ from textual.worker import get_current_worker
 
 from ..views.base import ViewScreen, short_path
 from ..views.fmt import count, size
-from ..views.packed_model import PackedIndex, PackedSource, open_packed, packed_path, shadowing
+from ..views.packed_model import PackedIndex, PackedSource, packed_of, packed_path, shadowing
 from ..views.rows import ListSource, RowsView
 
 
@@ -56,7 +56,7 @@ class PackedScreen(ViewScreen):
         self.store = store
         self.follow = follow and store is not None
         self.index: PackedIndex | None = None
-        self.shadowed: dict[bytes, bytes | None] = {}
+        self.shadowed: dict[bytes, str] = {}
         self.feed: list[Text] = []
         self._follower: Any = None
         self._clock = time.strftime
@@ -101,18 +101,14 @@ class PackedScreen(ViewScreen):
     def load(self, snapshot: Any, first: bool) -> None:
         worker = get_current_worker()
         path = packed_path(snapshot)
-        packed = open_packed(path)
+        packed = packed_of(snapshot)
         old = self.index
         if not first and old is not None and _same_file(old.packed, packed):
             index = old
         else:
             index = PackedIndex(packed, path)
 
-            def progress(n: int) -> None:
-                if first and not worker.is_cancelled:
-                    self.app.call_from_thread(self._show_partial, index, n)
-
-            index.build(progress, lambda: worker.is_cancelled)
+            index.build(None, lambda: worker.is_cancelled)
         if worker.is_cancelled:
             return
         shadow = shadowing(snapshot, index)
@@ -120,8 +116,8 @@ class PackedScreen(ViewScreen):
         vanished: list[bytes] = []
         changed: list[bytes] = []
         if not first and old is not None and index is not old:
-            before = {n: (o, p) for n, o, p in old.names()}
-            after = {n: (o, p) for n, o, p in index.names()}
+            before = old.names()
+            after = index.names()
             appeared = sorted(n for n in after if n not in before)
             vanished = sorted(n for n in before if n not in after)
             changed = sorted(n for n in after if n in before and after[n] != before[n])
@@ -130,12 +126,6 @@ class PackedScreen(ViewScreen):
         self.app.call_from_thread(
             self._show, snapshot, index, shadow, first, old, appeared, vanished, changed
         )
-
-    def _show_partial(self, index: PackedIndex, n: int) -> None:
-        if self.index is None or self.index is index:
-            self.index = index
-            self.records.set_source(PackedSource(index, n, {}, _hexlen(self.snapshot)))
-            self.set_status(f"indexing records… {count(n)} so far")
 
     def _show(
         self,
@@ -287,8 +277,7 @@ class PackedScreen(ViewScreen):
 
 
 def _same_file(a: Any, b: Any) -> bool:
-    sa, sb = getattr(a, "stat", None), getattr(b, "stat", None)
-    return sa is not None and sa == sb
+    return a.identity() == b.identity()
 
 
 def _hexlen(snapshot: Any) -> int:

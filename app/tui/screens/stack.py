@@ -103,7 +103,7 @@ class StackScreen(ViewScreen):
     StackScreen #stack-info { height: auto; padding: 0 1; background: $boost; }
     StackScreen #stack-tables { height: 1fr; min-height: 5; }
     StackScreen #stack-middle { height: auto; max-height: 14; border-top: solid $primary; }
-    StackScreen #stack-chart { width: 1fr; height: auto; padding: 0 1; }
+    StackScreen #stack-chart { width: 1fr; height: auto; padding: 0 1; text-wrap: nowrap; }
     StackScreen #stack-forecast { width: 1fr; height: auto; padding: 0 1; }
     StackScreen #stack-feed-box { height: 8; border-top: solid $primary; }
     StackScreen .box-title { height: 1; padding: 0 1; color: $text-accent; text-style: bold; }
@@ -234,9 +234,7 @@ class StackScreen(ViewScreen):
                 f"{count(sum(s.tombstones for s in known))} tombstones, "
                 f"{count(sum(s.log_records for s in known))} log records"
             )
-        info.append(
-            f" · reftable.geometricFactor={self.factor} · autoCompaction={'on' if self.auto else 'off'}"
-        )
+        info.append(f" · reftable.geometricFactor={self.factor}")
         self.query_one("#stack-info", Static).update(info)
         self.query_one("#stack-chart", Static).update(
             size_chart(

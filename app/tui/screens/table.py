@@ -58,8 +58,7 @@ def table_info(table: Any) -> Text:
         f"obj {f.obj_position} (id len {f.obj_id_len}) · obj_index {f.obj_index_position} · "
         f"log {f.log_position} · log_index {f.log_index_position} · "
     )
-    t.append(f"CRC-32 0x{f.crc:08x} ✓", style="green")
-    t.append(" (checked on open)\n", style="dim")
+    t.append(f"CRC-32 0x{f.crc:08x} ✓\n", style="green")
     sections = [("ref", 0)]
     for label, pos in (
         ("ref_index", f.ref_index_position),

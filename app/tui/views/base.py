@@ -94,7 +94,7 @@ class ViewScreen(Screen):
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
-            self.app.pop_screen()
+            self.dismiss(None)
         else:
             self.app.exit()
 
