@@ -458,7 +458,12 @@ class Watcher:
         return state
 
     def _touched_gitdirs(self, paths: set[str]) -> list[str]:
+        """Worktree git dirs whose HEAD may have moved in this batch (all of them when worktrees came or went:
+        their files may have been written before the new directories were watched)."""
         out = set()
+        if any(_is_structural(self.commondir, p) for p in paths):
+            out.update(gd for (gd,) in _worktree_gitdirs(self.commondir))
+            out.update(self._heads)
         if self.format == "reftable" and self.snapshot is not None:
             out.add(self.gitdir)  # own HEAD is in the stack we just refreshed: a cheap seek
         for p in paths:
@@ -551,11 +556,11 @@ class Watcher:
         new_stacks = _stacks(new)
         cands: set[bytes] = set()
         full = False
-        for key in sorted(set(old_stacks) | set(new_stacks)):
-            old_t = old_stacks.get(key, [])
-            new_t = new_stacks.get(key, [])
+        for rdir in sorted(set(old_stacks) | set(new_stacks)):
+            old_t = old_stacks.get(rdir, [])
+            new_t = new_stacks.get(rdir, [])
             plan = _diff.plan_tables(old_t, new_t)
-            list_path = os.path.join(key, "tables.list")
+            list_path = os.path.join(rdir, "tables.list")
             if plan.unchanged:
                 if list_path in paths and _identity(prev, list_path) != _identity(new, list_path):
                     changes.append(Change(TABLES_LIST_REWRITTEN, list_path))
@@ -625,20 +630,12 @@ class Watcher:
 
 def _stacks(snap) -> dict[str, list]:
     """reftable dir -> tables (oldest first) for every stack the snapshot merges."""
-    out: dict[str, list] = {}
     stacks = getattr(snap, "stacks", None)
     if stacks:
-        for d, tables in stacks.items() if isinstance(stacks, dict) else stacks:
-            out[os.path.dirname(os.path.join(d, "x")).rstrip("/").removesuffix("/reftable")] = list(tables)
-        return out
+        return {d.rstrip("/"): list(tables) for d, tables in stacks.items()}
     tables = list(getattr(snap, "tables", []) or [])
-    if tables:
-        first = getattr(tables[0], "path", None)
-        key = os.path.dirname(os.path.dirname(first)) if first else snap.commondir
-    else:
-        key = snap.commondir
-    out[key] = tables
-    return out
+    rdir = os.path.dirname(tables[0].path) if tables else os.path.join(snap.commondir, "reftable")
+    return {rdir: tables}
 
 
 def _identity(snap, path: str):

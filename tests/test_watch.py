@@ -196,6 +196,26 @@ def test_head_moves_in_worktrees(tmp_path, ref_format):
         assert [(x.path, x.detail) for x in ev.changes] == [
             (str(repo / ".git/worktrees/wt2"), (b"ref: refs/heads/other", oid))
         ]
+        git(repo, "worktree", "remove", "--force", str(wt2))
+        c.wait(lambda evs: any(x.kind == W.HEAD_MOVED for e in evs for x in e.changes))
+        events = settle(w, c, repo)
+        moved = [(x.path, x.detail) for e in events for x in e.changes if x.kind == W.HEAD_MOVED]
+        assert moved == [(str(repo / ".git/worktrees/wt2"), (oid, None))]
+
+
+def test_watch_from_a_linked_worktree_sees_its_own_refs(tmp_path, ref_format):
+    repo = init_repo(tmp_path / "r", fmt=ref_format)
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(wt))
+    oid = _head(repo).decode()
+    c = Collector()
+    with Watcher(_store(wt), c) as w:
+        assert w.gitdir == str(repo / ".git/worktrees/wt")
+        run_git(wt, "update-ref", "refs/bisect/bad", oid)  # per-worktree ref: lives in the worktree's gitdir
+        c.wait(lambda evs: any(b"refs/bisect/bad" in e.diff.added for e in evs))
+        run_git(repo, "update-ref", "refs/heads/shared", oid)  # common ref
+        c.wait(lambda evs: any(H + b"shared" in e.diff.added for e in evs))
+        assert [r.name for r in w.snapshot if r.name.startswith(b"refs/bisect/")] == [b"refs/bisect/bad"]
 
 
 def test_lock_appeared_and_gone(watched, ref_format):
