@@ -225,8 +225,7 @@ class _Lister:
     def _resolve(self, ref) -> bytes | None:
         resolve = getattr(self.snap, "resolve", None)
         if resolve is not None:
-            r = resolve(ref.name)
-            return None if r is None else r[0]
+            return resolve(ref.name)
         seen = 0
         target = ref.target
         while target is not None and seen < 6:

@@ -136,7 +136,12 @@ class FilesSnapshot:
         """The loose file entry of ``name`` (any kind, hidden or not), or None."""
         return self.loose.get(name)
 
-    def resolve(self, name: bytes) -> tuple[bytes, bytes] | None:
+    def resolve(self, name: bytes) -> bytes | None:
+        """The oid ``name`` finally points at (symrefs followed as git does, depth 5), or None."""
+        r = self.resolve_full(name)
+        return None if r is None else r[0]
+
+    def resolve_full(self, name: bytes) -> tuple[bytes, bytes] | None:
         """(oid, final ref name) following symrefs as git's resolve_ref (depth 5); None if unresolvable."""
         for _ in range(SYMREF_MAXDEPTH + 1):
             lr = self.head_file if name == b"HEAD" else self.loose.get(name)

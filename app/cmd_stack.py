@@ -1,0 +1,127 @@
+"""``refscope stack [-C PATH] [--json]``: what the ref storage is made of.
+
+files:    the packed-refs summary (path, size, records, traits, sorted, peeled, loose ref count).
+reftable: each table of the stack, oldest first (name, size, update-index range, version, hash, block
+          size, ref/tombstone/log record counts, blocks), for the common stack and, in a linked
+          worktree, the worktree's own stack.
+Plain output is one ``key: value`` block (files) or one line per table (reftable); ``--json`` prints
+one JSON object.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = "usage: refscope stack [-C PATH] [--json]"
+
+
+def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
+    path: str | None = None
+    as_json = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--json":
+            as_json = True
+        elif arg == "-C":
+            if i + 1 >= len(argv):
+                return None
+            path = argv[i + 1]
+            i += 1
+        elif arg.startswith("-C") and len(arg) > 2:
+            path = arg[2:]
+        elif arg in ("-h", "--help"):
+            sys.stdout.write(USAGE + "\n")
+            sys.exit(0)
+        else:
+            return None
+        i += 1
+    return path, as_json
+
+
+def table_info(t) -> dict:
+    """One table's summary (decodes every block once to count records)."""
+    counts = t.counts()
+    return {
+        "name": t.name,
+        "size": t.size,
+        "min_update_index": t.min_update_index,
+        "max_update_index": t.max_update_index,
+        "version": t.version,
+        "hash": t.hash_name,
+        "block_size": t.block_size,
+        "refs": counts["refs"],
+        "tombstones": counts["tombstones"],
+        "logs": counts["logs"],
+        "log_deletions": counts["log_deletions"],
+        "objs": counts["objs"],
+        "blocks": counts["blocks"],
+    }
+
+
+def describe(snap) -> dict:
+    """The ``--json`` object for a snapshot of either format."""
+    if snap.format == "files":
+        return snap.summary()
+    import os
+
+    out = {
+        "format": "reftable",
+        "hash": snap.hash_name,
+        "stacks": [
+            {"dir": os.path.join(snap.commondir, "reftable"), "tables": [table_info(t) for t in snap.tables]}
+        ],
+    }
+    wt = getattr(snap, "worktree_tables", None)
+    if wt:
+        out["stacks"].append(
+            {"dir": os.path.join(snap.gitdir, "reftable"), "tables": [table_info(t) for t in wt]}
+        )
+    return out
+
+
+def run(argv: list[str]) -> int:
+    parsed = _parse(argv)
+    if parsed is None:
+        sys.stderr.write(USAGE + "\n")
+        return 2
+    path, as_json = parsed
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+
+    snap = open_store(discover(path)).snapshot()
+    info = describe(snap)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(info) + "\n")
+        return 0
+    import os
+
+    from refscope.backend.display import escape_name
+
+    lines = []
+    if info["format"] == "files":
+        lines.append(
+            f"packed-refs: {escape_name(os.fsencode(info['path']))}"
+            + ("" if info["exists"] else " (missing)")
+        )
+        lines.append(f"size: {info['size']}")
+        lines.append(f"records: {info['records']}")
+        lines.append(f"traits: {' '.join(info['traits']) or '(none)'}")
+        lines.append(f"sorted: {'yes' if info['sorted'] else 'no'}")
+        lines.append(f"peeled: {info['peeled']}")
+        lines.append(f"loose refs: {info['loose']}")
+    else:
+        for st in info["stacks"]:
+            lines.append(
+                f"stack: {escape_name(os.fsencode(st['dir']))} ({len(st['tables'])} tables, {info['hash']})"
+            )
+            for t in st["tables"]:
+                lines.append(
+                    f"  {t['name']}  size {t['size']}  updates {t['min_update_index']}..{t['max_update_index']}"
+                    f"  v{t['version']} {t['hash']} block {t['block_size']}  refs {t['refs']}"
+                    f"  tombstones {t['tombstones']}  logs {t['logs']}  blocks {t['blocks']}"
+                )
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
