@@ -491,19 +491,20 @@ def _snapshot_packed(snapshot, path: str) -> PackedView | None:
     packed = getattr(snapshot, "packed", None)
     if packed is None:
         return None
-    buf = None
-    for attr in ("buf", "data", "mm", "mmap"):
-        buf = getattr(packed, attr, None)
-        if buf is not None:
-            break
+    buf = getattr(packed, "buf", None)
     st = getattr(packed, "stat", None)
     if buf is None or st is None:
         return None
-    try:
-        ident = identity(st) if isinstance(st, os.stat_result) else tuple(st)
-        view = PackedView.wrap(path, buf, ident)
-    except (CorruptStore, TypeError):
-        return None
+    header_end = getattr(packed, "header_end", None)
+    is_sorted = getattr(packed, "sorted", None)
+    if header_end is not None and is_sorted is not None:
+        # the snapshot's reader already parsed and checked the header: no second look at the bytes
+        view = PackedView(path, buf, identity(st), header_end, bool(is_sorted))
+    else:
+        try:
+            view = PackedView.wrap(path, buf, identity(st))
+        except CorruptStore:
+            return None
     try:
         snapshot._txn_packed_view = view
     except AttributeError:
