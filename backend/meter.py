@@ -39,6 +39,7 @@ from __future__ import annotations
 import _thread
 import os
 import time
+from _operator import sub as _sub
 from typing import NamedTuple
 
 SOURCES = ("perf", "strace", "proc")
@@ -588,18 +589,28 @@ def _deltas(
     up to exactly one ``read`` per fd for the total and for ``read`` (a group read is one fd). ``inner`` holds
     the bookkeeping syscalls of measures nested inside this one (ledger indices), also taken out.
     """
-    diffs = [a - b for a, b in zip(after, base, strict=True)]
-    own_name, own = ("read", ctr.nreads) if nested else ("ioctl", 1)
-    minus = dict(zip(_LEDGER_NAMES, inner, strict=False))
-    minus[own_name] += own
-    total = diffs[0] - sum(minus.values())
+    diffs = list(map(_sub, after, base))
+    total = diffs[0]
     by_name: dict[str, int] = {}
+    names = ctr.names
     counted = 0
-    for name, d in zip(ctr.names[1:], diffs[1:], strict=True):
-        d -= minus.get(name, 0)
-        if d:
-            by_name[name] = by_name.get(name, 0) + d
-            counted += d
+    for i in [i for i, d in enumerate(diffs) if d][1:] if total else ():
+        d = diffs[i]
+        by_name[names[i]] = d
+        counted += d
+    own_name, own = ("read", ctr.nreads) if nested else ("ioctl", 1)
+    for name, m in zip(_LEDGER_NAMES, inner, strict=False):
+        if name == own_name:
+            m += own
+        if m:
+            total -= m
+            if name in by_name:
+                counted -= m
+                left = by_name[name] - m
+                if left:
+                    by_name[name] = left
+                else:
+                    del by_name[name]
     if total > counted:
         by_name["other"] = total - counted
     return by_name, total
