@@ -67,7 +67,7 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
             raise Outdated(st.list_path, "stack changed; compaction skipped")
         for i in range(last, first - 1, -1):
             path = st.tables[i].path
-            step(f"compaction: lock {os.path.basename(path)}")
+            step("compaction: lock", path)
             fd = create_with_timeout(path + LOCK_SUFFIX, 0)
             if fd < 0:
                 if fd == -errno.EEXIST and best_effort and last - i >= 2:
@@ -143,7 +143,7 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
         st.names = []
         st.load(reuse)
         for lock in table_locks:
-            step(f"compaction: unlink {os.path.basename(lock[: -len(LOCK_SUFFIX)])}")
+            step("compaction: unlink", lock[: -len(LOCK_SUFFIX)])
             try:
                 os.unlink(lock[: -len(LOCK_SUFFIX)])
             except OSError:

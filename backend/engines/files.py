@@ -162,7 +162,7 @@ class FilesCommit:
         path = ref_path(self.repo, u.name)
         lock_path = path + LOCK_SUFFIX
         prefix = f"cannot lock ref '{u.name.decode(errors='replace')}': "
-        step(f"lock {u.name.decode(errors='replace')}")
+        step("lock", u.name)
         fd = create_with_timeout(lock_path, self.ref_timeout)
         attempts = 3
         while fd == -errno.ENOENT and attempts:
@@ -205,7 +205,7 @@ class FilesCommit:
             missing.append(parent)
             parent = os.path.dirname(parent)
         for d in reversed(missing):
-            step(f"mkdir {d}")
+            step("mkdir", d)
             try:
                 os.mkdir(d, 0o777)
                 u.created_dirs.append(d)
@@ -260,7 +260,6 @@ class FilesCommit:
                 h.parent = u
                 self._add(h)
             self._lock(u)
-            step(f"read {u.name.decode(errors='replace')}")
             kind, value = read_loose(ref_path(self.repo, u.name), u.name, self.hexsz)
             u.kind = kind
             if u.head_split:
@@ -384,7 +383,7 @@ class FilesCommit:
         create = should_autocreate_reflog(mode, u.name)
         if create:
             flags |= os.O_CREAT
-        step(f"reflog {u.name.decode(errors='replace')}")
+        step("reflog", u.name)
         try:
             fd = os.open(path, flags, 0o666)
         except FileNotFoundError:
@@ -421,7 +420,7 @@ class FilesCommit:
         deleting = [u for u in self.updates if not u.log_only]
         for u in deleting:
             path = log_path(self.repo, u.name)
-            step(f"unlink reflog {u.name.decode(errors='replace')}")
+            step("unlink reflog", u.name)
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -435,7 +434,7 @@ class FilesCommit:
             self.new_path = ""
         for u in deleting:
             if u.kind != MISSING:
-                step(f"unlink {u.name.decode(errors='replace')}")
+                step("unlink", u.name)
                 try:
                     os.unlink(ref_path(self.repo, u.name))
                 except FileNotFoundError:
@@ -448,7 +447,7 @@ class FilesCommit:
         """Roll back every lock (and a written packed-refs.new); remove directories we emptied or made."""
         for u in self.updates:
             if u.locked:
-                step(f"unlock {u.name.decode(errors='replace')}")
+                step("unlock", u.name)
                 try:
                     os.unlink(u.lock_path)
                 except FileNotFoundError:
