@@ -336,7 +336,7 @@ def run(argv: list[str]) -> int:
     intervals = pats.intervals() if pats is not None else [(b"", None)]
     lister = _Lister(snap, as_json, out, pats if has_glob else None)
     try:
-        if snap.format == "files" and not has_glob:
+        if snap.format == "files" and not has_glob and snap.packed.in_name_order:
             lister.files(intervals)
         else:
             for lo, hi in intervals:

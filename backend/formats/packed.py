@@ -169,13 +169,22 @@ class PackedRefs:
             raise self.corrupt(f"unexpected line in {self.path}: {_line_excerpt(buf, last, size)}", last)
 
     def _sort_in_memory(self) -> None:
-        """No ``sorted`` trait: decode every record (as git's sort_snapshot) and order them by name."""
+        """No ``sorted`` trait: decode every record (as git's sort_snapshot) and order them by name.
+        A file that turns out to be in order already is then searched in place like a sorted one."""
         recs = [(r.name, r.offset) for r in self.iter_records()]
-        if any(recs[i][0] >= recs[i + 1][0] for i in range(len(recs) - 1)):
-            recs.sort(key=lambda t: t[0])
+        if all(recs[i][0] < recs[i + 1][0] for i in range(len(recs) - 1)):
+            self._starts = array("q", [o for _, o in recs])
+            self._count = len(recs)
+            return
+        recs.sort(key=lambda t: t[0])
         self._names = [n for n, _ in recs]
         self._starts = array("q", [o for _, o in recs])
         self._count = len(recs)
+
+    @property
+    def in_name_order(self) -> bool:
+        """Is the file's record order the name order (so byte ranges are name ranges)?"""
+        return self._names is None
 
     # -- record primitives ---------------------------------------------------------------------------
     def _record_start(self, pos: int) -> int:
