@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from itertools import accumulate
 from typing import NamedTuple
 
+from ..display import escape_name
 from ..errors import CorruptStore
 
 HEADER_PREFIX = b"# pack-refs with: "
@@ -43,7 +44,7 @@ class PackedRecord(NamedTuple):
 def _line_excerpt(buf, pos: int, end: int) -> str:
     eol = buf.find(b"\n", pos, end)
     line = bytes(buf[pos : end if eol < 0 else eol])
-    text = line[:75].decode("utf-8", "backslashreplace")
+    text = escape_name(line[:75])  # the file's bytes may hold CR, ESC or C1 controls: never print them raw
     return text + ("..." if len(line) >= 80 else "")
 
 
