@@ -264,6 +264,7 @@ class Watcher:
         self._sources: list[_Source] = []
         self._dirs: tuple = ((), ())
         self._stopping = threading.Event()
+        self._delivering = threading.RLock()  # stop() waits (briefly) for a delivery in progress
         self._thread: threading.Thread | None = None
         self._seq = 0
         self._heads: dict[str, bytes | None] = {}
@@ -300,6 +301,9 @@ class Watcher:
             src.thread.join(max(0.0, deadline - time.monotonic()))
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(max(0.0, deadline - time.monotonic()))
+        # a delivery that passed its stopping check before we set it: let it finish (bounded)
+        if self._delivering.acquire(timeout=max(0.001, deadline - time.monotonic())):
+            self._delivering.release()
 
     def __enter__(self) -> Watcher:
         return self.start()
@@ -419,14 +423,15 @@ class Watcher:
         self._deliver(Event(kind, tuple(sorted(paths)), new, d, m.report, tuple(changes)), last_event)
 
     def _deliver(self, event: Event, last_event: float) -> None:
-        if self._stopping.is_set():
-            return
-        self._seq += 1
-        event = event._replace(seq=self._seq, latency_ms=(time.monotonic() - last_event) * 1000)
-        try:
-            self.on_event(event)
-        except BaseException as exc:  # the consumer's bug must not kill the watcher
-            self.callback_error = exc
+        with self._delivering:
+            if self._stopping.is_set():
+                return
+            self._seq += 1
+            event = event._replace(seq=self._seq, latency_ms=(time.monotonic() - last_event) * 1000)
+            try:
+                self.on_event(event)
+            except BaseException as exc:  # the consumer's bug must not kill the watcher
+                self.callback_error = exc
 
     # -- state & classification --
 

@@ -291,6 +291,28 @@ def test_stop_within_100ms(watched):
     assert not w.running
 
 
+def test_stop_within_100ms_while_git_writes(repo):
+    c = Collector()
+    w = Watcher(_store(repo), c).start()
+    oid = _head(repo).decode()
+    env = git_env()
+    env["G"] = git_binary_path()
+    script = "; ".join(f'"$G" update-ref refs/heads/busy/{i} {oid}' for i in range(300))
+    writer = subprocess.Popen(["sh", "-c", script], cwd=repo, env=env)
+    try:
+        c.wait(lambda evs: len(evs) >= 2)
+        t0 = time.monotonic()
+        w.stop()
+        elapsed = time.monotonic() - t0
+        n = len(c.events)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert elapsed < 0.1, elapsed
+    time.sleep(0.05)  # nothing is delivered after stop() returned
+    assert len(c.events) == n
+
+
 def test_corrupt_then_fixed_store_recovers(watched, ref_format):
     repo, w, c = watched
     oid = _head(repo).decode()
