@@ -22,7 +22,7 @@ from binascii import hexlify
 from collections.abc import Iterator
 
 from ..errors import CorruptStore
-from ..formats.reftable.record import get_varint
+from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..model import TABLE, Location, LogEntry, Ref
@@ -505,7 +505,7 @@ class ReftableSnapshot:
             if not r.old.strip(b"0") and not r.new.strip(b"0"):
                 continue
             msg = r.message[:-1] if r.message.endswith(b"\n") else r.message
-            out.append(LogEntry(r.old, r.new, r.ident_name, r.email, r.time, r.tz, msg, r.update_index))
+            out.append(LogEntry(r.old, r.new, r.ident_name, r.email, r.time, tz_minutes(r.tz), msg, r.update_index))
         return out
 
     def reflog_names(self) -> list[bytes]:

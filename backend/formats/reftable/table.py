@@ -210,8 +210,8 @@ class Table:
         """The parsed block at ``off`` (None at or past the end of the table data). Cached."""
         blk = self._blocks.get(off)
         if blk is None:
-            if off >= self.data_end:
-                return None
+            if off >= self.data_end or (off == 0 and self.data_end <= self.header_size):
+                return None  # past the data, or an empty table (header then footer)
             blk = parse_block(
                 self._mm,
                 off,

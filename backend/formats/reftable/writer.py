@@ -11,6 +11,7 @@ ref index was written and ``index_objects``, and the same footer with its CRC-32
 from __future__ import annotations
 
 import zlib
+from binascii import unhexlify
 from collections.abc import Iterable
 
 from .record import (
@@ -199,9 +200,9 @@ class _Writer:
         self._add_record(BLOCK_REF, rec.name, rec.value_type, encode_ref_value(rec, self.min_ui))
         if self.index_objects:
             if rec.value_type in (VALUE_VAL1, VALUE_VAL2):
-                self._index_hash(bytes.fromhex(rec.value.decode()))
+                self._index_hash(unhexlify(rec.value))
             if rec.value_type == VALUE_VAL2:
-                self._index_hash(bytes.fromhex(rec.peeled.decode()))
+                self._index_hash(unhexlify(rec.peeled))
 
     def _index_hash(self, h: bytes) -> None:
         offs = self.obj_tree.setdefault(h, [])
