@@ -422,7 +422,7 @@ def test_multi_level_index(tmp_path, git_bin):
     data = write_table(refs, hash_name="sha1", min_update_index=2, max_update_index=2, block_size=512)
     _append_table(path, data, 2, 2)
     assert len(for_each_ref(path)) == 5001
-    assert git(path, "rev-parse", "refs/heads/0031337").strip() == head
+    assert git(path, "rev-parse", "refs/heads/0003137").strip() == head
 
 
 # --- tables.list and compaction policy -------------------------------------------------------------------
