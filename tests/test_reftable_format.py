@@ -31,6 +31,7 @@ from refscope.backend.formats.reftable.record import (
 from refscope.backend.formats.reftable.stack import (
     compaction_size,
     explain_compaction,
+    forecast,
     parse_tables_list,
     suggest_compaction_segment,
 )
@@ -479,6 +480,8 @@ def test_compaction_policy_matches_git(tmp_path, git_bin):
     sizes = [compaction_size(os.stat(d / n).st_size, 1, "sha1") for n in before]
     seg = suggest_compaction_segment(sizes, 2)
     assert seg is not None
+    fc = forecast([Table.open(str(d / n)) for n in before], "sha1")
+    assert (fc.sizes, fc.segment) == (sizes, seg)
     git(path, "pack-refs", "--auto")
     after = (d / "tables.list").read_text().split()
     start, end = seg

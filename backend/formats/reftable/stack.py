@@ -143,3 +143,22 @@ def explain_compaction(sizes: list[int], factor: int = DEFAULT_GEOMETRIC_FACTOR)
     if seg:
         steps = [s._replace(in_segment=seg[0] <= s.index < seg[1]) for s in steps]
     return seg, steps
+
+
+class Forecast(NamedTuple):
+    """What git's auto-compaction would do to a stack now: ``sizes`` (policy sizes, oldest first),
+    ``segment`` ([start, end) or None), ``steps`` (see ``explain_compaction``), ``factor``."""
+
+    sizes: list[int]
+    segment: tuple[int, int] | None
+    steps: list[CompactionStep]
+    factor: int
+
+
+def forecast(tables, hash_name: str, factor: int | None = None) -> Forecast:
+    """The auto-compaction forecast for ``tables`` (oldest first; objects with ``.size`` and ``.version``,
+    e.g. ``snapshot.tables``). ``factor`` is ``reftable.geometricFactor`` (None or 0: git's default 2)."""
+    f = factor or DEFAULT_GEOMETRIC_FACTOR
+    sizes = [compaction_size(t.size, t.version, hash_name) for t in tables]
+    seg, steps = explain_compaction(sizes, f)
+    return Forecast(sizes, seg, steps, f)
