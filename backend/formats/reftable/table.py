@@ -33,6 +33,7 @@ HASH_IDS = {b"sha1": ("sha1", 20), b"s256": ("sha256", 32)}
 HASH_ID_OF = {"sha1": b"sha1", "sha256": b"s256"}
 HASH_SIZE = {"sha1": 20, "sha256": 32}
 _REF_CACHE = 64  # decoded ref blocks kept per table
+_LOG_CACHE = 32  # decoded log blocks kept per table
 
 
 class Footer(NamedTuple):
@@ -85,6 +86,7 @@ class Table:
         "_blocks",
         "_refcache",
         "_logcache",
+        "_indexcache",
         "_ref_offsets",
         "_counts",
         "__weakref__",
@@ -109,7 +111,8 @@ class Table:
         t._mm = mm
         t._blocks = {}
         t._refcache = OrderedDict()
-        t._logcache = {}
+        t._logcache = OrderedDict()
+        t._indexcache = {}
         t._ref_offsets = None
         t._counts = None
         t._parse_header_footer()
@@ -128,7 +131,8 @@ class Table:
         t._mm = bytes(data)
         t._blocks = {}
         t._refcache = OrderedDict()
-        t._logcache = {}
+        t._logcache = OrderedDict()
+        t._indexcache = {}
         t._ref_offsets = None
         t._counts = None
         t._parse_header_footer()
@@ -197,6 +201,7 @@ class Table:
         self._blocks.clear()
         self._refcache.clear()
         self._logcache.clear()
+        self._indexcache.clear()
         if isinstance(mm, mmap.mmap):
             with contextlib.suppress(BufferError):
                 mm.close()
@@ -222,7 +227,7 @@ class Table:
                 self.hash_size,
                 self.path,
             )
-            if blk.type != BLOCK_REF:  # ref blocks are re-parsed cheaply; don't pin them all
+            if blk.type == BLOCK_INDEX or blk.type == BLOCK_OBJ:  # few; ref/log blocks go through LRUs
                 self._blocks[off] = blk
         return blk
 
@@ -248,15 +253,14 @@ class Table:
         return rb
 
     def _index_records(self, blk: Block) -> tuple[list[bytes], list[int]]:
-        key = ("i", blk.offset)
-        got = self._logcache.get(key)
+        got = self._indexcache.get(blk.offset)
         if got is None:
             keys, poss = [], []
             for raw in iter_raw_records(blk):
                 keys.append(raw.key)
                 poss.append(raw.record.position)
             got = (keys, poss)
-            self._logcache[key] = got
+            self._indexcache[blk.offset] = got
         return got
 
     def _seek_indexed(self, index_pos: int, want: bytes, leaf_type: int) -> int | None:
@@ -379,13 +383,18 @@ class Table:
 
     def log_block(self, off: int) -> list[LogRecord]:
         """Decoded log records of the log block at ``off`` (cached)."""
-        got = self._logcache.get(off)
+        cache = self._logcache
+        got = cache.get(off)
         if got is None:
             blk = self.block_at(off)
             if blk is None or blk.type != BLOCK_LOG:
                 raise CorruptStore(self.path, "expected a log block", off)
             got = [raw.record for raw in iter_raw_records(blk)]
-            self._logcache[off] = got
+            cache[off] = got
+            if len(cache) > _LOG_CACHE:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(off)
         return got
 
     def iter_logs(self, name: bytes | None = None) -> Iterator[LogRecord]:
