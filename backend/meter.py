@@ -267,7 +267,7 @@ class _Counters:
     them all) but each fd is read on its own, after the group is disabled.
     """
 
-    __slots__ = ("fds", "names", "inherit", "last", "depth", "_size", "__weakref__")
+    __slots__ = ("fds", "names", "inherit", "last", "depth", "tids", "_size", "__weakref__")
 
     def __init__(self, s: _Setup, inherit: bool) -> None:
         self.inherit = inherit
@@ -279,7 +279,8 @@ class _Counters:
         if leader < 0:
             raise OSError(-leader, f"perf_event_open raw_syscalls:sys_enter: {os.strerror(-leader)}")
         self.fds.append(leader)
-        _ledger()[_PERF_OPEN] += 1 + len(s.events)
+        if not inherit:  # (an inheriting set is opened under _kids_counters' exact accounting)
+            _ledger()[_PERF_OPEN] += 1 + len(s.events)
         for name, config in s.events:
             fd = _perf_open(s, config, disabled=False, inherit=inherit, group=group, group_fd=leader)
             if fd >= 0:
@@ -320,18 +321,79 @@ _tls = _thread._local()
 
 def _counters(children: bool) -> _Counters | None:
     """This thread's counter set (opened on first use, then reused), or None when perf is unavailable."""
-    key = "kids" if children else "own"
-    ctr = getattr(_tls, key, None)
+    if children:
+        return _kids_counters()
+    ctr = getattr(_tls, "own", None)
     if ctr is None:
         s = _get_setup()
         ctr = False
         if s.ok:
             try:
-                ctr = _Counters(s, inherit=children)
+                ctr = _Counters(s, inherit=False)
             except OSError:
                 ctr = False
-        setattr(_tls, key, ctr)
+        _tls.own = ctr
     return ctr or None
+
+
+def _kids_counters() -> _Counters | None:
+    """The inheriting set, reopened when threads appeared since it was opened.
+
+    Inherited counters follow every thread this thread starts, not only child processes, and the kernel
+    enables the copies with the original: a worker thread started after the set was opened would be counted
+    by every later ``children=True`` measure. So the set remembers which threads existed when it was opened
+    (none of them inherited it) and is reopened when a new one is alive. The listing and any reopening are
+    syscalls of this thread: inside an enclosing measure's window they are counted exactly (its own counters
+    read around them) and taken out of its figures.
+    """
+    ctr = getattr(_tls, "kids", None)
+    if ctr is False:
+        return None
+    if ctr is not None and ctr.depth:
+        return ctr
+    own = getattr(_tls, "own", None)
+    if own and own.depth:
+        r0 = own.read()
+        ctr = _refresh_kids(ctr)
+        r1 = own.read()
+        extra = _extra()
+        for name, d in zip(own.names, map(_sub, r1, r0), strict=True):
+            if d:
+                extra.append((name, d))
+        # the first read entered before its own capture: inside the window but not in the difference
+        extra.append(("read", 1))
+        extra.append(("", 1))
+        _ledger()[_BYTES] += 2 * own.read_bytes
+    else:
+        ctr = _refresh_kids(ctr)
+    return ctr or None
+
+
+def _refresh_kids(ctr: _Counters | bool | None) -> _Counters | bool:
+    tids = os.listdir("/proc/self/task")  # before opening: threads listed here cannot have inherited
+    if ctr and ctr.tids.issuperset(tids):
+        return ctr
+    if ctr:
+        ctr.close()
+    s = _get_setup()
+    ctr = False
+    if s.ok:
+        try:
+            ctr = _Counters(s, inherit=True)
+            ctr.tids = set(tids)
+        except OSError:
+            ctr = False
+    _tls.kids = ctr
+    return ctr
+
+
+def _extra() -> list[tuple[str, int]]:
+    """Bookkeeping syscalls counted exactly (by the own set) rather than known in advance: (name, count),
+    with "" for the total. Emptied whenever no measure is active on the thread."""
+    ex = getattr(_tls, "extra", None)
+    if ex is None:
+        ex = _tls.extra = []
+    return ex
 
 
 class _IoFile:
@@ -415,6 +477,7 @@ class measure:
         "_straced",
         "_prev",
         "_led0",
+        "_ex0",
     )
 
     def __init__(self, name: str, children: bool = False, source: str | None = None) -> None:
@@ -455,6 +518,7 @@ class measure:
         led[_CLOCK] += 1
         if ctr is None:
             self._led0 = led.copy()
+            self._ex0 = len(_extra())
             self._t0 = time.perf_counter_ns()
             return self
         if ctr.depth:
@@ -464,6 +528,7 @@ class measure:
             led[_BYTES] += ctr.read_bytes
             ctr.depth += 1
             self._led0 = led.copy()
+            self._ex0 = len(_extra())
             self._t0 = time.perf_counter_ns()
             return self
         self._nested = False
@@ -472,6 +537,7 @@ class measure:
         ioctl = _setup.ioctl  # type: ignore[union-attr]
         led[_IOCTL] += 1
         self._led0 = led.copy()
+        self._ex0 = len(_extra())
         self._t0 = time.perf_counter_ns()
         ioctl(ctr.fds[0], _IOC_ENABLE, 0)
         return self
@@ -485,12 +551,14 @@ class measure:
                 after = ctr.read()
                 t1 = time.perf_counter_ns()
                 inner = [a - b for a, b in zip(led, self._led0, strict=True)]
+                extra = _tls.extra[self._ex0 :]
                 led[_READ] += ctr.nreads
                 led[_BYTES] += ctr.read_bytes
             else:
                 _setup.ioctl(ctr.fds[0], _IOC_DISABLE, 0)  # type: ignore[union-attr]
                 t1 = time.perf_counter_ns()
                 inner = [a - b for a, b in zip(led, self._led0, strict=True)]
+                extra = _tls.extra[self._ex0 :]
                 led[_IOCTL] += 1
             ctr.depth -= 1
         else:
@@ -514,6 +582,8 @@ class measure:
             led[_PREAD] += 1
             led[_BYTES] += io1[4]
         _tls.active = self._prev
+        if self._prev is None:
+            _tls.extra.clear()
 
         bytes_read = bytes_written = 0
         if io1 is not None and self._io0 is not None:
@@ -526,7 +596,9 @@ class measure:
             bytes_written = io1[1] - w0
         source = self._src
         if after is not None:
-            by_name, total = _deltas(ctr, self._base, after, self._nested, inner)
+            by_name, total = _deltas(
+                ctr, self._base, after, self._nested, inner, extra if not ctr.inherit else []
+            )
         elif source == "strace" and self._straced:
             by_name = _parse_strace_files(self._straced)
             total = by_name.pop("total", sum(by_name.values()))
@@ -580,14 +652,15 @@ def _ledger() -> list[int]:
 
 
 def _deltas(
-    ctr: _Counters, base: list[int], after: list[int], nested: bool, inner: list[int]
+    ctr: _Counters, base: list[int], after: list[int], nested: bool, inner: list[int], extra: list
 ) -> tuple[dict[str, int], int]:
     """Counter differences, minus the meter's own syscalls that fell inside the window.
 
     Outermost: the DISABLE ioctl enters while counting (1 ``ioctl``). Nested: the counters are read at both
     ends; every fd read of the closing sequence but also the rest of the opening one lands inside, which adds
     up to exactly one ``read`` per fd for the total and for ``read`` (a group read is one fd). ``inner`` holds
-    the bookkeeping syscalls of measures nested inside this one (ledger indices), also taken out.
+    the bookkeeping syscalls of measures nested inside this one (ledger indices), also taken out, and
+    ``extra`` those counted exactly as they happened (see ``_kids_counters``).
     """
     diffs = list(map(_sub, after, base))
     total = diffs[0]
@@ -599,18 +672,18 @@ def _deltas(
         by_name[names[i]] = d
         counted += d
     own_name, own = ("read", ctr.nreads) if nested else ("ioctl", 1)
-    for name, m in zip(_LEDGER_NAMES, inner, strict=False):
-        if name == own_name:
-            m += own
-        if m:
-            total -= m
-            if name in by_name:
-                counted -= m
-                left = by_name[name] - m
-                if left:
-                    by_name[name] = left
-                else:
-                    del by_name[name]
+    minus = [
+        (name, m + own if name == own_name else m) for name, m in zip(_LEDGER_NAMES, inner, strict=False)
+    ]
+    total -= sum(m for _, m in minus) + sum(m for name, m in extra if name == "")
+    for name, m in minus + extra:
+        if m and name in by_name:
+            counted -= m
+            left = by_name[name] - m
+            if left:
+                by_name[name] = left
+            else:
+                del by_name[name]
     if total > counted:
         by_name["other"] = total - counted
     return by_name, total

@@ -18,7 +18,6 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,83 +82,86 @@ def bench_table(repo: Path, refs: list[str], runs: int, gits: list[str]) -> str:
 _OVERHEAD_CHILD = r"""
 import os, sys, time
 from refscope.backend.meter import measure
-mode, path, k, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+mode, path, triples, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+work = 0
 
 def op():
-    for _ in range(k):
+    for _ in range(triples):
         fd = os.open(path, os.O_RDONLY)
         os.pread(fd, 4096, 0)
         os.close(fd)
     x = 0
-    for i in range(2000):
+    for i in range(work):
         x += i * i
 
 def bare():
-    t0 = time.perf_counter_ns(); op(); return time.perf_counter_ns() - t0
+    w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+    op()
+    return time.perf_counter_ns() - w0, time.thread_time_ns() - c0
 
 def measured():
-    t0 = time.perf_counter_ns()
+    w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     with measure("op"):
         op()
-    return time.perf_counter_ns() - t0
+    return time.perf_counter_ns() - w0, time.thread_time_ns() - c0
 
+# calibrate the Python work so the bare operation takes ~1 ms of CPU
+while True:
+    c = sorted(bare()[1] for _ in range(21))[10]
+    if c >= 950_000:
+        break
+    work = int((work or 1000) * min(4.0, max(1.05, 1_000_000 / max(c, 1))))
 if mode == "open":  # counters open on this thread (and idle) while the bare op runs
     with measure("prime"):
         pass
 a, b = [], []
-for _ in range(50):
-    bare(); measured() if mode != "none" else bare()
 for _ in range(reps):
     a.append(bare())
     if mode == "measure":
         b.append(measured())
-a.sort(); b.sort()
-print(a[len(a) // 2], b[len(b) // 2] if b else 0)
+def med(xs, i):
+    v = sorted(x[i] for x in xs)
+    return v[len(v) // 2] if v else 0
+print(med(a, 0), med(a, 1), med(b, 0), med(b, 1))
 """
 
 
-def overhead(reps: int = 3000) -> None:
+def overhead(reps: int = 1500) -> None:
+    """Overhead of counting on ~1 ms operations, medians of interleaved bare and measured runs."""
     from refscope.backend import meter
 
     path = Path("/tmp/refscope-overhead.dat")
     path.write_bytes(os.urandom(4096))
-    # calibrate k so the bare op takes ~1 ms
-    k = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(20):
-            for _ in range(k):
-                fd = os.open(path, os.O_RDONLY)
-                os.pread(fd, 4096, 0)
-                os.close(fd)
-            x = 0
-            for i in range(2000):
-                x += i * i
-        per = (time.perf_counter() - t0) / 20
-        if per >= 0.001:
-            break
-        k = max(k + 1, int(k * 0.001 / per))
-    print(f"meter source: {meter.status()}")
     script = Path("/tmp/refscope-overhead.py")
     script.write_text(_OVERHEAD_CHILD)
+    print(f"meter: {meter.status()}")
 
-    def child(mode: str) -> tuple[int, int]:
+    def child(mode: str, triples: int) -> list[int]:
         out = subprocess.run(
-            [sys.executable, str(script), mode, str(path), str(k), str(reps)], capture_output=True, check=True
+            [sys.executable, str(script), mode, str(path), str(triples), str(reps)],
+            capture_output=True,
+            check=True,
         ).stdout.split()
-        return int(out[0]), int(out[1])
+        return [int(v) for v in out]
 
-    bare, measured = child("measure")
-    print(f"operation: {k} x (open, pread 4 KiB, close) + 2000 Python additions = {3 * k} syscalls")
-    print(f"  bare median          {bare / 1e3:8.1f} us")
+    def pct(x: int, base: int) -> str:
+        return f"{100 * (x - base) / base:+6.2f}%"
+
     print(
-        f"  inside measure()     {measured / 1e3:8.1f} us   overhead {100 * (measured - bare) / bare:+.2f}%"
+        "operation (~1 ms CPU)                      bare wall  measured wall  overhead   bare cpu  measured cpu  overhead"
     )
-    none, _ = child("none")
-    opened, _ = child("open")
-    print("idle counters (open on the thread, disabled) and the op's own syscalls, separate processes:")
-    print(f"  no counters ever     {none / 1e3:8.1f} us")
-    print(f"  counters open, idle  {opened / 1e3:8.1f} us   {100 * (opened - none) / none:+.2f}%")
+    for triples in (0, 10, 100):
+        bw, bc, mw, mc = child("measure", triples)
+        label = f"{3 * triples} syscalls (open/pread/close) + Python"
+        print(
+            f"{label:42s} {bw / 1e3:8.1f}us {mw / 1e3:12.1f}us  {pct(mw, bw)} {bc / 1e3:8.1f}us {mc / 1e3:11.1f}us  {pct(mc, bc)}"
+        )
+    print("counters merely open on the thread (disabled) vs never opened, 300 syscalls, separate processes:")
+    nw, nc, _, _ = child("none", 100)
+    ow, oc, _, _ = child("open", 100)
+    print(
+        f"  wall {nw / 1e3:.1f}us -> {ow / 1e3:.1f}us ({pct(ow, nw)}), cpu {nc / 1e3:.1f}us -> {oc / 1e3:.1f}us ({pct(oc, nc)})"
+    )
 
 
 def main() -> None:
