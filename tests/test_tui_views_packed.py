@@ -58,7 +58,10 @@ def _host(repo: Path, focus: bytes | None = None, follow: bool = False) -> Host:
 
 
 async def _loaded(pilot, screen: PackedScreen) -> None:
-    await until(pilot, lambda: screen.index is not None and screen.index.done)
+    await until(
+        pilot, lambda: screen.index is not None and screen.index.done and screen.index.peeled_count >= 0
+    )
+    await until(pilot, lambda: not any(w.is_running for w in screen.app.workers))
 
 
 async def test_records_in_file_order_with_peeled_lines_and_shadows(packed_repo: Path) -> None:

@@ -85,7 +85,8 @@ def test_snapshot_packed_view(tmp_path: Path, git_bin: str, snap_compare) -> Non
     app = Host(lambda: PackedScreen(store.snapshot(), b"refs/heads/main", store=store, follow=False))
 
     async def run_before(pilot) -> None:
-        await until(pilot, lambda: app.screen.index is not None and app.screen.index.done)
+        await until(pilot, lambda: app.screen.index is not None and app.screen.index.peeled_count >= 0)
+        await until(pilot, lambda: not any(w.is_running for w in app.workers))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -28,7 +28,7 @@ from textual.worker import get_current_worker
 
 from ..views.base import ViewScreen, short_path
 from ..views.fmt import count, size
-from ..views.packed_model import PackedIndex, PackedSource, packed_of, packed_path, shadowing
+from ..views.packed_model import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
 from ..views.rows import ListSource, RowsView
 
 
@@ -107,7 +107,10 @@ class PackedScreen(ViewScreen):
             index = old
         else:
             index = PackedIndex(packed, path)
-
+            if first:  # a screenful now, from the focused record if any; the row index follows
+                span = packed.locate(self.focus_name) if self.focus_name is not None else None
+                preview = PreviewIndex(packed, span[0] if span else None)
+                self.app.call_from_thread(self._show_preview, preview)
             index.build(None, lambda: worker.is_cancelled)
         if worker.is_cancelled:
             return
@@ -126,6 +129,16 @@ class PackedScreen(ViewScreen):
         self.app.call_from_thread(
             self._show, snapshot, index, shadow, first, old, appeared, vanished, changed
         )
+        if index.peeled_count < 0:
+            index.count_peeled()
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._show_info)
+
+    def _show_preview(self, preview: PreviewIndex) -> None:
+        if self.index is None:
+            self.records.set_source(
+                PackedSource(preview, preview.count, {}, _hexlen(self.snapshot)), cursor=0
+            )
 
     def _show(
         self,
@@ -150,6 +163,7 @@ class PackedScreen(ViewScreen):
         view.set_source(PackedSource(index, index.count, shadow, _hexlen(snapshot)))
         view.marked = set(shadow)
         self._show_info()
+        self.set_status(f"{count(index.count)} records · escape returns to the ref under the cursor")
         if first:
             if self.focus_name is not None:
                 self.jump_to(self.focus_name)
@@ -217,7 +231,11 @@ class PackedScreen(ViewScreen):
         info.append("\nfile    ", style="bold")
         info.append(
             f"{size(index.file_size)} ({count(index.file_size)} bytes), {count(index.count)} records, "
-            f"{count(index.peeled_count)} with ^peeled"
+            + (
+                f"{count(index.peeled_count)} with ^peeled"
+                if index.peeled_count >= 0
+                else "counting ^peeled…"
+            )
         )
         info.append("\norder   ", style="bold")
         promised = bool(getattr(index.packed, "sorted", False))
@@ -238,7 +256,6 @@ class PackedScreen(ViewScreen):
             style="magenta" if self.shadowed else "",
         )
         self.query_one("#packed-info", Static).update(info)
-        self.set_status(f"{count(index.count)} records · escape returns to the ref under the cursor")
 
     # ---- navigation -----------------------------------------------------------------------------------
     def jump_to(self, name: bytes) -> bool:

@@ -54,6 +54,8 @@ HEADER = Text(
 
 
 def _n(value: int) -> str:
+    if value == -2:
+        return "a: count"  # a big table: log records are counted on demand
     return "…" if value < 0 else f"{value:,}"
 
 
@@ -114,6 +116,7 @@ class StackScreen(ViewScreen):
         Binding("enter", "open_table", "Open table"),
         Binding("c", "compact", "Compact (native)"),
         Binding("r", "reload", "Reload"),
+        Binding("a", "count_all", "Count logs", show=False),
     ]
 
     def __init__(self, store: Any, snapshot: Any, meter: Any = None, *, follow: bool = True) -> None:
@@ -232,7 +235,11 @@ class StackScreen(ViewScreen):
             info.append(
                 f" · {count(sum(s.ref_records for s in known))} ref records, "
                 f"{count(sum(s.tombstones for s in known))} tombstones, "
-                f"{count(sum(s.log_records for s in known))} log records"
+                + (
+                    f"{count(sum(s.log_records for s in known))} log records"
+                    if all(s.log_records >= 0 for s in known)
+                    else "log records of big tables not counted (a)"
+                )
             )
         info.append(f" · reftable.geometricFactor={self.factor}")
         self.query_one("#stack-info", Static).update(info)
@@ -301,6 +308,12 @@ class StackScreen(ViewScreen):
                     f"tombstones dropped {max(0, tomb_before - s.tombstones):,}, "
                     f"{size(sum(r.size for r in covered))} → {size(s.size)}"
                 )
+                top = max(r.max_update_index for r in covered)
+                if s.max_update_index > top:
+                    line.append(
+                        f" (with a new write, update index {top + 1}..{s.max_update_index}, merged before it was seen)",
+                        style="dim",
+                    )
                 for r in covered:
                     removed.remove(r)
             else:

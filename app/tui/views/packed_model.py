@@ -46,7 +46,7 @@ class PackedIndex:
         self.done = False
         self.actually_sorted = True
         self.first_unsorted: int | None = None
-        self.peeled_count = 0
+        self.peeled_count = -1  # counted after the first rows are on screen (count_peeled)
 
     @property
     def header(self) -> bytes:
@@ -61,7 +61,6 @@ class PackedIndex:
         self, progress: Callable[[int], None] | None = None, cancelled: Callable[[], bool] | None = None
     ) -> None:
         packed = self.packed
-        buf = packed.buf
         if packed.sorted:
             self.offsets = packed.starts()
         else:
@@ -77,10 +76,20 @@ class PackedIndex:
                     return
             self.offsets = offsets
         self.count = len(self.offsets)
-        self.peeled_count = buf[packed.header_end :].count(b"\n^") if packed.size else 0
         self.done = True
         if progress is not None:
             progress(self.count)
+
+    def count_peeled(self) -> int:
+        """``^`` lines in the file, counted in 4 MiB slices of the map (C-speed, bounded memory)."""
+        packed = self.packed
+        buf, pos, n = packed.buf, packed.header_end, 0
+        while pos < packed.size:
+            end = min(packed.size, pos + (1 << 22))
+            n += buf[max(pos - 1, 0) : end].count(b"\n^")
+            pos = end
+        self.peeled_count = n
+        return n
 
     def record(self, i: int) -> Any:
         """Row ``i`` (file order), decoded and checked by the backend."""
@@ -105,6 +114,22 @@ class PackedIndex:
     def names(self) -> dict[bytes, tuple[bytes, bytes | None]]:
         """name -> (oid, peeled) of every record: for diffing two versions (worker only)."""
         return {r.name: (r.oid, r.peeled) for r in self.packed.iter_records()}
+
+
+class PreviewIndex:
+    """The first screenful of records (from ``start``), shown while the row index is being built."""
+
+    def __init__(self, packed: Any, start: int | None = None, limit: int = 200) -> None:
+        self.packed = packed
+        self.records = []
+        for rec in packed.iter_records(start):
+            self.records.append(rec)
+            if len(self.records) >= limit:
+                break
+        self.count = len(self.records)
+
+    def record(self, i: int) -> Any:
+        return self.records[i]
 
 
 class PackedSource:

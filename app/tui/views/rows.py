@@ -119,6 +119,7 @@ class RowsView(ScrollView, can_focus=True):
         self._flash: dict[Any, float] = {}
         self.marked: set[Any] = set()
         self._flash_timer = None
+        self._styles: dict[str, Style] = {}
 
     # ---- data -------------------------------------------------------------------------------------------
     @property
@@ -211,6 +212,27 @@ class RowsView(ScrollView, can_focus=True):
             self.move_to(round(self.scroll_y) + y)
 
     # ---- rendering --------------------------------------------------------------------------------------
+    def _style(self, name: str) -> Style:
+        """Component styles are CSS lookups (costly per line): cached until focus or styles change."""
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = (
+                self.rich_style if name == "base" else self.get_component_rich_style(name)
+            )
+        return style
+
+    def notify_style_update(self) -> None:
+        self._styles.clear()
+        super().notify_style_update()
+
+    def on_focus(self) -> None:
+        self._styles.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._styles.clear()
+        self.refresh()
+
     def _row_strip(self, row: int) -> Strip:
         strip = self._cache.get(row)
         if strip is None:
@@ -224,13 +246,13 @@ class RowsView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.size.width
-        base = self.rich_style
+        base = self._style("base")
         if self._has_header:
             if y == 0:
                 header: Text = self.source.header.copy()
                 header.no_wrap = True
                 strip = Strip(list(header.render(self.app.console)), header.cell_len)
-                style = base + self.get_component_rich_style("rows--header")
+                style = base + self._style("rows--header")
                 strip = Strip(Segment.apply_style(strip, style))
                 return strip.crop_extend(scroll_x, scroll_x + width, style)
             y -= 1
@@ -240,11 +262,11 @@ class RowsView(ScrollView, can_focus=True):
         strip = self._row_strip(row)
         overlay: Style | None = None
         if self._flash and self._key(row) in self._flash:
-            overlay = self.get_component_rich_style("rows--flash")
+            overlay = self._style("rows--flash")
         elif self.marked and self._key(row) in self.marked:
-            overlay = self.get_component_rich_style("rows--mark")
+            overlay = self._style("rows--mark")
         if row == self.cursor:
-            cursor = self.get_component_rich_style("rows--cursor")
+            cursor = self._style("rows--cursor")
             overlay = cursor if overlay is None else overlay + cursor
         line_style = base if overlay is None else base + overlay
         segments = Segment.apply_style(strip, base, overlay)
