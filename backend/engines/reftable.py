@@ -115,9 +115,12 @@ class ReftableCommit:
         self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
         self.deleted: list[bytes] = []
         self.written: list[Stack] = []
+        self._main_dir = os.path.join(self.repo.commondir, "reftable")
+        linked = self.repo.gitdir != self.repo.commondir
+        self._wt_dir = os.path.join(self.repo.gitdir, "reftable") if linked else None
 
     def _stack(self, name: bytes) -> Stack:
-        d = stack_dir_for(self.repo, name)
+        d = self._wt_dir if self._wt_dir is not None and is_per_worktree(name) else self._main_dir
         st = self.stacks.get(d)
         if st is None:
             st = Stack(d, self.repo.hash_name)
@@ -148,6 +151,10 @@ class ReftableCommit:
         head = head_stack.lookup(b"HEAD") if head_stack is not None else None
         head_ref = head.target if head is not None and head.value_type == VALUE_SYMREF else None
         queued: list[_Upd] = []
+        # one batched read per stack for the names asked for (symref targets are looked up one by one)
+        pre: dict[bytes, RefRecord | None] = {}
+        for st in self.stacks.values():
+            pre.update(st.lookup_many([u.name for u in self.updates if u.stack is st]))
         i = 0
         while i < len(self.updates):
             u = self.updates[i]
@@ -165,7 +172,7 @@ class ReftableCommit:
                 h = _Upd(b"HEAD", u.old, True)
                 h.log_only = True
                 self._add(h)
-            rec = st.lookup(u.name)
+            rec = pre[u.name] if u.name in pre and u.parent is None and not u.log_only else st.lookup(u.name)
             if rec is None:
                 if u.old is not None and not u.log_only:
                     raise StaleValue(
@@ -235,14 +242,19 @@ class ReftableCommit:
         mode = log_all_ref_updates(self.repo)
         ident = None
         per_stack: dict[str, tuple[list[RefRecord], list[LogRecord]]] = {}
+        # a deletion drops the whole reflog, entry by entry: find every live entry's update index
+        indexes: dict[str, dict[bytes, list[int]]] = {}
+        for st in self.stacks.values():
+            names = [u.name for u in self.queued if u.stack is st and not u.is_symref]
+            if names:
+                indexes[st.dir] = st.log_indexes(names)
         for u in self.queued:
             st = u.stack
             refs, logs = per_stack.setdefault(st.dir, ([], []))
             ts = st.next_update_index()
             if not u.is_symref:
-                # a deletion drops the whole reflog, entry by entry
-                for rec in st.logs(u.name):
-                    logs.append(LogRecord(u.name, rec.update_index, LOG_DELETION))
+                for ui in indexes[st.dir].get(u.name, ()):
+                    logs.append(LogRecord(u.name, ui, LOG_DELETION))
             elif mode == "always" or should_autocreate_reflog(mode, u.name) or st.has_log(u.name):
                 if ident is None:
                     ident = committer_ident(self.repo)

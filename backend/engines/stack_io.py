@@ -12,13 +12,24 @@ import os
 import random
 
 from ..errors import CorruptStore, TransactionRefused
-from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION, VALUE_SYMREF, LogRecord, RefRecord
+from ..formats.reftable.record import (
+    BLOCK_LOG,
+    BLOCK_REF,
+    LOG_DELETION,
+    VALUE_DELETION,
+    VALUE_SYMREF,
+    LogRecord,
+    RefRecord,
+    get_varint,
+)
 from ..formats.reftable.stack import parse_tables_list
 from ..formats.reftable.table import Table
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
 from .crashpoint import step
 
 _rng = random.Random()
+# Up to this many names, lookups seek through each table's index; beyond, one key-only pass per table.
+SEEK_LIMIT = 64
 
 
 def table_name(min_index: int, max_index: int) -> str:
@@ -145,6 +156,31 @@ class Stack:
                 return None if rec.value_type == VALUE_DELETION else rec
         return None
 
+    def lookup_many(self, names: list[bytes]) -> dict[bytes, RefRecord | None]:
+        """``lookup`` for many names at once: one key-only pass over each table's ref blocks (values are
+        decoded for the wanted names only) instead of one index seek per name and table."""
+        if len(names) <= SEEK_LIMIT:
+            return {n: self.lookup(n) for n in names}
+        pending = set(names)
+        found: dict[bytes, RefRecord | None] = {}
+        for t in reversed(self.tables):
+            if not pending:
+                break
+            if not t.has_refs:
+                continue
+            off = 0
+            while pending:
+                blk = t.block_at(off)
+                if blk is None or blk.type != BLOCK_REF:
+                    break
+                _scan_ref_keys(blk, pending, found, t.min_update_index)
+                off = blk.offset + blk.full_size
+        out = {}
+        for n in names:
+            rec = found.get(n)
+            out[n] = None if rec is None or rec.value_type == VALUE_DELETION else rec
+        return out
+
     def resolve(self, name: bytes, depth: int = 5) -> bytes | None:
         """Follow symrefs to an oid (None when dangling/missing)."""
         for _ in range(depth):
@@ -167,6 +203,32 @@ class Stack:
 
     def has_log(self, name: bytes) -> bool:
         return bool(self.logs(name))
+
+    def log_indexes(self, names: list[bytes]) -> dict[bytes, list[int]]:
+        """Update indexes of every live reflog entry of each of ``names`` (newest table wins per key).
+
+        Few names: one seek per name and table. Many: one pass over each table's log blocks reading keys
+        only (values are skipped, never decoded): deleting 10k of 100k refs must not decode 100k entries.
+        """
+        if len(names) <= SEEK_LIMIT:
+            return {n: [r.update_index for r in self.logs(n)] for n in names}
+        wanted = set(names)
+        seen: dict[tuple[bytes, int], int] = {}
+        for t in reversed(self.tables):
+            if not t.has_logs:
+                continue
+            off = t.footer.log_position
+            while True:
+                blk = t.block_at(off)
+                if blk is None or blk.type != BLOCK_LOG:
+                    break
+                _scan_log_keys(blk, wanted, seen)
+                off = blk.offset + blk.full_size
+        out: dict[bytes, list[int]] = {}
+        for (name, ui), lt in seen.items():
+            if lt != LOG_DELETION:
+                out.setdefault(name, []).append(ui)
+        return out
 
     # -- adding a table -------------------------------------------------------------------------------
     def write_table(self, data: bytes, min_index: int, max_index: int, do_fsync: bool) -> str:
@@ -202,6 +264,114 @@ class Stack:
                 pass
             raise
         return final
+
+
+_MAX_UI = 0xFFFFFFFFFFFFFFFF
+
+
+def _scan_ref_keys(blk, pending: set[bytes], found: dict[bytes, RefRecord], min_ui: int) -> None:
+    """Decode the records of ``pending`` names in one ref block (moving them to ``found``), skipping the rest."""
+    data = blk.data
+    end = blk.restart_off
+    hs = blk.hash_size
+    pos = blk.header_off + 4
+    last = b""
+    while pos < end:
+        c = data[pos]
+        if c < 0x80:
+            prefix = c
+            pos += 1
+        else:
+            prefix, pos = get_varint(data, pos, end)
+        c = data[pos]
+        if c < 0x80:
+            x = c
+            pos += 1
+        else:
+            x, pos = get_varint(data, pos, end)
+        slen = x >> 3
+        key = last[:prefix] + data[pos : pos + slen]
+        pos += slen
+        last = key
+        vt = x & 7
+        start = pos
+        while data[pos] & 0x80:  # update index delta
+            pos += 1
+        pos += 1
+        if vt == 1:
+            pos += hs
+        elif vt == 2:
+            pos += 2 * hs
+        elif vt == 3:
+            c = data[pos]
+            if c < 0x80:
+                pos += 1 + c
+            else:
+                n, pos = get_varint(data, pos, end)
+                pos += n
+        if key in pending:
+            pending.discard(key)
+            delta, vpos = get_varint(data, start, end)
+            val = peeled = target = None
+            if vt == 1:
+                val = data[vpos : vpos + hs].hex().encode()
+            elif vt == 2:
+                val = data[vpos : vpos + hs].hex().encode()
+                peeled = data[vpos + hs : vpos + 2 * hs].hex().encode()
+            elif vt == 3:
+                n, vpos = get_varint(data, vpos, end)
+                target = bytes(data[vpos : vpos + n])
+            found[bytes(key)] = RefRecord(bytes(key), delta + min_ui, vt, val, peeled, target)
+
+
+def _scan_log_keys(blk, wanted: set[bytes], seen: dict[tuple[bytes, int], int]) -> None:
+    """Record (name, update_index) -> log type for the wanted names of one log block, skipping values."""
+    data = blk.data
+    end = blk.restart_off
+    hs2 = 2 * blk.hash_size
+    pos = blk.header_off + 4
+    last = b""
+    while pos < end:
+        c = data[pos]
+        if c < 0x80:
+            prefix = c
+            pos += 1
+        else:
+            prefix, pos = get_varint(data, pos, end)
+        c = data[pos]
+        if c < 0x80:
+            x = c
+            pos += 1
+        else:
+            x, pos = get_varint(data, pos, end)
+        slen = x >> 3
+        key = last[:prefix] + data[pos : pos + slen]
+        pos += slen
+        last = key
+        lt = x & 7
+        if lt:
+            pos += hs2
+            for _ in range(2):  # name, email
+                c = data[pos]
+                if c < 0x80:
+                    pos += 1 + c
+                else:
+                    n, pos = get_varint(data, pos, end)
+                    pos += n
+            while data[pos] & 0x80:  # time
+                pos += 1
+            pos += 3  # last time byte + tz
+            c = data[pos]
+            if c < 0x80:
+                pos += 1 + c
+            else:
+                n, pos = get_varint(data, pos, end)
+                pos += n
+        name = key[:-9]
+        if name in wanted:
+            k = (name, _MAX_UI - int.from_bytes(key[-8:], "big"))
+            if k not in seen:
+                seen[k] = lt
 
 
 def _mkstemp(prefix: str) -> tuple[int, str]:
