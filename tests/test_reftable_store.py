@@ -230,6 +230,24 @@ def test_config_list_equals_git(config_repo):
     assert bool(t.has_objs) == (io and t.footer.ref_index_position > 0)
 
 
+def _columns(snap, start=b""):
+    out = []
+    for names, oids, peeled, targets in snap.iter_columns(start, chunk=7):
+        assert len(names) == len(oids)
+        peeled = peeled or [None] * len(names)
+        targets = targets or [None] * len(names)
+        out += list(zip(names, oids, peeled, targets, strict=True))
+    return out
+
+
+def test_columns_equal_rows(config_repo, stack_repo):
+    for path in (config_repo[0], stack_repo):
+        snap = _snap(path)
+        for start in (b"", b"refs/heads/b/01", b"refs/tags/", b"refs/zzz"):
+            want = [(r.name, r.oid, r.peeled, r.target) for r in snap.iter_from(start)]
+            assert _columns(snap, start) == want
+
+
 def test_config_lookup_every_ref(config_repo):
     config_repo, _config = config_repo
     snap = _snap(config_repo)

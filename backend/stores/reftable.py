@@ -19,6 +19,7 @@ import os
 import time
 from array import array
 from binascii import hexlify
+from bisect import bisect_left
 from collections.abc import Iterator
 
 from ..errors import CorruptStore
@@ -359,6 +360,60 @@ class ReftableSnapshot:
     def __iter__(self) -> Iterator[Ref]:
         return self.iter_from(b"")
 
+    def iter_columns(
+        self, start: bytes = b"", chunk: int = 1024
+    ) -> Iterator[tuple[list, list, list | None, list | None]]:
+        """Rows from the first name >= ``start`` as columns, a batch at a time: ``(names, oids, peeled,
+        targets)``, lists of equal length (``peeled``/``targets`` None when every entry would be None; a
+        symref has oid None). For bulk output (``refscope list``): a plain block of a one-table stack becomes
+        its columns with two slices and one comprehension, no per-row objects."""
+        t = self._single()
+        if t is None:
+            names: list = []
+            oids: list = []
+            peeled: list = []
+            targets: list = []
+            for ref in self.iter_from(start):
+                names.append(ref.name)
+                oids.append(ref.oid)
+                peeled.append(ref.peeled)
+                targets.append(ref.target)
+                if len(names) >= chunk:
+                    yield names, oids, peeled, targets
+                    names, oids, peeled, targets = [], [], [], []
+            if names:
+                yield names, oids, peeled, targets
+            return
+        hx2 = 2 * t.hash_size
+        for rb, i in t.iter_ref_blocks(max(start, b"refs/")):
+            names = rb.names
+            n = len(names)
+            if i >= n:
+                continue
+            k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
+            if k <= i:
+                return
+            if rb.simple:
+                hx = hexlify(rb.data)
+                yield (
+                    names[i:k] if (i or k < n) else names,
+                    [hx[2 + 2 * (m >> 3) : 2 + 2 * (m >> 3) + hx2] for m in rb.meta[i:k]],
+                    None,
+                    None,
+                )
+            else:
+                cols: tuple[list, list, list, list] = ([], [], [], [])
+                for j in range(i, k):
+                    if rb.meta[j] & 7:
+                        cols[0].append(names[j])
+                        cols[1].append(rb.oid(j))
+                        cols[2].append(rb.peeled(j))
+                        cols[3].append(rb.target(j))
+                if cols[0]:
+                    yield cols
+            if k < n:
+                return
+
     def iter_names(self, start: bytes = b"") -> Iterator[bytes]:
         """Just the names, fastest path for rendering."""
         t = self._single()
@@ -505,7 +560,9 @@ class ReftableSnapshot:
             if not r.old.strip(b"0") and not r.new.strip(b"0"):
                 continue
             msg = r.message[:-1] if r.message.endswith(b"\n") else r.message
-            out.append(LogEntry(r.old, r.new, r.ident_name, r.email, r.time, tz_minutes(r.tz), msg, r.update_index))
+            out.append(
+                LogEntry(r.old, r.new, r.ident_name, r.email, r.time, tz_minutes(r.tz), msg, r.update_index)
+            )
         return out
 
     def reflog_names(self) -> list[bytes]:

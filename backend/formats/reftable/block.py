@@ -188,9 +188,21 @@ class RefBlock:
 
     ``names[i]`` and ``meta[i] = (doff << 3) | value_type`` where ``doff`` is the position in ``data`` of the
     record's update-index varint (the value follows it). Everything else decodes lazily from ``data``; the
-    decoder already checked that every record's varints and value lie inside the block."""
+    decoder already checked that every record's varints and value lie inside the block. ``tombstones`` counts
+    value-type-0 records; ``simple`` says every record is a plain oid (type 1) with a one-byte delta, so
+    columns can be sliced without per-record branching."""
 
-    __slots__ = ("offset", "names", "meta", "data", "hash_size", "min_update_index", "file", "tombstones")
+    __slots__ = (
+        "offset",
+        "names",
+        "meta",
+        "data",
+        "hash_size",
+        "min_update_index",
+        "file",
+        "tombstones",
+        "simple",
+    )
 
     def __init__(self, blk: Block, names: list[bytes], meta: list[int], min_update_index: int) -> None:
         self.offset = blk.offset
@@ -201,6 +213,7 @@ class RefBlock:
         self.hash_size = blk.hash_size
         self.min_update_index = min_update_index
         self.tombstones = 0
+        self.simple = False  # every record: value type 1 with a one-byte update-index delta
 
     def __len__(self) -> int:
         return len(self.names)
@@ -268,6 +281,8 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
     add_meta = meta.append
     last = b""
     tombstones = 0
+    plain = 0
+    big_deltas = 0
     pos = blk.header_off + 4
     try:
         while pos < end:
@@ -304,9 +319,14 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
                 raise blk.err("record runs past the records", pos)
             vt = x & 7
             add_meta((npos << 3) | vt)
-            pos = npos + 1 if data[npos] < 0x80 else get_varint(data, npos, end)[1]
+            if data[npos] < 0x80:
+                pos = npos + 1
+            else:
+                pos = get_varint(data, npos, end)[1]
+                big_deltas += 1
             if vt == 1:
                 pos += hs
+                plain += 1
             elif vt == 2:
                 pos += hs2
             elif vt == 3:
@@ -326,6 +346,7 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
         raise blk.err(f"restart offset {restarts[ri]} is not at a record boundary", restarts[ri])
     rb = RefBlock(blk, names, meta, min_update_index)
     rb.tombstones = tombstones
+    rb.simple = plain == len(names) and not big_deltas
     return rb
 
 
