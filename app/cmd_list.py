@@ -150,10 +150,13 @@ class _Patterns:
 
 
 # -- formatting ----------------------------------------------------------------------------------------
+_JSON_PLAIN = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')  # bytes JSON takes as they are
+
+
 def _jstr(b: bytes | None) -> bytes:
     if b is None:
         return b"null"
-    if b.isascii() and b'"' not in b and b"\\" not in b and all(c >= 0x20 and c != 0x7F for c in b):
+    if not b.translate(None, _JSON_PLAIN):
         return b'"' + b + b'"'
     import json
 
@@ -161,14 +164,16 @@ def _jstr(b: bytes | None) -> bytes:
 
 
 def _json_line(name: bytes, oid: bytes | None, peeled: bytes | None, target: bytes | None) -> bytes:
+    """One line; oids are hex by construction, only names need the escaping check."""
     return (
-        b'{"oid": ' + _jstr(oid) + b', "name": ' + _jstr(name) + b', "peeled": ' + _jstr(peeled)
+        b'{"oid": ' + (b'"' + oid + b'"' if oid is not None else b"null") + b', "name": ' + _jstr(name)
+        + b', "peeled": ' + (b'"' + peeled + b'"' if peeled is not None else b"null")
         + b', "target": ' + _jstr(target) + b"}\n"
     )  # fmt: skip
 
 
 def _plain_line(name: bytes, oid: bytes | None) -> bytes:
-    if name.isascii() and all(0x20 < c < 0x7F and c != 0x5C for c in name):
+    if name.translate(None, _JSON_PLAIN) in (b"", b'"'):
         shown = name
     else:
         from refscope.backend.display import escape_name
@@ -278,32 +283,13 @@ class _Lister:
             pos = stop
 
     def packed_chunk(self, base: int, data: bytes) -> None:
-        from refscope.backend.formats.packed import bulk_json, plain_run_ok
+        from refscope.backend.formats.packed import bulk_run
 
-        hexlen = self.snap.packed.hexlen
-        as_json = self.as_json
-        add = self.out.add
-        run_start = 0
-        k = data.find(b"^")
-        while k >= 0:
-            if k == 0 or data[k - 1] != 0x0A:
-                self.slow(base + run_start, base + len(data))  # a '^' inside a name: record by record
-                return
-            rec_start = data.rfind(b"\n", 0, k - 1) + 1
-            nxt = data.find(b"\n", k) + 1 or len(data)
-            run = data[run_start:rec_start]
-            if plain_run_ok(run, hexlen):
-                add(bulk_json(run) if as_json else run)
-            else:
-                self.slow(base + run_start, base + rec_start)
-            self.slow(base + rec_start, base + nxt)
-            run_start = nxt
-            k = data.find(b"^", nxt)
-        run = data[run_start:]
-        if plain_run_ok(run, hexlen):
-            add(bulk_json(run) if as_json else run)
+        out = bulk_run(data, self.snap.packed.hexlen, self.as_json)
+        if out is None:
+            self.slow(base, base + len(data))
         else:
-            self.slow(base + run_start, base + len(data))
+            self.out.add(out)
 
     def slow(self, start: int, end: int) -> None:
         """Record by record with every check git makes (corruption raises; broken names are hidden)."""

@@ -481,3 +481,44 @@ def bulk_json(data: bytes) -> bytes:
         .replace(b"\n", JSON_END + JSON_OPEN)
     )
     return JSON_OPEN + body + JSON_END
+
+
+JSON_END_PEELED = b'", "target": null}\n'
+JSON_PEELED = b'", "peeled": "'
+
+
+def bulk_run(data: bytes, hexlen: int, as_json: bool) -> bytes | None:
+    """Output lines for a run of whole records (``^`` lines allowed), or None when the run is not plain
+    (the caller then goes record by record). Peeled lines are cut out with one split on ``\\n^``: each
+    piece after the first starts with the peeled oid and its LF."""
+    if not data:
+        return b""
+    if b"^" not in data:
+        if not plain_run_ok(data, hexlen):
+            return None
+        return bulk_json(data) if as_json else data
+    parts = data.split(b"\n^")
+    first = parts[0]
+    rest = parts[1:]
+    if first[:1] == b"^" or not first:
+        return None
+    nl = b"\n"
+    if any(p[hexlen : hexlen + 1] != nl for p in rest):
+        return None
+    if b"".join([p[:hexlen] for p in rest]).translate(None, _HEX_LOWER):
+        return None
+    plain = first + b"".join([nl + p[hexlen + 1 :] for p in rest])
+    if not plain_run_ok(plain, hexlen):
+        return None
+    if not as_json:
+        return plain
+    marked = first + b"".join([b"\x01" + p[:hexlen] + b"\x02" + p[hexlen + 1 :] for p in rest])
+    last_peeled = marked[-1:] == b"\x02"
+    body = (
+        marked[:-1]
+        .replace(b" ", JSON_MID)
+        .replace(b"\n", JSON_END + JSON_OPEN)
+        .replace(b"\x01", JSON_PEELED)
+        .replace(b"\x02", JSON_END_PEELED + JSON_OPEN)
+    )
+    return JSON_OPEN + body + (JSON_END_PEELED if last_peeled else JSON_END)
