@@ -1,4 +1,4 @@
-"""backend/diff.py: candidate derivation (pure) and snapshot diffs checked against git."""
+"""backend/diff.py: candidate derivation (pure), and diffs of real snapshot pairs checked against git."""
 
 from __future__ import annotations
 
@@ -160,3 +160,54 @@ def test_loose_name_and_changes():
         D.LooseChange("changed", "/r/.git/refs/heads/b", b"refs/heads/b"),
         D.LooseChange("created", "/r/.git/refs/heads/c", b"refs/heads/c"),
     ]
+
+
+# --- against git: a diff of two real snapshots equals the change of git's ref set ----------------------
+
+
+def _git_set(repo) -> dict[bytes, tuple[bytes, bytes]]:
+    from tests.gitutil import for_each_ref
+
+    return {n: (b"" if t else o, t) for n, o, _p, t in for_each_ref(repo)}
+
+
+def test_full_and_candidate_diffs_match_git(repo, ref_format):
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+
+    from tests.gitutil import git
+
+    oid = git(repo, "rev-parse", "HEAD").strip().decode()
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    oid2 = git(repo, "rev-parse", "HEAD").strip().decode()
+    setup = "".join(f"create refs/heads/k{i} {oid}\n" for i in range(20))
+    git(repo, "update-ref", "--stdin", input=setup.encode())
+    git(repo, "pack-refs", "--all")
+    git(repo, "symbolic-ref", "refs/heads/sym", "refs/heads/k1")
+    store = open_store(discover(str(repo)))
+    before = store.snapshot()
+    git_before = _git_set(repo)
+    change = "".join(
+        [f"delete refs/heads/k{i}\n" for i in (3, 4)]
+        + [f"update refs/heads/k{i} {oid2}\n" for i in (5, 6)]
+        + [f"create refs/heads/n{i} {oid}\n" for i in (1, 2)]
+    )
+    git(repo, "update-ref", "--stdin", input=change.encode())
+    git(repo, "symbolic-ref", "refs/heads/sym", "refs/heads/k2")
+    after = store.refresh(before)
+    git_after = _git_set(repo)
+    want = (
+        tuple(sorted(git_after.keys() - git_before.keys())),
+        tuple(sorted(git_before.keys() - git_after.keys())),
+        tuple(sorted(n for n in git_before.keys() & git_after.keys() if git_before[n] != git_after[n])),
+    )
+    assert want == (
+        (b"refs/heads/n1", b"refs/heads/n2"),
+        (b"refs/heads/k3", b"refs/heads/k4"),
+        (b"refs/heads/k5", b"refs/heads/k6", b"refs/heads/sym"),
+    )
+    full = D.full_diff(before, after)
+    assert full[:3] == want and full.method == D.FULL
+    names = {n for n in git_before.keys() | git_after.keys()}
+    cand = D.diff_names(before, after, names)
+    assert cand[:3] == want and cand.method == D.CANDIDATES
