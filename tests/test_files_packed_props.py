@@ -13,7 +13,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refscope.backend.errors import CorruptStore
-from refscope.backend.formats.packed import PackedRefs, bulk_json, plain_run_ok
+from refscope.backend.formats.packed import PackedRefs, bulk_json, bulk_run, plain_run_ok
 from refscope.backend.refname import check_refname
 
 COMPONENT = st.text(alphabet="abcXYZ019-_.@{}/é", min_size=1, max_size=6).map(lambda s: s.encode())
@@ -131,3 +131,23 @@ def test_bulk_path_accepts_plain_runs() -> None:
         assert not plain_run_ok(run + b"%040x " % 1 + bad + b"\n", 40), bad
     assert not plain_run_ok(b"%039x refs/heads/x\n" % 1, 40)
     assert not plain_run_ok(b"%040x refs/heads/x y\n" % 1, 40)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(LINE_NAME, OID, st.one_of(st.none(), OID)), min_size=1, max_size=20), st.booleans())
+def test_bulk_run_with_peeled_lines(lines, as_json) -> None:
+    lines = [t for t in lines if b"\n" not in t[0]]
+    run = b"".join(o + b" " + n + b"\n" + (b"^" + p + b"\n" if p else b"") for n, o, p in lines)
+    out = bulk_run(run, 40, as_json)
+    if out is None:
+        return
+    assert all(check_refname(n) is None for n, _, _ in lines)
+    if as_json:
+        got = [json.loads(x) for x in out.decode().splitlines()]
+        want = [
+            {"oid": o.decode(), "name": n.decode(), "peeled": p.decode() if p else None, "target": None}
+            for n, o, p in lines
+        ]
+        assert got == want
+    else:
+        assert out == b"".join(o + b" " + n + b"\n" for n, o, _ in lines)
