@@ -318,6 +318,23 @@ def test_worktree_views_equal_git(worktree_repo):
     assert (Path(wsnap.gitdir) / "reftable/tables.list").exists()
 
 
+def test_bare_repo(tmp_path, git_bin):
+    src = init_repo(tmp_path / "src", fmt="reftable")
+    git(src, "tag", "-a", "-m", "t", "v1")
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", "--ref-format=reftable", str(src), str(bare))
+    head = git(bare, "rev-parse", "HEAD").strip().decode()
+    _update(bare, [f"create refs/heads/x/{i} {head}" for i in range(50)])
+    snap = ReftableStore(discover(str(bare))).snapshot()
+    assert snap.gitdir == snap.commondir
+    assert _rows(snap) == for_each_ref(bare)
+    assert snap.head().target == b"refs/heads/main"
+    # rows first, then the full index: both paths agree
+    assert snap.row(3).name == for_each_ref(bare)[3][0]
+    assert len(snap) == len(for_each_ref(bare))
+    assert [snap.name_at(i) for i in range(len(snap))] == [r[0] for r in for_each_ref(bare)]
+
+
 # --- refresh and concurrency ------------------------------------------------------------------------------
 
 

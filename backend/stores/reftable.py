@@ -453,8 +453,11 @@ class ReftableSnapshot:
     def _build_all(self) -> None:
         if self._rows_done:
             return
-        if self._rows_iter is None and self.worktree_stack is None and len(self.tables) == 1:
-            self._build_single(self.tables[0])
+        t = self._single()
+        if t is not None:  # rebuild block by block: faster than continuing the per-row stream
+            self._rows_iter = None
+            self._rows_t, self._rows_b, self._rows_r = array("H"), array("Q"), array("I")
+            self._build_single(t)
             return
         self._extend_rows(1 << 62)
 
