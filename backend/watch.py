@@ -270,6 +270,7 @@ class Watcher:
         self._heads: dict[str, bytes | None] = {}
         self._locks: set[str] = set()
         self._failed: Exception | None = None
+        self._initial_error: Exception | None = None
         self._retry = 0
         # for waiting until quiet (tests, benchmarks): when raw events were last seen / handled, and whether
         # a batch is being collected or processed right now
@@ -279,14 +280,24 @@ class Watcher:
     # -- lifecycle --
 
     def start(self) -> Watcher:
-        """Start watching. File watches exist when this returns; a change made after it is never missed."""
+        """Start watching. File watches exist when this returns; a change made after it is never missed.
+
+        A store that cannot be read right now does not prevent watching: the first event is then an error
+        event (with ``snapshot`` None), and the first good state a ``recovered`` event with the snapshot and
+        an empty diff (there is no earlier snapshot to compare with).
+        """
+        initial_error = None
         if self.snapshot is None:
-            self.snapshot = self.store.snapshot()
-        self._remember(self.snapshot, set(), initial=True)
+            try:
+                self.snapshot = self.store.snapshot()
+            except Exception as err:
+                initial_error = err
+        self._remember(self.snapshot, set())
         self._rebuild_sources()
         self._thread = threading.Thread(target=self._run, name="refscope-watch", daemon=True)
         self._thread.start()
         # anything that happened between the snapshot and the watches: picked up by a first refresh
+        self._initial_error = initial_error
         self._queue.put((time.monotonic(), set()))
         return self
 
@@ -339,6 +350,10 @@ class Watcher:
     # -- coordinator --
 
     def _run(self) -> None:
+        if self._initial_error is not None:
+            err, self._failed = self._initial_error, self._initial_error
+            change = Change(ERROR, getattr(err, "file", None) or "", None, err)
+            self._deliver(Event(ERROR, (), None, EMPTY, None, (change,), err), time.monotonic())
         q = self._queue
         debounce = self.debounce_ms / 1000
         max_batch = self.max_batch_ms / 1000
@@ -392,10 +407,14 @@ class Watcher:
         err: Exception | None = None
         with measure("watch refresh") as m:
             try:
-                new = self.store.refresh(prev)
-                if self.format == "files" and not self._fresh(prev, new, paths):
+                if prev is None:  # never read successfully: no baseline to diff against
                     new = self.store.snapshot()
-                result = self._classify(prev, new, paths)
+                    result = ([], EMPTY, self._observe(new, paths, initial=True))
+                else:
+                    new = self.store.refresh(prev)
+                    if self.format == "files" and not self._fresh(prev, new, paths):
+                        new = self.store.snapshot()
+                    result = self._classify(prev, new, paths)
             except Exception as exc:  # a corrupt or half-written store must not kill the watcher
                 err = exc
         if self._stopping.is_set():
@@ -435,7 +454,7 @@ class Watcher:
 
     # -- state & classification --
 
-    def _remember(self, snap, paths: set[str], initial: bool = False) -> None:
+    def _remember(self, snap, paths: set[str]) -> None:
         state = self._observe(snap, paths, initial=True)
         self._commit_state(state)
 

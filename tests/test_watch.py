@@ -430,3 +430,23 @@ def test_cli_watch_plain_escapes_names(repo):
 def test_cli_watch_usage():
     proc = subprocess.run([sys.executable, "-m", "refscope.app.cli", "watch", "--bogus"], capture_output=True)
     assert proc.returncode == 2 and proc.stderr == b"usage: refscope watch [-C PATH] [--json]\n"
+
+
+def test_start_on_an_unreadable_store_then_recover(tmp_path):
+    repo = init_repo(tmp_path / "r", fmt="reftable")
+    lst = repo / ".git/reftable/tables.list"
+    good = lst.read_bytes()
+    garbage = lst.with_name("0x000000000009-0x000000000009-deadbeef.ref")
+    garbage.write_bytes(b"REFT\x01" + b"\0" * 40)
+    lst.write_bytes(good + garbage.name.encode() + b"\n")
+    c = Collector()
+    with Watcher(_store(repo), c, debounce_ms=DEBOUNCE) as w:
+        (ev,) = c.wait(lambda evs: len(evs) == 1)
+        assert ev.kind == W.ERROR and ev.snapshot is None and ev.error.file == str(garbage)
+        tmp = lst.with_name("tables.list.new")
+        tmp.write_bytes(good)
+        os.rename(tmp, lst)
+        evs = c.wait(lambda evs: any(e.kind == W.RECOVERED for e in evs))
+        assert [e.kind for e in evs] == [W.ERROR, W.RECOVERED]
+        assert evs[1].snapshot is w.snapshot and not evs[1].diff
+        assert snapshot_rows(w.snapshot) == git_rows(repo)
