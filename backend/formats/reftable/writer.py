@@ -25,7 +25,6 @@ from .record import (
     LogRecord,
     RefRecord,
     common_prefix_len,
-    encode_key,
     encode_log_value,
     encode_obj_value,
     encode_ref_value,
@@ -68,8 +67,15 @@ class _BlockWriter:
 
     def add(self, key: bytes, extra: int, value: bytes) -> bool:
         """Append a record; False when it does not fit (the block must be flushed)."""
-        last = b"" if self.entries % self.interval == 0 else self.last_key
-        kb, is_restart = encode_key(last, key, extra)
+        if self.entries % self.interval == 0:
+            p = 0
+        else:
+            last = self.last_key
+            n = min(len(last), len(key))
+            p = n - ((int.from_bytes(last[:n], "big") ^ int.from_bytes(key[:n], "big")).bit_length() + 7) // 8
+        is_restart = p == 0
+        x = ((len(key) - p) << 3) | extra
+        kb = bytes((p, x)) + key[p:] if p < 128 and x < 128 else put_varint(p) + put_varint(x) + key[p:]
         n = len(kb) + len(value)
         rlen = len(self.restarts)
         if rlen >= MAX_RESTARTS:
