@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from ...errors import CorruptStore, UnsupportedFormat
+from ...errors import CorruptStore, RefscopeError, UnsupportedFormat
 from .block import (
     Block,
     RefBlock,
@@ -95,7 +95,12 @@ class Table:
     @classmethod
     def open(cls, path: str) -> Table:
         """Map and validate the table at ``path`` (FileNotFoundError propagates: the stack retries on it)."""
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise RefscopeError(path, f"cannot open: {e.strerror}") from None
         try:
             st = os.fstat(fd)
             if st.st_size < HEADER_SIZE[2] + 1:
