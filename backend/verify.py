@@ -842,11 +842,13 @@ class _TableVerifier:
                 if len(key) <= 9 or key[-9] != 0:
                     raise _Bad(at(rec_at), f"log key {_q(key)} is not 'refname NUL reversed-update-index'")
                 ui = 0xFFFFFFFFFFFFFFFF - int.from_bytes(key[-8:], "big")
-                if not (self.min_ui <= ui <= self.max_ui):
+                # Below min is legal (a log deletion or replacement names the entry's own index); git's
+                # writer refuses only indexes above the table's max.
+                if ui > self.max_ui:
                     self.warn(
                         at(rec_at),
-                        f"log record of {_q(key[:-9])} has update index {ui}, outside the "
-                        f"table's range {self.min_ui}..{self.max_ui}",
+                        f"log record of {_q(key[:-9])} has update index {ui}, above the table's "
+                        f"max_update_index {self.max_ui} (git's writer refuses that)",
                     )
                 if extra == 1:
                     if rstart - p < 2 * hs:
@@ -1111,7 +1113,9 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
             eol = len(data)
         raw = data[pos:eol]
         name = os.fsdecode(raw)
-        if not _TABLE_NAME.match(name):
+        if not raw:
+            out.warning(lpath, pos, "tables.list has an empty line (git skips it; git never writes one)")
+        elif not _TABLE_NAME.match(name):
             if "/" in name or name in (".", ".."):
                 out.error(
                     lpath,

@@ -46,6 +46,25 @@ class Corruption(NamedTuple):
     id: str
     base: str  # one of BASES
     apply: Callable[[Path, dict[str, Path]], Path]  # (repo copy, bases) -> the damaged file
+    # The damage lies where deleting refs/heads/topic/003 need not read (another ref's log block, the
+    # obj section) or is a name git itself just hides: a delete may proceed as git's would, but must
+    # leave the damaged bytes exactly as they were. Everything else: the delete must refuse.
+    delete_may_pass: bool = False
+    # For damage inside one block of the oldest table ("r1", "g0"...): the test deletes a ref whose
+    # record (or reflog) lives in that block, so the delete has to read the damaged bytes.
+    block: str | None = None
+
+
+DEFAULT_TARGET = b"refs/heads/topic/003"
+
+
+def delete_target(case: Corruption, bases: dict[str, Path]) -> bytes:
+    """The ref the corruption test deletes: one whose bytes the damage touches, when it is local."""
+    if case.block is None:
+        return DEFAULT_TARGET
+    b = _pick(_blocks(big_table(bases[case.base])), case.block)
+    key = b.records[0][0]
+    return key[:-9] if b.type == "g" else key
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -250,6 +269,7 @@ def reftable_cases() -> list[Corruption]:
     def restart(which: str, delta: int) -> Callable[[Path, list], int]:
         return lambda t, bl: _pick(bl, which).restart_off + delta
 
+    # (name, where, mask); the damaged block (if one) is the name's last "-r1"/"-g0"-style part.
     flips = [
         ("magic", lambda t, bl: 0, 0x01),
         ("magic-footer", lambda t, bl: _footer_start(t)[0] + 1, 0x20),
@@ -282,10 +302,13 @@ def reftable_cases() -> list[Corruption]:
         ("zlib-glast-adler", lambda t, bl: _pick(bl, "glast").data_end - 1, 0x01),
         ("zlib-g1-header", block_hdr("g1", 4), 0x20),
     ]
+    lazy = ("varint-obj-count",)  # the obj section: a delete never reads it
     for name, locate, mask in flips:
         if name == "restart-count-r1-zero":
             continue
-        add(Corruption(f"reftable-flip-{name}", "reftable", _flip_at(locate, mask)))
+        may_pass = name.startswith(lazy)
+        block = next((p for p in name.split("-") if p in ("r0", "r1", "g0", "g1", "glast")), None)
+        add(Corruption(f"reftable-flip-{name}", "reftable", _flip_at(locate, mask), may_pass, block))
 
     def zero_restart_count(repo: Path, bases: dict) -> Path:
         t = big_table(repo)
@@ -295,7 +318,7 @@ def reftable_cases() -> list[Corruption]:
         _write(t, bytes(data))
         return t
 
-    add(Corruption("reftable-restart-count-zero", "reftable", zero_restart_count))
+    add(Corruption("reftable-restart-count-zero", "reftable", zero_restart_count, block="r1"))
     add(Corruption("reftable-flip-hash-id", "reftable256", _flip_at(lambda t, bl: 24, 0x01)))
     add(
         Corruption(
@@ -316,7 +339,6 @@ def reftable_cases() -> list[Corruption]:
     )
     add(Corruption("tables-list-no-final-newline", "reftable", _tables_list_edit(lambda b: b.rstrip(b"\n"))))
     add(Corruption("tables-list-garbage-name", "reftable", _tables_list_edit(lambda b: b + b"garbage\n")))
-    add(Corruption("tables-list-empty-line", "reftable", _tables_list_edit(lambda b: b"\n" + b)))
     add(Corruption("reftable-sha256-table-in-sha1-stack", "reftable", _sha256_table_in_sha1_stack))
     return cases
 
@@ -384,7 +406,8 @@ def packed_cases() -> list[Corruption]:
         ("duplicate-ref", _duplicate(t1)),
         ("empty-line", lambda d: d.replace(b"\n", b"\n\n", 2)),
     ]
-    return [Corruption(f"packed-{name}", "files", _packed_edit(edit)) for name, edit in edits]
+    hidden = ("dotdot-in-name", "control-char-name", "escape-char-name")  # git hides these refs
+    return [Corruption(f"packed-{name}", "files", _packed_edit(edit), name in hidden) for name, edit in edits]
 
 
 def _short_oid(data: bytes, name: bytes) -> bytes:

@@ -1,0 +1,369 @@
+"""``refscope verify`` and ``backend.verify`` on real repositories: clean stores stay silent, each problem
+class is reported with its file, offset and severity, unsafe names come out escaped, locks are reported
+with age and owner hint and removed only when nobody could hold them; verify never writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from refscope.app.cli import main
+from refscope.backend import verify as V
+from refscope.backend.errors import LockBusy, TransactionRefused
+from refscope.backend.repo import discover
+
+from tests.gitutil import git, git_binary, git_env, init_repo, tree_bytes
+
+
+def run(capfd, *argv: str) -> tuple[int, str, str]:
+    capfd.readouterr()
+    rc = main(list(argv))
+    out, err = capfd.readouterr()
+    return rc, out, err
+
+
+def verify_cli(capfd, repo: Path, *extra: str) -> tuple[int, str, str]:
+    before = tree_bytes(repo)
+    res = run(capfd, "verify", "-C", str(repo), *extra)
+    assert tree_bytes(repo) == before, "verify changed the repository"
+    return res
+
+
+def rich_repo(path: Path, fmt: str, hash_name: str = "sha1") -> Path:
+    repo = init_repo(path, fmt=fmt, hash_name=hash_name)
+    git(repo, "tag", "-a", "-m", "annotated", "v1.0")
+    lines = b"".join(b"create refs/heads/b/%04d HEAD\n" % i for i in range(300))
+    git(repo, "update-ref", "--stdin", input=lines)
+    git(repo, "pack-refs", "--all")
+    git(repo, "update-ref", "refs/heads/loose", "HEAD")
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/main")
+    git(repo, "update-ref", "-d", "refs/heads/b/0007")
+    return repo
+
+
+# --------------------------------------------------------------------------------------------- clean
+
+
+@pytest.mark.parametrize("hash_name", ["sha1", "sha256"])
+def test_clean_repositories_print_nothing(tmp_path, capfd, ref_format, hash_name):
+    repo = rich_repo(tmp_path / "r", ref_format, hash_name)
+    rc, out, err = verify_cli(capfd, repo)
+    assert (rc, out, err) == (0, "", "")
+    rc, out, err = verify_cli(capfd, repo, "--json")
+    assert (rc, out, err) == (0, "", "")
+
+
+def test_fresh_repository_with_unborn_head_is_clean(tmp_path, capfd, ref_format):
+    repo = init_repo(tmp_path / "r", fmt=ref_format, bare=True)
+    assert verify_cli(capfd, repo) == (0, "", "")
+
+
+def test_multi_level_index_and_obj_blocks_are_clean(tmp_path, capfd):
+    repo = init_repo(tmp_path / "r", fmt="reftable")
+    git(repo, "config", "reftable.blockSize", "256")
+    git(repo, "config", "reftable.restartInterval", "3")
+    lines = b"".join(b"create refs/heads/branch-number-%05d HEAD\n" % i for i in range(1500))
+    git(repo, "update-ref", "--stdin", input=lines)
+    git(repo, "pack-refs")
+    rdir = repo / ".git" / "reftable"
+    (table,) = (rdir / "tables.list").read_text().split()
+    blocks, findings = V.table_blocks((rdir / table).read_bytes())
+    assert findings == []
+    types = "".join(b.type for b in blocks)
+    assert "o" in types and types.count("i") > 3  # a multi-level ref index
+    assert verify_cli(capfd, repo) == (0, "", "")
+
+
+def test_usage_errors_exit_2(capfd):
+    assert run(capfd, "verify", "--bogus")[0] == 2
+    assert run(capfd, "verify", "-C")[0] == 2
+
+
+def test_not_a_repository_is_one_line(tmp_path, capfd):
+    rc, out, err = run(capfd, "verify", "-C", str(tmp_path))
+    assert rc == 1 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("refscope: ")
+
+
+# --------------------------------------------------------------------------------------------- findings
+
+
+def findings(repo: Path) -> list[V.Finding]:
+    return V.verify(discover(str(repo)))
+
+
+def test_output_format_plain_and_json(tmp_path, capfd):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    git(repo, "pack-refs", "--all")
+    packed = repo / ".git" / "packed-refs"
+    packed.write_bytes(packed.read_bytes() + b"not-an-oid refs/heads/x\n")
+    rc, out, err = verify_cli(capfd, repo)
+    assert rc == 1
+    offset = len(packed.read_bytes()) - len(b"not-an-oid refs/heads/x\n")
+    assert out == (
+        f"error: {packed}@{offset}: line 3: oid 'not-an-oid refs/heads/x' is 23 characters, not 40; "
+        "git dies reading it\n"
+    )
+    assert err == "refscope verify: 1 error, 0 warnings\n"
+    rc, out, _ = verify_cli(capfd, repo, "--json")
+    assert rc == 1
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {
+            "file": str(packed),
+            "offset": offset,
+            "severity": "error",
+            "message": "line 3: oid 'not-an-oid refs/heads/x' is 23 characters, not 40; git dies reading it",
+        }
+    ]
+
+
+def test_loose_ref_problems(tmp_path, capfd):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    heads = repo / ".git" / "refs" / "heads"
+    (heads / "garbage").write_bytes(b"this is not an oid\n")
+    (heads / "no-newline").write_bytes(git(repo, "rev-parse", "HEAD").strip())
+    (heads / "bad..name").write_bytes(git(repo, "rev-parse", "HEAD"))
+    got = {(Path(f.file).name, f.severity, f.message.split(" ")[0]) for f in findings(repo)}
+    assert ("garbage", "error", "loose") in got
+    assert ("no-newline", "warning", "loose") in got
+    assert ("bad..name", "error", "ref") in got
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 1
+    assert "ref name 'refs/heads/bad..name' contains '..': git ignores this ref" in out
+
+
+def test_warnings_only_exit_0_with_summary(tmp_path, capfd):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    git(repo, "symbolic-ref", "refs/heads/dangling", "refs/heads/nowhere")
+    rc, out, err = verify_cli(capfd, repo)
+    assert rc == 0
+    assert out.startswith("warning: ") and "does not exist" in out
+    assert err == "refscope verify: 0 errors, 1 warning\n"
+
+
+def test_symlinked_packed_refs(tmp_path, capfd):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    git(repo, "pack-refs", "--all")
+    gd = repo / ".git"
+    (gd / "packed-refs").rename(gd / "packed-refs.real")
+    os.symlink("packed-refs.real", gd / "packed-refs")
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 1
+    assert f"error: {gd / 'packed-refs'}: packed-refs is a symbolic link" in out
+
+
+def test_unsorted_packed_refs_without_sorted_trait_is_a_warning(tmp_path):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    (repo / ".git" / "packed-refs").write_bytes(oid + b" refs/heads/z\n" + oid + b" refs/heads/a\n")
+    (f,) = [f for f in findings(repo) if "packed-refs" in f.file]
+    assert f.severity == "warning" and "not sorted" in f.message
+
+
+def test_stray_and_temp_files_in_reftable_dir(tmp_path, capfd):
+    repo = rich_repo(tmp_path / "r", "reftable")
+    rdir = repo / ".git" / "reftable"
+    newest = (rdir / "tables.list").read_text().split()[-1]
+    shutil.copyfile(rdir / newest, rdir / "0x000000000063-0x000000000063-12345678.ref")
+    (rdir / "0x000000000064-0x000000000064-aaaaaaaa.ref.temp.Xy12ab").write_bytes(b"")
+    (rdir / "tables.list").write_text((rdir / "tables.list").read_text() + "\n")
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 0
+    lines = out.splitlines()
+    assert any("stray table 0x000000000063-0x000000000063-12345678.ref" in line for line in lines)
+    assert any("leftover temporary file" in line for line in lines)
+    assert any("tables.list has an empty line" in line for line in lines)
+    assert all(line.startswith("warning: ") for line in lines)
+
+
+def test_update_indexes_must_increase_through_the_stack(tmp_path, capfd):
+    repo = rich_repo(tmp_path / "r", "reftable")
+    lst = repo / ".git" / "reftable" / "tables.list"
+    names = lst.read_text().split()
+    assert len(names) >= 2
+    lst.write_text("\n".join([names[1], names[0], *names[2:]]) + "\n")
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 1
+    assert f"error: {lst.parent / names[0]}@8: update indexes must increase through the stack" in out
+
+
+def test_table_name_disagreeing_with_header_is_a_warning(tmp_path):
+    repo = rich_repo(tmp_path / "r", "reftable")
+    rdir = repo / ".git" / "reftable"
+    names = (rdir / "tables.list").read_text().split()
+    renamed = "0x0000000000aa-0x0000000000bb-0badcafe.ref"
+    (rdir / names[-1]).rename(rdir / renamed)
+    (rdir / "tables.list").write_text("\n".join([*names[:-1], renamed]) + "\n")
+    got = [f for f in findings(repo) if f.file.endswith(renamed)]
+    assert [f.severity for f in got] == ["warning"]
+    assert "name says update indexes 170..187" in got[0].message
+
+
+def test_dubious_ownership(tmp_path, capfd, monkeypatch):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 1
+    assert out.startswith(f"error: {repo}: detected dubious ownership in repository at '{repo}'")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "safe.directory")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(repo))
+    assert verify_cli(capfd, repo) == (0, "", "")
+
+
+# --------------------------------------------------------------------------------------------- unsafe names
+
+HOSTILE = [
+    b"refs/heads/csi-\x9b31m-raw",  # a lone 8-bit CSI byte (not UTF-8)
+    "refs/heads/c1-\u009b31m-utf8".encode(),  # U+009B, C1 CSI encoded as UTF-8
+    "refs/heads/bidi-\u202egnp.exe".encode(),  # right-to-left override
+    b"refs/heads/markup-]bold]-$var-@click",  # markup-looking but legal ('[' is illegal in names)
+]
+
+
+@pytest.fixture
+def hostile_repo(tmp_path, ref_format) -> Path:
+    repo = init_repo(tmp_path / "r", fmt=ref_format)
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-ref", "--stdin", input=b"".join(b"create " + n + b" " + oid + b"\n" for n in HOSTILE))
+    return repo
+
+
+def test_hostile_names_are_escaped_in_verify(hostile_repo, capfd):
+    rc, out, err = verify_cli(capfd, hostile_repo)
+    assert rc == 0
+    for raw in ("\x9b", "\u009b", "\u202e", "\x1b"):
+        assert raw not in out and raw not in err
+    assert "refs/heads/csi-\\x9b31m-raw" in out
+    assert "refs/heads/c1-\\u009b31m-utf8" in out
+    assert "refs/heads/bidi-\\u202egnp.exe" in out
+    assert all(line.startswith("warning: ") for line in out.splitlines())
+    assert "markup" not in out  # legal and harmless: no finding
+
+
+def test_hostile_names_are_escaped_in_list(hostile_repo, capfd):
+    pytest.importorskip("refscope.app.cmd_list")
+    capfd.readouterr()
+    rc = main(["list", "-C", str(hostile_repo)])
+    out, err = capfd.readouterr()
+    assert rc == 0, err
+    for raw in ("\x9b", "\u009b", "\u202e"):
+        assert raw not in out
+    assert "refs/heads/csi-\\x9b31m-raw" in out
+    assert "refs/heads/bidi-\\u202egnp.exe" in out
+    assert "refs/heads/markup-]bold]-$var-@click" in out
+
+
+def test_control_characters_in_broken_names_never_reach_the_terminal(tmp_path, capfd):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    (repo / ".git" / "packed-refs").write_bytes(
+        b"# pack-refs with: peeled fully-peeled sorted \n" + oid + b" refs/heads/\x1b]0;pwned\x07title\n"
+    )
+    rc, out, err = verify_cli(capfd, repo)
+    assert rc == 1
+    assert "\x1b" not in out and "\x07" not in out
+    assert "refs/heads/\\x1b]0;pwned\\x07title" in out
+
+
+# --------------------------------------------------------------------------------------------- locks
+
+
+def age(path: Path, seconds: float) -> None:
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_stale_lock_is_an_error_with_age_and_owner_hint(tmp_path, capfd, ref_format):
+    repo = init_repo(tmp_path / "r", fmt=ref_format)
+    lock = repo / ".git" / ("packed-refs.lock" if ref_format == "files" else "reftable/tables.list.lock")
+    lock.write_bytes(b"")
+    age(lock, 2 * 3600)
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 1
+    assert out.startswith(f"error: {lock}: lock file left behind, 2.0 h old (mtime ")
+    assert "no process has it open and no git process runs in this repository" in out
+    assert lock.exists()  # reported, never removed by verify
+
+
+def test_fresh_lock_is_a_warning_and_is_not_removed(tmp_path, capfd):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    lock = repo / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(b"")
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 0
+    assert re.match(rf"warning: {re.escape(str(lock))}: lock file left behind, [0-9] s old \(mtime ", out)
+    with pytest.raises(LockBusy, match=r"only [0-9]+ s old"):
+        V.remove_stale_lock(str(lock), discover(str(repo)))
+    assert lock.exists()
+
+
+def test_stale_locks_api_and_removal(tmp_path):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    r = discover(str(repo))
+    lock = repo / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(b"")
+    age(lock, 600)
+    (info,) = V.stale_locks(r)
+    assert info.path == str(lock) and 590 < info.age_s < 700
+    assert info.holders == [] and not info.could_be_held()
+    removed = V.remove_stale_lock(str(lock), r)
+    assert removed.path == str(lock) and not lock.exists()
+    assert V.stale_locks(r) == []
+    with pytest.raises(TransactionRefused):
+        V.remove_stale_lock(str(repo / ".git" / "HEAD"), r)  # not a lock
+
+
+def test_lock_held_open_by_a_process_is_never_removed(tmp_path):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    r = discover(str(repo))
+    lock = repo / ".git" / "packed-refs.lock"
+    lock.write_bytes(b"")
+    age(lock, 3600)
+    holder = subprocess.Popen(["sleep", "30"], stdin=open(lock, "rb"))  # noqa: SIM115 - the child holds it
+    try:
+        (info,) = V.stale_locks(r)
+        assert (holder.pid, "sleep") in info.holders
+        assert f"held open by pid {holder.pid} (sleep)" in info.owner_hint()
+        with pytest.raises(LockBusy, match="lock is in use"):
+            V.remove_stale_lock(str(lock), r)
+        assert lock.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_lock_with_git_running_in_the_repository_is_not_removed(tmp_path):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    r = discover(str(repo))
+    lock = repo / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(b"")
+    age(lock, 3600)
+    # A git process sitting in the repository (waiting on stdin) could be the lock's owner.
+    proc = subprocess.Popen(
+        [git_binary(), "cat-file", "--batch"],
+        cwd=repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=git_env(),
+    )
+    try:
+        deadline = time.time() + 5
+        while time.time() < deadline and not V.stale_locks(r)[0].git_processes:
+            time.sleep(0.02)
+        (info,) = V.stale_locks(r)
+        assert proc.pid in [pid for pid, _ in info.git_processes]
+        with pytest.raises(LockBusy, match="may be in use"):
+            V.remove_stale_lock(str(lock), r)
+        assert lock.exists()
+    finally:
+        proc.kill()
+        proc.wait()
