@@ -243,6 +243,50 @@ class _Lister:
             seen += 1
         return None
 
+    # -- column batches (reftable) -----------------------------------------------------------------------
+    def columns(self, intervals: list[tuple[bytes, bytes | None]]) -> None:
+        """Batches of (names, oids, peeled, targets) from the store: a batch of plain refs with plain
+        names becomes its output with one join; anything else goes row by row."""
+        import bisect
+
+        from refscope.backend.formats.packed import JSON_END, JSON_MID, JSON_OPEN
+        from refscope.backend.model import Location, Ref
+
+        snap = self.snap
+        add = self.out.add
+        loc = Location("table", "")
+        sep = JSON_END + JSON_OPEN
+        for lo, hi in intervals:
+            done = False
+            for names, oids, peeled, targets in snap.iter_columns(lo):
+                if hi is not None and names and names[-1] >= hi:
+                    k = bisect.bisect_left(names, hi)
+                    names, oids = names[:k], oids[:k]
+                    peeled = peeled[:k] if peeled is not None else None
+                    targets = targets[:k] if targets is not None else None
+                    done = True
+                if not names:
+                    break
+                plain = (
+                    (peeled is None or not any(peeled))
+                    and (targets is None or not any(targets))
+                    and not b"".join(names).translate(None, _JSON_PLAIN)
+                )
+                if plain and self.matcher is None:
+                    if self.as_json:
+                        add(
+                            JSON_OPEN + sep.join(map(JSON_MID.join, zip(oids, names, strict=True))) + JSON_END
+                        )
+                    else:
+                        add(b"\n".join(map(b" ".join, zip(oids, names, strict=True))) + b"\n")
+                else:
+                    for j, name in enumerate(names):
+                        p = peeled[j] if peeled is not None else None
+                        t = targets[j] if targets is not None else None
+                        self.ref(Ref(name, oids[j], p, t, loc))
+                if done:
+                    break
+
     # -- files fast path -------------------------------------------------------------------------------
     def files(self, intervals: list[tuple[bytes, bytes | None]]) -> None:
         snap = self.snap
@@ -324,6 +368,8 @@ def run(argv: list[str]) -> int:
     try:
         if snap.format == "files" and not has_glob and snap.packed.in_name_order:
             lister.files(intervals)
+        elif hasattr(snap, "iter_columns"):
+            lister.columns(intervals)
         else:
             for lo, hi in intervals:
                 for ref in snap.iter_from(lo):
