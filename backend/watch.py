@@ -641,9 +641,11 @@ class Watcher:
             if old_files.get(pp) != new_files.get(pp) or pp in paths:
                 changes.append(Change(PACKED_REWRITTEN, pp))
                 return _diff.full_diff(prev, new)
-        elif old_p is not new_p:
-            changes.append(Change(PACKED_REWRITTEN, pp))
-            cands |= _diff.packed_candidates(old_p.buf, new_p.buf)
+        elif old_p is not new_p:  # (a fresh snapshot maps the same file anew: then only bytes tell)
+            more = _diff.packed_candidates(old_p.buf, new_p.buf)
+            if more or old_p.identity() != new_p.identity():
+                changes.append(Change(PACKED_REWRITTEN, pp))
+            cands |= more
         if not cands:
             return EMPTY
         return _diff.diff_names(prev, new, cands)

@@ -450,3 +450,25 @@ def test_start_on_an_unreadable_store_then_recover(tmp_path):
         assert [e.kind for e in evs] == [W.ERROR, W.RECOVERED]
         assert evs[1].snapshot is w.snapshot and not evs[1].diff
         assert snapshot_rows(w.snapshot) == git_rows(repo)
+
+
+def test_files_rewrite_that_keeps_inode_size_and_mtime_is_seen(tmp_path):
+    """ext4 hands a freed inode straight back and mtime ticks every few ms: a ref rewritten twice between two
+    refreshes can keep (dev, inode, size, mtime). Simulated here by rewriting in place and restoring mtime."""
+    repo = init_repo(tmp_path / "r", fmt="files")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    oid2 = _head(repo)
+    oid1 = git(repo, "rev-parse", "HEAD~1").strip()
+    git(repo, "branch", "same", oid1.decode())
+    path = repo / ".git/refs/heads/same"
+    st = os.stat(path)
+    c = Collector()
+    with Watcher(_store(repo), c, debounce_ms=DEBOUNCE) as w:
+        fd = os.open(path, os.O_WRONLY)
+        os.write(fd, oid2 + b"\n")
+        os.close(fd)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert os.stat(path).st_ino == st.st_ino and os.stat(path).st_mtime_ns == st.st_mtime_ns
+        (ev,) = c.wait(lambda evs: len(evs) == 1)
+        assert summarize(ev) == (W.LOOSE_CHANGED, (W.LOOSE_CHANGED,), (), (), (H + b"same",))
+        assert w.snapshot.lookup(H + b"same").oid == oid2
