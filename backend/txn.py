@@ -134,9 +134,15 @@ class Transaction:
         if not target.startswith(b"refs/heads/"):
             return
         if self._heads is None:
-            from .repo import list_worktrees
+            repo = self.store.repo
+            if repo.gitdir == repo.commondir and not os.path.isdir(os.path.join(repo.commondir, "worktrees")):
+                # no linked worktree: HEAD of the snapshot is the only checkout (no second read of the store)
+                head = self.snapshot.head()
+                self._heads = [(repo.gitdir, head.target if head is not None else None)]
+            else:
+                from .repo import list_worktrees
 
-            self._heads = list_worktrees(self.store.repo)
+                self._heads = list_worktrees(repo)
         for gitdir, head in self._heads:
             if head == target:
                 raise TransactionRefused(
