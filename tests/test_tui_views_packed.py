@@ -154,3 +154,37 @@ async def test_unsorted_file_is_shown_in_file_order(tmp_path: Path, git_bin: str
         info = str(screen.query_one("#packed-info").render())
         assert "NOT sorted: record 1 is out of order (git sorts it in memory)" in info
         assert "traits  peeled" in info
+
+
+async def test_storage_screen_per_format_and_empty_packed_refs(repo: Path, ref_format: str) -> None:
+    from refscope.app.tui.screens.stack import StackScreen, storage_screen
+
+    store = open_store(repo)
+    app = Host(lambda: storage_screen(store, store.snapshot(), None, follow=False))
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = app.screen
+        if ref_format == "reftable":
+            assert isinstance(screen, StackScreen)
+            await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+            assert [s.name for s in screen.summaries] == (
+                repo / ".git/reftable/tables.list"
+            ).read_text().split()
+        else:
+            assert isinstance(screen, PackedScreen)  # a fresh repository has no packed-refs file at all
+            await _loaded(pilot, screen)
+            assert len(screen.records.source) == 0
+            assert "0 bytes), 0 records" in str(screen.query_one("#packed-info").render())
+
+
+async def test_sha256_records(tmp_path: Path, git_bin: str) -> None:
+    repo = init_repo(tmp_path / "repo", fmt="files", hash_name="sha256")
+    git(repo, "tag", "-a", "-m", "annotated", "v1.0")
+    git(repo, "pack-refs", "--all")
+    records = file_records(repo / ".git/packed-refs")
+    app = _host(repo)
+    async with app.run_test(size=(200, 40)) as pilot:
+        screen = app.screen
+        await _loaded(pilot, screen)
+        rows = _rows(screen.records)
+        assert [r.split()[2:4] for r in rows] == [[o.decode(), n.decode()] for _s, _l, o, n, _p in records]
+        assert rows[-1].split()[-1] == "^" + records[-1][4].decode() and len(records[-1][4]) == 64

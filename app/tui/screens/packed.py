@@ -115,24 +115,20 @@ class PackedScreen(ViewScreen):
         if worker.is_cancelled:
             return
         shadow = shadowing(snapshot, index)
-        appeared: list[bytes] = []
-        vanished: list[bytes] = []
-        changed: list[bytes] = []
+        # rows first (the new file is on screen at once), then the record diff (two passes over both files)
+        self.app.call_from_thread(self._show, snapshot, index, shadow, first, old)
+        if index.peeled_count < 0:
+            index.count_peeled()
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._show_info)
         if not first and old is not None and index is not old:
             before = old.names()
             after = index.names()
             appeared = sorted(n for n in after if n not in before)
             vanished = sorted(n for n in before if n not in after)
             changed = sorted(n for n in after if n in before and after[n] != before[n])
-        if worker.is_cancelled:
-            return
-        self.app.call_from_thread(
-            self._show, snapshot, index, shadow, first, old, appeared, vanished, changed
-        )
-        if index.peeled_count < 0:
-            index.count_peeled()
             if not worker.is_cancelled:
-                self.app.call_from_thread(self._show_info)
+                self.app.call_from_thread(self._rewritten, old, index, appeared, vanished, changed)
 
     def _show_preview(self, preview: PreviewIndex) -> None:
         if self.index is None:
@@ -147,9 +143,6 @@ class PackedScreen(ViewScreen):
         shadow: dict,
         first: bool,
         old: PackedIndex | None,
-        appeared: list[bytes],
-        vanished: list[bytes],
-        changed: list[bytes],
     ) -> None:
         self.snapshot = snapshot
         self.index = index
@@ -173,9 +166,6 @@ class PackedScreen(ViewScreen):
             row = index.row_of(keep_name)
             view.move_to(row if row is not None else index.insertion_row(keep_name))
         if not first:
-            if index is not old:
-                self._feed_rewrite(old, index, appeared, vanished, changed)
-                view.flash(appeared + changed)
             new_sh = sorted(set(shadow) - set(old_shadow))
             gone_sh = sorted(set(old_shadow) - set(shadow))
             if new_sh or gone_sh:
@@ -188,6 +178,19 @@ class PackedScreen(ViewScreen):
                     line.append(f"{len(gone_sh)} no longer shadow ({_names(gone_sh)})")
                 self._add_feed(line)
                 view.flash(new_sh)
+
+    def _rewritten(
+        self,
+        old: PackedIndex,
+        new: PackedIndex,
+        appeared: list[bytes],
+        vanished: list[bytes],
+        changed: list[bytes],
+    ) -> None:
+        if self.index is not new:  # an even newer file is already shown; its own diff follows
+            return
+        self._feed_rewrite(old, new, appeared, vanished, changed)
+        self.records.flash(appeared + changed)
 
     def _feed_rewrite(
         self,

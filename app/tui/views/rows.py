@@ -115,7 +115,7 @@ class RowsView(ScrollView, can_focus=True):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.source = source if source is not None else ListSource()
-        self._cache: LRUCache[int, Strip] = LRUCache(1024)
+        self._cache: LRUCache[int, tuple[Strip, Any]] = LRUCache(1024)
         self._flash: dict[Any, float] = {}
         self.marked: set[Any] = set()
         self._flash_timer = None
@@ -233,15 +233,21 @@ class RowsView(ScrollView, can_focus=True):
         self._styles.clear()
         self.refresh()
 
-    def _row_strip(self, row: int) -> Strip:
-        strip = self._cache.get(row)
-        if strip is None:
+    def _row_strip(self, row: int) -> tuple[Strip, Any]:
+        """The row's rendered Strip and its key (both cached: a key may cost a decode too)."""
+        cached = self._cache.get(row)
+        if cached is None:
             text = self.source.row_text(row)
             text.no_wrap = True
             text.end = ""
             strip = Strip(list(text.render(self.app.console)), text.cell_len)
-            self._cache.set(row, strip)
-        return strip
+            key = self._key(row) if (self._flash or self.marked) else None
+            cached = (strip, key)
+            self._cache.set(row, cached)
+        elif cached[1] is None and (self._flash or self.marked):
+            cached = (cached[0], self._key(row))
+            self._cache.set(row, cached)
+        return cached
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -259,11 +265,11 @@ class RowsView(ScrollView, can_focus=True):
         row = scroll_y + y
         if row >= len(self.source):
             return Strip.blank(width, base)
-        strip = self._row_strip(row)
+        strip, key = self._row_strip(row)
         overlay: Style | None = None
-        if self._flash and self._key(row) in self._flash:
+        if self._flash and key in self._flash:
             overlay = self._style("rows--flash")
-        elif self.marked and self._key(row) in self.marked:
+        elif self.marked and key in self.marked:
             overlay = self._style("rows--mark")
         if row == self.cursor:
             cursor = self._style("rows--cursor")
