@@ -70,7 +70,7 @@ def format_change(c) -> str:
         tail = " (no ref changed)" if d.pure else " (with new writes)"
         return f"compacted {','.join(d.inputs)} -> {d.output}{tail}"
     if c.kind == W.TABLES_APPENDED:
-        return "appended " + ",".join(c.detail)
+        return "appended " + (",".join(c.detail) if c.detail else "(compacted at once)")
     if c.kind in (W.LOOSE_CREATED, W.LOOSE_CHANGED, W.LOOSE_DELETED):
         return f"{c.kind} {escape_name(c.name)}"
     if c.kind == W.HEAD_MOVED:

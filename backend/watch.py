@@ -55,8 +55,8 @@ _ORDER = (
     ERROR,
     RECOVERED,
     TABLES_LIST_REWRITTEN,
-    TABLES_COMPACTED,
     TABLES_APPENDED,
+    TABLES_COMPACTED,
     PACKED_REWRITTEN,
     LOOSE_CREATED,
     LOOSE_CHANGED,
@@ -75,7 +75,9 @@ class Change(NamedTuple):
     """One typed change inside a batch.
 
     ``path``: the file (or worktree git dir for HEAD) it is about. ``name``: the ref for loose changes.
-    ``detail``: tables-appended -> tuple of new table names; tables-compacted -> ``diff.Compaction``;
+    ``detail``: tables-appended -> tuple of new table names (empty when git compacted the new table away
+    before the watcher saw it: the writes are in a compaction's output, ``Compaction.pure`` False);
+    tables-compacted -> ``diff.Compaction``;
     head-moved -> (old, new) where each is ``b"ref: <target>"``, an oid, or None; error -> the error.
     """
 
@@ -116,8 +118,8 @@ class Event(NamedTuple):
             d = c.detail
             if isinstance(d, _diff.Compaction):
                 item.update(inputs=list(d.inputs), output=d.output, pure=d.pure)
-            elif c.kind == TABLES_APPENDED and d:
-                item["tables"] = list(d)
+            elif c.kind == TABLES_APPENDED:
+                item["tables"] = list(d or ())
             elif c.kind == HEAD_MOVED and d:
                 item.update(old=dec(d[0]), new=dec(d[1]))
             elif c.kind == ERROR and d is not None:
@@ -593,7 +595,8 @@ class Watcher:
                 changes.append(Change(TABLES_LIST_REWRITTEN, list_path))
                 full = True
                 continue
-            if plan.appended:
+            if plan.appended or any(not c.pure for c in plan.compactions):
+                # tables git appended; () when the writes were compacted before the watcher saw their table
                 changes.append(Change(TABLES_APPENDED, list_path, None, plan.appended))
             for c in plan.compactions:
                 changes.append(Change(TABLES_COMPACTED, list_path, None, c))

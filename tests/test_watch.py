@@ -142,6 +142,7 @@ def test_reftable_auto_compaction_reports_writes_and_compactions(tmp_path):
             for ev in settle(w, c, repo):
                 added.extend(ev.diff.added)
                 assert ev.diff.removed == () and ev.diff.changed == ()
+                assert ev.kind == (W.TABLES_APPENDED if ev.diff else W.TABLES_COMPACTED), summarize(ev)
                 for ch in ev.changes:
                     assert ch.kind in (W.TABLES_APPENDED, W.TABLES_COMPACTED), ch
                     if ch.kind == W.TABLES_COMPACTED and ch.detail.pure:
