@@ -1,5 +1,19 @@
 """Watch a ref store live: file events -> debounced batches -> refresh -> typed change events with a diff.
 
+API::
+
+    w = Watcher(store, on_event, debounce_ms=20, max_batch_ms=250, snapshot=None).start()  # or `with Watcher(..)`
+    w.snapshot        # the newest good snapshot (immutable; swap it in the view)
+    w.stop()          # < 100 ms; no on_event call after it returns
+    for ev in iter_events(store, stop_event=stop): ...     # the same, as an iterator for a thread worker
+
+``on_event(Event)`` runs on the watcher's thread. ``Event``: ``kind`` (its most significant change),
+``changes`` (typed ``Change`` list: packed-refs-rewritten, loose-created/-changed/-deleted, tables-appended,
+tables-compacted (``diff.Compaction``: inputs -> output, ``pure`` when no ref changed), tables-list-rewritten,
+head-moved (any worktree), lock-appeared/-gone, error, recovered), ``snapshot`` (refreshed), ``diff``
+(``diff.Diff``: added/removed/changed names since the previous event), ``report`` (OpReport of refresh + diff),
+``paths``, ``error``, ``seq``, ``latency_ms``.
+
 Why this shape:
 
 - git replaces ``packed-refs`` and ``tables.list`` by renaming a lock over them, so files are never watched
