@@ -217,30 +217,30 @@ class _Lister:
         if self.matcher is not None and not self.matcher.match(ref.name):
             return
         oid = ref.oid
-        if ref.target is not None:
+        target = ref.target
+        if target is not None:
             res = self._resolve(ref)
             if res is None:
-                return
-            oid = res
+                return  # a symref that does not resolve: git hides it
+            oid, target = res
         if self.as_json:
-            self.out.add(_json_line(ref.name, oid, ref.peeled, ref.target))
+            self.out.add(_json_line(ref.name, oid, ref.peeled, target))
         else:
             self.out.add(_plain_line(ref.name, oid))
 
-    def _resolve(self, ref) -> bytes | None:
-        resolve = getattr(self.snap, "resolve", None)
-        if resolve is not None:
-            return resolve(ref.name)
-        seen = 0
+    def _resolve(self, ref) -> tuple[bytes, bytes] | None:
+        """(oid, final ref name) of a symref, as git's %(objectname) and %(symref) show it."""
+        full = getattr(self.snap, "resolve_full", None)
+        if full is not None:
+            return full(ref.name)
         target = ref.target
-        while target is not None and seen < 6:
+        for _ in range(6):
             t = self.snap.lookup(target)
             if t is None:
                 return None
             if t.oid is not None:
-                return t.oid
+                return t.oid, target
             target = t.target
-            seen += 1
         return None
 
     # -- column batches (reftable) -----------------------------------------------------------------------

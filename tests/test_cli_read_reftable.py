@@ -23,6 +23,7 @@ def rt_repo(request, tmp_path_factory) -> Path:
     git(repo, "tag", "-a", "-m", "nested", "v1-nested", "v1")
     git(repo, "symbolic-ref", "refs/heads/sym", "refs/heads/topic/0007")
     git(repo, "symbolic-ref", "refs/heads/dangling", "refs/heads/missing")
+    git(repo, "symbolic-ref", "refs/heads/sym-chain", "refs/heads/sym")
     git(repo, "pack-refs")
     git(repo, "update-ref", "-d", "refs/heads/topic/0003")  # a tombstone over the compacted table
     git(repo, "update-ref", "refs/heads/topic/0004", head)

@@ -83,8 +83,11 @@ def snapshot_rows(path: Path | str):
     snap = open_store(discover(str(path))).snapshot()
     rows = []
     for r in snap:
-        oid = r.oid if r.target is None else snap.resolve(r.name)
-        rows.append((r.name, oid, r.peeled or b"", r.target or b""))
+        if r.target is None:
+            rows.append((r.name, r.oid, r.peeled or b"", b""))
+        else:  # the snapshot keeps the immediate target; git's %(symref) shows the final name
+            oid, final = snap.resolve_full(r.name)
+            rows.append((r.name, oid, b"", final))
     return snap, rows
 
 
@@ -113,6 +116,7 @@ def _build(root: Path, hash_name: str) -> Path:
     git(repo, "tag", "-a", "-m", "loose annotated", "v2.0")
     git(repo, "symbolic-ref", "refs/heads/sym", "refs/heads/topic/0003")
     git(repo, "symbolic-ref", "refs/heads/sym-to-loose", "refs/heads/zz-loose-only")
+    git(repo, "symbolic-ref", "refs/heads/sym-chain", "refs/heads/sym")  # %(symref) shows the final name
     git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/main")
     # a dangling symref, a broken loose file, a lock file: all hidden by git
     git(repo, "symbolic-ref", "refs/heads/dangling", "refs/heads/does-not-exist")
