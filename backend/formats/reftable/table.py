@@ -185,6 +185,12 @@ class Table:
         self.footer = Footer(vals[0], obj >> 5, obj & 31, vals[2], vals[3], vals[4], crc)
         self.data_end = foot_at
         first = mm[hs] if hs < foot_at else 0
+        if hs < foot_at and first not in (BLOCK_REF, BLOCK_LOG):
+            # git would take such a table for one without refs and silently lose them all.
+            kind = "unknown block type" if first not in b"oi" else "block type"
+            raise CorruptStore(
+                path, f"{kind} 0x{first:02x} in the first block (expected a ref or log block)", hs
+            )
         self.has_refs = first == BLOCK_REF
         self.has_logs = first == BLOCK_LOG or self.footer.log_position > 0
         self.has_objs = self.footer.obj_position > 0
