@@ -20,6 +20,7 @@ from ...errors import CorruptStore, RefscopeError, UnsupportedFormat
 from .block import (
     Block,
     RefBlock,
+    decode_index_block,
     decode_ref_block,
     first_key,
     iter_raw_records,
@@ -266,11 +267,7 @@ class Table:
     def _index_records(self, blk: Block) -> tuple[list[bytes], list[int]]:
         got = self._indexcache.get(blk.offset)
         if got is None:
-            keys, poss = [], []
-            for raw in iter_raw_records(blk):
-                keys.append(raw.key)
-                poss.append(raw.record.position)
-            got = (keys, poss)
+            got = decode_index_block(blk)
             self._indexcache[blk.offset] = got
         return got
 
@@ -307,6 +304,9 @@ class Table:
         if not self.has_refs:
             return None
         if not start:
+            return 0
+        first = self.ref_block(0)  # usually needed anyway; saves the index walk for early starts
+        if first.names and first.names[-1] >= start:
             return 0
         if self.footer.ref_index_position:
             return self._seek_indexed(self.footer.ref_index_position, start, BLOCK_REF)
