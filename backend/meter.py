@@ -40,6 +40,7 @@ import _thread
 import os
 import time
 from _operator import sub as _sub
+from itertools import compress as _compress
 from typing import NamedTuple
 
 SOURCES = ("perf", "strace", "proc")
@@ -660,28 +661,22 @@ def _deltas(
     the bookkeeping syscalls of measures nested inside this one (ledger indices), also taken out, and
     ``extra`` those counted exactly as they happened (see ``_kids_counters``).
     """
-    diffs = list(map(_sub, after, base))
-    total = diffs[0]
-    by_name: dict[str, int] = {}
-    names = ctr.names
-    counted = 0
-    for i in [i for i, d in enumerate(diffs) if d][1:] if total else ():
-        d = diffs[i]
-        by_name[names[i]] = d
-        counted += d
+    diffs = list(map(_sub, after, base))  # C-level loops only: this runs on every measure
+    by_name = dict(zip(_compress(ctr.names, diffs), filter(None, diffs), strict=False))
+    total = by_name.pop("", 0)
     own_name, own = ("read", ctr.nreads) if nested else ("ioctl", 1)
-    minus = [
-        (name, m + own if name == own_name else m) for name, m in zip(_LEDGER_NAMES, inner, strict=False)
-    ]
-    total -= sum(m for _, m in minus) + sum(m for name, m in extra if name == "")
-    for name, m in minus + extra:
-        if m and name in by_name:
-            counted -= m
+    ledger = [(own_name, own)]
+    if any(inner):
+        ledger += [(name, m) for name, m in zip(_LEDGER_NAMES, inner, strict=False) if m]
+    total -= sum(m for _, m in ledger) + sum(m for name, m in extra if not name)
+    for name, m in ledger + [e for e in extra if e[0]]:
+        if name in by_name:
             left = by_name[name] - m
-            if left:
+            if left > 0:
                 by_name[name] = left
             else:
                 del by_name[name]
+    counted = sum(by_name.values())
     if total > counted:
         by_name["other"] = total - counted
     return by_name, total
