@@ -315,7 +315,6 @@ class _Lister:
     def packed_range(self, start: int, end: int) -> None:
         """Records of packed-refs in [start, end) (record boundaries), in chunks."""
         packed = self.snap.packed
-        buf = packed.buf
         pos = start
         while pos < end:
             stop = min(end, pos + _CHUNK)
@@ -323,7 +322,7 @@ class _Lister:
                 stop = packed._record_start(stop)
                 if stop <= pos:
                     stop = packed._record_end(pos)
-            self.packed_chunk(pos, bytes(buf[pos:stop]))
+            self.packed_chunk(pos, packed.read(pos, stop))
             pos = stop
 
     def packed_chunk(self, base: int, data: bytes) -> None:
