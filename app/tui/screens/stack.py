@@ -47,8 +47,8 @@ def storage_screen(
 
 
 HEADER = Text(
-    f"{'#':>3} {'table':<40} {'update index':>15} {'size':>10} {'v':>1} {'hash':<6} {'block':>6} "
-    f"{'refs':>9} {'tomb':>7} {'logs':>9}  {'blocks r/g/o/i':<19} idx obj",
+    f"{'#':>2} {'table':<42} {'update index':>13} {'size':>9} {'v':>1} {'block':>5} "
+    f"{'refs':>9} {'tomb':>6} {'logs':>9} {'blocks r/g/o/i':<15} idx obj",
     no_wrap=True,
 )
 
@@ -61,22 +61,22 @@ def _n(value: int) -> str:
 
 def table_row(i: int, s: TableSummary, merge: tuple[int, int] | None) -> Text:
     t = Text(no_wrap=True)
-    t.append(f"{i:>3} ", style="bold")
-    t.append(f"{s.name:<40} ", style="dark_orange" if merge and merge[0] <= i < merge[1] else "")
+    t.append(f"{i:>2} ", style="bold")
+    t.append(f"{s.name:<42} ", style="dark_orange" if merge and merge[0] <= i < merge[1] else "")
     rng = (
         f"{s.min_update_index}..{s.max_update_index}"
         if s.min_update_index != s.max_update_index
         else f"{s.min_update_index}"
     )
-    t.append(f"{rng:>15} ", style="cyan")
-    t.append(f"{size(s.size):>10} ")
-    t.append(f"{s.version:>1} {s.hash_name:<6} {s.block_size:>6} ")
+    t.append(f"{rng:>13} ", style="cyan")
+    t.append(f"{size(s.size):>9} ")
+    t.append(f"{s.version:>1} {s.block_size:>5} ")
     t.append(f"{_n(s.ref_records):>9} ")
-    t.append(f"{_n(s.tombstones):>7} ", style="red" if s.tombstones > 0 else "")
-    t.append(f"{_n(s.log_records):>9}  ")
+    t.append(f"{_n(s.tombstones):>6} ", style="red" if s.tombstones > 0 else "")
+    t.append(f"{_n(s.log_records):>9} ")
     b = s.blocks
     blocks = "/".join(str(b.get(k, 0)) for k in "rgoi") if b else "…"
-    t.append(f"{blocks:<19} ")
+    t.append(f"{blocks:<15} ")
     if s.ref_records < 0:
         t.append(" …   …")
     else:
@@ -103,11 +103,11 @@ class StackScreen(ViewScreen):
 
     DEFAULT_CSS = """
     StackScreen #stack-info { height: auto; padding: 0 1; background: $boost; }
-    StackScreen #stack-tables { height: 1fr; min-height: 5; }
+    StackScreen #stack-tables { height: auto; max-height: 45%; min-height: 4; }
     StackScreen #stack-middle { height: auto; max-height: 14; border-top: solid $primary; }
     StackScreen #stack-chart { width: 1fr; height: auto; padding: 0 1; text-wrap: nowrap; }
     StackScreen #stack-forecast { width: 1fr; height: auto; padding: 0 1; }
-    StackScreen #stack-feed-box { height: 8; border-top: solid $primary; }
+    StackScreen #stack-feed-box { height: 1fr; min-height: 5; border-top: solid $primary; }
     StackScreen .box-title { height: 1; padding: 0 1; color: $text-accent; text-style: bold; }
     StackScreen #stack-report { height: auto; max-height: 12; padding: 0 1; border-top: solid $warning; }
     StackScreen #stack-report.-empty { display: none; }
@@ -245,7 +245,7 @@ class StackScreen(ViewScreen):
         self.query_one("#stack-info", Static).update(info)
         self.query_one("#stack-chart", Static).update(
             size_chart(
-                names, fc.sizes, self.factor, fc.next, width=30, new_size=fc.next_size if tables else None
+                names, fc.sizes, self.factor, fc.next, width=20, new_size=fc.next_size if tables else None
             )
         )
         self.query_one("#stack-forecast", Static).update(self._forecast_text(fc))

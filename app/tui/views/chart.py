@@ -25,6 +25,8 @@ def size_chart(
         rows.append(("next write", new_size))
     top = max((math.log2(max(s, 1)) for _n, s in rows), default=1.0) or 1.0
     out = Text(no_wrap=True)
+    out.append(f"{'':>4} {'(orange: merged by the next write)':<{width}}", style="dim")
+    out.append(f"  {'size':>8}  {'÷ next':>7}\n", style="dim")
     for i, (_name, s) in enumerate(rows):
         bar = max(1, round(width * math.log2(max(s, 1)) / top)) if s > 0 else 0
         in_merge = merge is not None and merge[0] <= i < merge[1]
@@ -44,7 +46,7 @@ def size_chart(
             )
             out.append(" ✓" if ok else f" <{factor}", style="green" if ok else "bold red")
         if in_merge:
-            out.append("  ◀ merge", style="bold dark_orange")
+            out.append(" ◀", style="bold dark_orange")
         if i + 1 < len(rows):
             out.append("\n")
     return out
