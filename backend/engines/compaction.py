@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import os
 
-from ..errors import LockBusy, TransactionRefused
+from ..errors import LockBusy, RefscopeError, TransactionRefused
 from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
 from ..formats.reftable.stack import compaction_size, suggest_compaction_segment
 from ..formats.reftable.table import Table
@@ -139,9 +139,14 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
             raise
         # The stack in memory now mirrors the list: reuse the tables outside the segment.
         reuse = {t.name: t for t in st.tables}
+        if not empty:
+            reuse[new_name] = Table.from_bytes(data, os.path.join(st.dir, new_name))
         st.tables = []
         st.names = []
-        st.load(reuse)
+        try:
+            st.load(reuse)
+        except (RefscopeError, OSError):
+            pass  # the list moved on after we released it (another writer); the next user reloads
         for lock in table_locks:
             step("compaction: unlink", lock[: -len(LOCK_SUFFIX)])
             try:
@@ -172,6 +177,10 @@ def auto_compact(repo, st: Stack) -> str | None:
     try:
         return compact_range(repo, st, seg[0], seg[1] - 1, best_effort=True)
     except (LockBusy, Outdated):
+        return None  # git ignores these two: someone else is compacting or has rewritten the stack
+    except (RefscopeError, OSError):
+        # git would report the error although the batch is already durable; refscope reports the commit
+        # as what it is (committed) and leaves the stack for the next compaction
         return None
 
 
