@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import threading
 import time
 from array import array
 from binascii import hexlify
@@ -259,6 +260,7 @@ class ReftableSnapshot:
         self._rows_r = array("I")
         self._rows_iter = None
         self._rows_done = False
+        self._rows_lock = threading.Lock()  # the row index grows lazily; views and watchers share snapshots
 
     # --- routing -----------------------------------------------------------------------------------------
 
@@ -429,6 +431,12 @@ class ReftableSnapshot:
         """Grow the row index until it has more than ``upto`` rows (or is complete)."""
         if self._rows_done:
             return
+        with self._rows_lock:
+            self._extend_rows_locked(upto)
+
+    def _extend_rows_locked(self, upto: int) -> None:
+        if self._rows_done:
+            return
         if self._rows_iter is None:
             self._rows_iter = self._stream(b"")
         it = self._rows_iter
@@ -453,17 +461,21 @@ class ReftableSnapshot:
     def _build_all(self) -> None:
         if self._rows_done:
             return
+        with self._rows_lock:
+            self._build_all_locked()
+
+    def _build_all_locked(self) -> None:
+        if self._rows_done:
+            return
         t = self._single()
         if t is not None:  # rebuild block by block: faster than continuing the per-row stream
-            self._rows_iter = None
-            self._rows_t, self._rows_b, self._rows_r = array("H"), array("Q"), array("I")
             self._build_single(t)
             return
-        self._extend_rows(1 << 62)
+        self._extend_rows_locked(1 << 62)
 
     def _build_single(self, t: Table) -> None:
         """Row index of a one-table stack, block by block (no per-row tuples)."""
-        rbk, rr, rt = self._rows_b, self._rows_r, self._rows_t
+        rbk, rr, rt = array("Q"), array("I"), array("H")  # swapped in when complete (readers may race)
         for rb, i in t.iter_ref_blocks(b"refs/"):
             names = rb.names
             n = len(names)
@@ -488,6 +500,8 @@ class ReftableSnapshot:
                 if stop:
                     break
         rt.frombytes(bytes(2 * len(rr)))
+        self._rows_iter = None
+        self._rows_t, self._rows_b, self._rows_r = rt, rbk, rr
         self._rows_done = True
 
     def _row_block(self, i: int):
@@ -497,9 +511,9 @@ class ReftableSnapshot:
             self._extend_rows(i)
             if i >= len(self._rows_r):
                 raise IndexError(i)
-        ti = self._rows_t[i]
-        t = self._all_tables[ti]
-        return t, t.ref_block(self._rows_b[i]), self._rows_r[i]
+        rt, rbk, rr = self._rows_t, self._rows_b, self._rows_r
+        t = self._all_tables[rt[i]]
+        return t, t.ref_block(rbk[i]), rr[i]
 
     def __len__(self) -> int:
         self._build_all()

@@ -253,7 +253,8 @@ class Table:
         """The decoded ref block at ``off`` (LRU-cached)."""
         rb = self._refcache.get(off)
         if rb is not None:
-            self._refcache.move_to_end(off)
+            with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+                self._refcache.move_to_end(off)
             return rb
         blk = self.block_at(off)
         if blk is None or blk.type != BLOCK_REF:
@@ -261,7 +262,8 @@ class Table:
         rb = decode_ref_block(blk, self.min_update_index)
         self._refcache[off] = rb
         if len(self._refcache) > _REF_CACHE:
-            self._refcache.popitem(last=False)
+            with contextlib.suppress(KeyError):
+                self._refcache.popitem(last=False)
         return rb
 
     def _index_records(self, blk: Block) -> tuple[list[bytes], list[int]]:
@@ -403,9 +405,11 @@ class Table:
             got = [raw.record for raw in iter_raw_records(blk)]
             cache[off] = got
             if len(cache) > _LOG_CACHE:
-                cache.popitem(last=False)
+                with contextlib.suppress(KeyError):
+                    cache.popitem(last=False)
         else:
-            cache.move_to_end(off)
+            with contextlib.suppress(KeyError):
+                cache.move_to_end(off)
         return got
 
     def iter_logs(self, name: bytes | None = None) -> Iterator[LogRecord]:
