@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,50 @@ async def test_compaction_action_shows_report_and_before_after(stack_repo: Path)
         assert all(n in report for n in before) and after[-1] in report
     assert for_each_ref(stack_repo) == refs_before
     assert git(stack_repo, "fsck", "--no-progress") == b""
+
+
+async def test_table_view_obj_and_index_blocks(tmp_path: Path, git_bin: str) -> None:
+    from tests.gitutil import init_repo
+
+    repo = init_repo(tmp_path / "repo", fmt="reftable")
+    git(repo, "config", "reftable.blockSize", "512")  # several ref blocks: git writes an index and obj blocks
+    oids = [
+        git(repo, "hash-object", "-w", "--stdin", input=f"blob {i}\n".encode()).strip() for i in range(60)
+    ]
+    git(
+        repo,
+        "update-ref",
+        "--stdin",
+        input=b"".join(b"create refs/blobs/%04d %s\n" % t for t in enumerate(oids)),
+    )
+    table = open_store(repo).snapshot().tables[-1]
+    app = Host(lambda: TableScreen(table))
+    async with app.run_test(size=(150, 45)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: not any(w.is_running for w in app.workers))
+        kinds = [chr(b.type) for _s, b in screen.blocks]
+        assert kinds == ["r"] * kinds.count("r") + ["i", "o", "g"] and kinds.count("r") >= 2
+        ref_blocks = {}
+        for i, (_s, blk) in enumerate(screen.blocks):
+            if chr(blk.type) == "r":
+                screen.show_block(i)
+                ref_blocks[blk.offset] = [r.record for r in screen.records]
+        # index block: one record per ref block, its last key and its position
+        screen.show_block(kinds.index("i"))
+        assert [(r.record.last_key, r.record.position) for r in screen.records] == [
+            (recs[-1].name, off) for off, recs in sorted(ref_blocks.items())
+        ]
+        # obj block: abbreviated ids (2 bytes here) and the ref blocks holding refs with those ids
+        screen.show_block(kinds.index("o"))
+        rows = _rows(screen.records_view)
+        expected = {}
+        for off, recs in ref_blocks.items():
+            for r in recs:
+                if r.value is not None:
+                    expected.setdefault(r.value[:4].decode(), set()).add(off)
+        assert len(rows) == len(expected)
+        for row in rows:
+            m = re.search(r"\s([0-9a-f]{4})\s+(\d+) blocks?: (.*)$", row)
+            assert m is not None, row
+            positions = {int(p) for p in m.group(3).split(",")}
+            assert positions == expected[m.group(1)] and int(m.group(2)) == len(positions)

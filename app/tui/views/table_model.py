@@ -70,6 +70,9 @@ def _value_text(rec: Any, kind: str, hexw: int) -> Text:
             t.append(f"{git_date(rec.time, rec.tz)} ", style="dim")
             t.append(bytes_text(rec.message.rstrip(b"\n"), 80))
     elif kind == "o":
+        if not rec.positions:
+            t.append("no positions stored (too many blocks: readers scan the ref blocks)", style="dim")
+            return t
         t.append(f"{len(rec.positions)} block{'s' if len(rec.positions) != 1 else ''}: ", style="bold")
         t.append(", ".join(str(p) for p in rec.positions[:16]) + (" …" if len(rec.positions) > 16 else ""))
     else:
