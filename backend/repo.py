@@ -340,7 +340,10 @@ def _finish(
         worktree = os.path.realpath(discovered_worktree)
     else:
         worktree = None
-        bare = True if discovered_worktree is None else bare
+        if discovered_worktree is None:
+            # found as the directory itself (a bare repository, or from inside a .git dir): core.bare
+            # decides when set, as git's is_bare_repository does
+            bare = True if bare_cfg is None else bare
     return Repo(gitdir, commondir, worktree, bare, ref_storage, hash_name, config)
 
 
