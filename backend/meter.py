@@ -278,9 +278,10 @@ class _Counters:
         if leader < 0:
             raise OSError(-leader, f"perf_event_open raw_syscalls:sys_enter: {os.strerror(-leader)}")
         self.fds.append(leader)
+        events = s.events[: _event_budget(len(s.events))]
         if not inherit:  # (an inheriting set is opened under _kids_counters' exact accounting)
-            _ledger()[_PERF_OPEN] += 1 + len(s.events)
-        for name, config in s.events:
+            _ledger()[_PERF_OPEN] += 1 + len(events)
+        for name, config in events:
             fd = _perf_open(s, config, disabled=False, inherit=inherit, group=group, group_fd=leader)
             if fd >= 0:
                 self.fds.append(fd)
@@ -313,6 +314,17 @@ class _Counters:
 
     def __del__(self) -> None:
         self.close()
+
+
+def _event_budget(wanted: int) -> int:
+    """How many per-syscall counters a set may hold: each is a file descriptor, and a process running with a
+    small RLIMIT_NOFILE must keep its descriptors for its own work (then only the total is counted)."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY or soft >= 4096:
+        return wanted
+    return max(0, min(wanted, (soft - 64) // 8))
 
 
 _tls = _thread._local()

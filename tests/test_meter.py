@@ -585,3 +585,27 @@ def test_reopening_inheriting_set_inside_a_measure_is_exact() -> None:
     finally:
         keep.set()
         alive.join()
+
+
+def test_small_fd_limit_counts_the_total_only(tmp_path: Path) -> None:
+    """With RLIMIT_NOFILE 32 the per-syscall counters would take the process's descriptors: only the total."""
+    import resource
+
+    code = textwrap.dedent(
+        """
+        import json, os
+        from refscope.backend import meter
+        with meter.measure("x") as m:
+            fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(20)]  # the program's own descriptors
+            for fd in fds:
+                os.close(fd)
+        print(json.dumps(m.report.to_json()["syscalls"]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        check=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32)),
+    )
+    assert json.loads(out.stdout) == {"total": 40, "by_name": {"other": 40}, "source": "perf"}
