@@ -1,0 +1,73 @@
+"""check_refname and is_safe_refname against git (``git check-ref-format --allow-onelevel``)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+from refscope.backend.refname import check_refname, is_safe_refname, is_valid_refname
+
+from tests.gitutil import git_binary, git_env
+
+CURATED = [
+    b"refs/heads/main", b"HEAD", b"@", b"a@b", b"a@{b", b"refs/heads/a..b", b"refs/heads/.a", b"refs/heads/a.",
+    b"refs/heads/a.lock", b"refs/heads/a.lock/b", b"refs/heads/a/", b"/refs/heads/a", b"refs//heads", b"a",
+    b"refs/heads/a b", b"refs/heads/a\tb", b"refs/heads/a~1", b"refs/heads/a^", b"refs/heads/a:b",
+    b"refs/heads/a?", b"refs/heads/a[", b"refs/heads/a\\b", b"refs/heads/a*", b"refs/heads/\x7f",
+    b"refs/heads/\xc2\x85", "refs/heads/\u202e".encode(), b"refs/heads/\xff", b"refs/heads/a.b.c",
+    b"refs/heads/..", b"refs/heads/.", b"refs/heads/a/.b", b"refs/tags/v1.0", b'refs/heads/"q"',
+    b"refs/heads/@", b"refs/heads/a@", b"refs/heads/{a}", b"refs/heads/a.lockx",
+]  # fmt: skip
+
+
+def _names() -> list[bytes]:
+    alphabet = [
+        b"a",
+        b".",
+        b"/",
+        b"@",
+        b"{",
+        b"lock",
+        b".lock",
+        b"*",
+        b" ",
+        b"\x01",
+        b"\xc3\xa9",
+        b"~",
+        b"..",
+        b"z",
+    ]
+    rnd = random.Random(11)
+    out = set(CURATED)
+    while len(out) < 160:
+        out.add(b"".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 6))))
+    return sorted(n for n in out if not n.startswith(b"-"))
+
+
+def test_check_refname_agrees_with_git() -> None:
+    env = git_env()
+    for name in _names():
+        proc = subprocess.run(
+            [git_binary(), "check-ref-format", "--allow-onelevel", name], env=env, capture_output=True
+        )
+        ours = check_refname(name)
+        assert (proc.returncode == 0) == (ours is None), (name, ours)
+        assert is_valid_refname(name) == (ours is None)
+    assert check_refname(b"refs/heads/a\0b") is not None
+
+
+def test_refname_is_safe() -> None:
+    assert is_safe_refname(b"refs/heads/x") and is_safe_refname(b"HEAD") and is_safe_refname(b"FETCH_HEAD")
+    for bad in (
+        b"refs/",
+        b"refs//x",
+        b"refs/x/",
+        b"refs/../x",
+        b"refs/a/./b",
+        b"head",
+        b"",
+        b"refs/a\0b",
+        b"../x",
+    ):
+        assert not is_safe_refname(bad), bad
+    assert is_safe_refname(b"refs/heads/a..b")  # invalid but safe: git hides it rather than dying
