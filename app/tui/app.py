@@ -87,6 +87,7 @@ class RefscopeApp(App[None]):
         self.snapshot_changed: Signal[SnapshotUpdate] = Signal(self, "snapshot_changed")
         self.op_recorded: Signal[Any] = Signal(self, "op_recorded")
         self.reports: list = []
+        self._counted: tuple[Any, int] = (None, 0)
         self.set_reactive(RefscopeApp.engine, engine)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -130,14 +131,18 @@ class RefscopeApp(App[None]):
 
     # -- shared operations ------------------------------------------------------------------------------
     def ref_count(self) -> int | None:
-        """Number of refs of the current snapshot; None (and ``store_error`` set) when it cannot be read."""
-        if self.snapshot is None:
-            return None
-        try:
-            return len(self.snapshot)
-        except RefscopeError as err:
-            self.store_error = str(err)
-            return None
+        """Number of refs of the current snapshot once a worker has counted it (None until then).
+
+        Counting builds the snapshot's row index (seconds at 1M refs), so it never happens on the UI thread.
+        """
+        return self.known_count(self.snapshot)
+
+    def known_count(self, snapshot) -> int | None:
+        counted, n = self._counted
+        return n if snapshot is not None and counted is snapshot else None
+
+    def note_count(self, snapshot, n: int) -> None:
+        self._counted = (snapshot, n)
 
     def record_op(self, report) -> None:
         if report is None:

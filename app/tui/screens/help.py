@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,7 +13,7 @@ from textual.widgets import Static
 
 KEYS = [
     ("Browsing", ""),
-    ("↑ ↓ j k, PgUp PgDn, Home End", "move the cursor"),
+    ("↑ ↓ j k PgUp PgDn Home End", "move the cursor"),
     ("/", "filter: prefix refs/… (instant), substring, or glob * ? [ ] (background scan)"),
     ("escape", "clear the filter / leave a view"),
     ("ctrl+p", "command palette: jump to a ref, switch view, switch engine"),
@@ -42,20 +44,24 @@ FILTERS = (
 )
 
 
-def help_text() -> Text:
-    text = Text()
+def help_table() -> Group:
+    """Keys in a two-column table (descriptions wrap in their own column), then the notes."""
+    table = Table.grid(padding=(0, 2), expand=True)
+    table.add_column(width=26, no_wrap=True)
+    table.add_column(ratio=1)
     for key, what in KEYS:
         if not what:
-            text.append(f"\n{key}\n", "bold underline")
+            if table.row_count:
+                table.add_row(Text(""), Text(""))
+            table.add_row(Text(key, "bold underline"), Text(""))
             continue
-        text.append(f"  {key:<30}", "bold")
-        text.append(f"{what}\n")
-    text.append("\n" + FILTERS + "\n", "dim")
-    text.append(
-        "\nNames are shown escaped: control bytes, C1 controls and bidi overrides appear as \\xNN / \\uNNNN.\n",
+        table.add_row(Text(key, "bold"), Text(what))
+    notes = Text("\n" + FILTERS + "\n", "dim")
+    notes.append(
+        "\nNames are shown escaped: control bytes, C1 controls and bidi overrides appear as \\xNN / \\uNNNN.",
         "dim",
     )
-    return text
+    return Group(table, notes)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -65,4 +71,4 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="help-box"):
             yield Static(Text("refscope — keys", "bold"), id="dialog-title")
             with VerticalScroll():
-                yield Static(help_text(), id="help-text")
+                yield Static(help_table(), id="help-text")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import islice
 
 from refscope.backend.display import escape_name
 from refscope.backend.errors import RefscopeError
@@ -34,6 +35,7 @@ from .operations import BenchScreen, OperationScreen
 MARK_ALL_CONFIRM = 1000  # marking more than this many refs at once asks first
 FLASH_SECONDS = 3.0
 BENCH_RUNS = 3
+PREVIEW_ROWS = 300  # rows streamed for the first screen while the snapshot is indexed
 
 
 def make_view(app, name: str):
@@ -82,7 +84,7 @@ class MainScreen(Screen):
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
         Binding("space", "toggle_mark", "Mark"),
-        Binding("a", "mark_all", "Mark shown"),
+        Binding("a", "mark_all", "Mark all"),
         Binding("u", "unmark_all", "Unmark all", show=False),
         Binding("c", "commit", "Commit"),
         Binding("b", "bench", "Bench"),
@@ -121,7 +123,7 @@ class MainScreen(Screen):
         with Horizontal(id="panels"):
             yield QueuePanel(self.app.queue, id="queue")
             yield OpsPanel(id="ops")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         app = self.app
@@ -133,57 +135,136 @@ class MainScreen(Screen):
         self.watch(app, "live", lambda _: self.update_status())
         self.query_one("#filter-progress").display = False
         self.query_one(QueuePanel).sync()
-        self.query_one(QueuePanel).border_title = "queue · 0"
         self.query_one(OpsPanel).border_title = f"operations · {len(app.reports)}"
-        self._show_view(self._compute_quick(app.snapshot) if app.snapshot is not None else range(0))
         self.query_one(RefList).focus()
+        if app.snapshot is not None:
+            self._show_preview(app.snapshot)
+        else:
+            self._show_view(None, range(0))
+        # index after the first paint: a CPU-bound worker would otherwise hold the GIL during it
+        self.call_after_refresh(self._first_painted)
+
+    def _first_painted(self) -> None:
+        app = self.app
+        app.first_paint = time.perf_counter()
+        if app.snapshot is not None:
+            self.prepare(app.snapshot, self.pattern, self.generation, None)
 
     @property
     def ref_list(self) -> RefList:
         return self.query_one(RefList)
 
+    def is_ready(self) -> bool:
+        """True when the list shows the app's newest snapshot with its row index built (counted)."""
+        return self.ref_list.preview is None and self.app.ref_count() is not None
+
     # -- status and counts ------------------------------------------------------------------------------
     def update_status(self) -> None:
         app = self.app
-        count = app.ref_count()
         self.query_one(StatusLine).show(
             repo=app.repo_path,
             snapshot=app.snapshot,
-            count=count,
+            count=app.ref_count(),
             engine=app.engine,
             live=app.live,
             error=app.store_error,
         )
 
     def update_count(self) -> None:
-        total = self.app.ref_count() or 0
+        total = self.app.ref_count()
+        if self.ref_list.preview is not None or total is None:
+            self.query_one("#count", Label).update(Text("counting…"))
+            return
         shown = len(self.ref_list.view)
         kind = "" if self.pattern.kind == "all" else f" ({self.pattern.kind})"
         self.query_one("#count", Label).update(Text(f"{shown:,} of {total:,} shown{kind}"))
 
-    def _show_view(self, view, keep: bytes | None = None) -> None:
-        self.ref_list.set_view(self.app.snapshot, view, keep=keep)
+    def _show_view(self, snapshot, view, keep: bytes | None = None) -> None:
+        self.ref_list.set_view(snapshot, view, keep=keep)
         self.update_count()
         self.update_status()
 
-    # -- filtering --------------------------------------------------------------------------------------
-    def _compute_quick(self, snapshot):
-        """The view when it needs no scan (all / prefix), else None. Measured as a "filter" operation."""
-        if snapshot is None or self.pattern.kind not in ("all", "prefix"):
-            return None
+    def _show_preview(self, snapshot) -> None:
+        """The first screenful streamed from the snapshot (no row index) while a worker counts it."""
         try:
-            if self.pattern.kind == "all":
-                if snapshot is self.app.snapshot:
-                    return range(self.app.ref_count() or 0)
-                return range(len(snapshot))
-            with self.app.meter.measure("filter") as m:
-                view = filtering.compute(snapshot, self.pattern)
-            self.app.record_op(m.report)
-            return view
+            refs = list(islice(snapshot.iter_from(b""), PREVIEW_ROWS))
         except RefscopeError as err:
             self.app.store_error = str(err)
-            return range(0)
+            refs = []
+        self.ref_list.set_preview(snapshot, refs)
+        self.update_count()
+        self.update_status()
 
+    # -- preparing views: counting, prefix ranges and scans off the UI thread ----------------------------
+    @work(thread=True, exclusive=True, group="prepare", exit_on_error=False, description="index and filter")
+    def prepare(self, snapshot, pattern, generation: int, keep: bytes | None) -> None:
+        """Count ``snapshot`` (building its row index) if needed, then compute ``pattern``'s view.
+
+        Runs in a thread so neither a 1M-ref index build nor a substring scan ever blocks the UI; a newer
+        request cancels this one (exclusive) and the result of a superseded generation is dropped.
+        """
+        app = self.app
+        worker = get_current_worker()
+        reports = []
+        try:
+            count = app.known_count(snapshot)
+            if count is None:
+                with app.meter.measure("index") as m:
+                    count = len(snapshot)
+                reports.append(m.report)
+            if worker.is_cancelled:
+                return
+            if pattern.kind == "all":
+                view = range(count)
+            else:
+                last = [0.0]
+
+                def progress(done: int, total: int) -> None:
+                    now = time.monotonic()
+                    if now - last[0] > 0.05:
+                        last[0] = now
+                        self.post_message(self.FilterProgress(generation, done, total))
+
+                if pattern.kind != "prefix":
+                    self.post_message(self.FilterProgress(generation, 0, 1))
+                with app.meter.measure("filter") as m:
+                    view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress)
+                reports.append(m.report)
+        except RefscopeError as err:
+            app.call_from_thread(self._prepare_failed, generation, snapshot, err)
+            return
+        if view is None or worker.is_cancelled:
+            return
+        app.call_from_thread(self._prepared, generation, snapshot, count, view, keep, reports)
+
+    def _prepared(self, generation: int, snapshot, count: int, view, keep, reports) -> None:
+        app = self.app
+        app.note_count(snapshot, count)
+        for report in reports:
+            app.record_op(report)
+        if generation != self.generation or snapshot is not app.snapshot:
+            return
+        self.query_one("#filter-progress").display = False
+        if keep is None and self.ref_list.preview is not None:
+            keep = self.ref_list.current_name() if self.ref_list.cursor else None
+        self._show_view(snapshot, view, keep=keep)
+
+    def _prepare_failed(self, generation: int, snapshot, err: Exception) -> None:
+        self.app.store_error = str(err)
+        if generation == self.generation and snapshot is self.app.snapshot:
+            self.query_one("#filter-progress").display = False
+            if self.ref_list.preview is None:
+                self._show_view(snapshot, range(0))
+        self.update_count()
+        self.update_status()
+
+    def on_main_screen_filter_progress(self, message: FilterProgress) -> None:
+        if message.generation == self.generation and message.total:
+            bar = self.query_one("#filter-progress", ProgressBar)
+            bar.display = True
+            bar.update(total=message.total, progress=message.done)
+
+    # -- filtering --------------------------------------------------------------------------------------
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()
 
@@ -202,69 +283,41 @@ class MainScreen(Screen):
         self.ref_list.focus()
 
     def apply_filter(self, text: str) -> None:
+        """A new pattern: a prefix on an indexed snapshot is two binary searches right here; anything
+        else (a scan, or a snapshot still being indexed) goes to the ``prepare`` worker."""
+        app = self.app
         self.pattern = filtering.parse(text)
         self.generation += 1
+        if app.snapshot is None:
+            return
         keep = self.ref_list.current_name()
-        self.workers.cancel_group(self, "filter")
-        view = self._compute_quick(self.app.snapshot)
-        if view is not None:
+        if self.is_ready() and self.pattern.kind in ("all", "prefix"):
+            self.workers.cancel_group(self, "prepare")
             self.query_one("#filter-progress").display = False
-            self._show_view(view, keep=keep)
-        elif self.app.snapshot is not None:
-            self.query_one("#filter-progress", ProgressBar).update(total=100, progress=0)
-            self.query_one("#filter-progress").display = True
+            try:
+                with app.meter.measure("filter") as m:
+                    view = filtering.compute(app.snapshot, self.pattern)
+            except RefscopeError as err:
+                app.store_error = str(err)
+                view = range(0)
+            else:
+                if self.pattern.kind == "prefix":
+                    app.record_op(m.report)
+            self._show_view(app.snapshot, view, keep=keep)
+            return
+        if self.ref_list.preview is None:
             self.query_one("#count", Label).update(Text("scanning…"))
-            self.scan(self.app.snapshot, self.pattern, self.generation, keep)
-
-    @work(thread=True, exclusive=True, group="filter", exit_on_error=False, description="filter scan")
-    def scan(self, snapshot, pattern, generation: int, keep: bytes | None) -> None:
-        worker = get_current_worker()
-        last = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            now = time.monotonic()
-            if now - last[0] > 0.05:
-                last[0] = now
-                self.post_message(self.FilterProgress(generation, done, total))
-
-        try:
-            with self.app.meter.measure("filter") as m:
-                view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress)
-        except RefscopeError as err:
-            self.app.call_from_thread(self._scan_failed, generation, err)
-            return
-        if view is None or worker.is_cancelled:
-            return
-        self.app.call_from_thread(self._scan_done, generation, snapshot, view, keep, m.report)
-
-    def on_main_screen_filter_progress(self, message: FilterProgress) -> None:
-        if message.generation == self.generation and message.total:
-            self.query_one("#filter-progress", ProgressBar).update(total=message.total, progress=message.done)
-
-    def _scan_done(self, generation: int, snapshot, view, keep, report) -> None:
-        self.app.record_op(report)
-        if generation != self.generation or snapshot is not self.app.snapshot:
-            return
-        self.query_one("#filter-progress").display = False
-        self._show_view(view, keep=keep)
-
-    def _scan_failed(self, generation: int, err: Exception) -> None:
-        if generation == self.generation:
-            self.query_one("#filter-progress").display = False
-            self.app.store_error = str(err)
-            self._show_view(range(0))
+        self.prepare(app.snapshot, self.pattern, self.generation, keep)
 
     # -- following snapshots ----------------------------------------------------------------------------
     def _on_snapshot_changed(self, update) -> None:
-        keep = self.ref_list.current_name()
-        view = self._compute_quick(update.snapshot)
-        if view is None and update.snapshot is not None:
-            self.generation += 1
-            self.scan(update.snapshot, self.pattern, self.generation, keep)
-            self.ref_list.snapshot = update.snapshot
-            self.ref_list.refresh_rows()
+        """A new snapshot (watcher, refresh, commit): keep showing the old one until the new one is
+        counted and filtered in the worker, then swap it in with the cursor on the same name."""
+        self.generation += 1
+        if update.snapshot is not None:
+            self.prepare(update.snapshot, self.pattern, self.generation, self.ref_list.current_name())
         else:
-            self._show_view(view if view is not None else range(0), keep=keep)
+            self._show_view(None, range(0))
         diff = update.diff
         if diff is not None:
             changed = set(getattr(diff, "added", ()) or ()) | set(getattr(diff, "changed", ()) or ())
@@ -274,6 +327,7 @@ class MainScreen(Screen):
                     self._flash_timer.stop()
                 self._flash_timer = self.set_timer(FLASH_SECONDS, lambda: self.ref_list.set_changed(set()))
         self.query_one(QueuePanel).sync()
+        self.ref_list.refresh_rows()
         self.update_status()
 
     def action_refresh(self) -> None:
@@ -304,6 +358,7 @@ class MainScreen(Screen):
         else:
             self.app.queue.recheck(snapshot)
             self.query_one(QueuePanel).sync()
+            self.ref_list.refresh_rows()
 
     # -- marking ----------------------------------------------------------------------------------------
     def action_toggle_mark(self) -> None:
@@ -317,6 +372,9 @@ class MainScreen(Screen):
 
     @work(exclusive=True, group="mark")
     async def action_mark_all(self) -> None:
+        if not self.is_ready():
+            self.notify("still indexing: try again in a moment", severity="warning", timeout=2)
+            return
         view, snapshot = self.ref_list.view, self.app.snapshot
         n = len(view)
         if not n:
@@ -352,6 +410,9 @@ class MainScreen(Screen):
     def jump_to(self, name: bytes) -> None:
         """Clear a filter that hides ``name`` and put the cursor on it (a "lookup" operation)."""
         app = self.app
+        if not self.is_ready():
+            self.notify("still indexing: try again in a moment", severity="warning", timeout=2)
+            return
         with app.meter.measure("lookup") as m:
             found = app.snapshot.lookup(name) if app.snapshot is not None else None
         app.record_op(m.report)
@@ -361,7 +422,7 @@ class MainScreen(Screen):
         if self.pattern.kind != "all":
             self.query_one("#filter", Input).value = ""
             self.apply_filter("")
-        self._show_view(self.ref_list.view, keep=name)
+        self._show_view(app.snapshot, self.ref_list.view, keep=name)
         self.ref_list.focus()
 
     # -- commit -----------------------------------------------------------------------------------------

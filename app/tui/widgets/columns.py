@@ -57,7 +57,7 @@ def header(width: int, style: Style | None = None) -> Text:
     text.append(" " * MARK_W)
     text.append(_fit("name", lay.name))
     if lay.value:
-        text.append(_fit("oid      peeled/target", lay.value))
+        text.append(_fit("oid      peeled/→", lay.value))
     if lay.location:
         text.append(_fit("location", lay.location))
     return text

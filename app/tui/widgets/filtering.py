@@ -8,9 +8,11 @@ A view is either a ``range`` (no filter, or a prefix: a binary search, no scan a
 from __future__ import annotations
 
 import re
+import time
 from array import array
 from collections.abc import Callable
 from fnmatch import translate
+from itertools import islice
 from typing import NamedTuple
 
 View = range | array
@@ -72,7 +74,6 @@ def compute(
     if pattern.kind == "prefix":
         return bounds
     out = array("I")
-    name_at = snapshot.name_at
     total = len(bounds)
     if pattern.kind == "substring":
         needle = pattern.needle
@@ -86,14 +87,31 @@ def compute(
             return match(name) is not None
 
     start, stop = bounds.start, bounds.stop
-    for chunk_start in range(start, stop, CHUNK):
+    names = _names(snapshot, pattern.prefix, start, stop)
+    done = start
+    while done < stop:
         if cancelled():
             return None
-        chunk_stop = min(chunk_start + CHUNK, stop)
-        out.extend(i for i in range(chunk_start, chunk_stop) if hit(name_at(i)))
+        chunk = list(islice(names, min(CHUNK, stop - done)))
+        if not chunk:
+            break
+        out.extend(done + k for k, name in enumerate(chunk) if hit(name))
+        done += len(chunk)
         if progress is not None:
-            progress(chunk_stop - start, total)
+            progress(done - start, total)
+        time.sleep(0)  # let the UI thread take the GIL between chunks: typing never waits for a scan
     return out
+
+
+def _names(snapshot, prefix: bytes, start: int, stop: int):
+    """Names of rows ``start..stop`` in order: streamed (``iter_names``) when the store offers it, which is
+    much cheaper per row than random access; else ``name_at`` row by row."""
+    iter_names = getattr(snapshot, "iter_names", None)
+    if iter_names is not None:
+        first = snapshot.name_at(start) if start < stop else prefix
+        return iter_names(first)
+    name_at = snapshot.name_at
+    return (name_at(i) for i in range(start, stop))
 
 
 def index_of(snapshot, view: View, name: bytes) -> int:

@@ -28,13 +28,13 @@ def top_kinds(report, n: int = 3) -> str:
 def summary(report) -> Text:
     """One line: name, wall, CPU, syscalls (top kinds), source. Plain Text, never markup."""
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{report.name:<10}", "bold")
-    text.append(f"{report.wall_ms:>9.2f} ms")
-    text.append(f"  cpu {report.cpu_ms:.2f}", "dim")
-    text.append(f"  {report.syscalls_total:,} sys")
+    text.append(f"{report.name:<9}", "bold")
+    text.append(f"{report.wall_ms:>8.2f} ms ")
+    text.append(f"{report.syscalls_total:>6,} sys")
     kinds = top_kinds(report)
     if kinds:
         text.append(f" ({kinds})", "dim")
+    text.append(f"  cpu {report.cpu_ms:.2f} ms", "dim")
     text.append(f"  [{report.source}]", "dim italic")
     return text
 
@@ -45,6 +45,7 @@ class OpsPanel(Vertical):
     DEFAULT_CSS = """
     OpsPanel { height: 1fr; }
     OpsPanel > Sparkline { height: 1; margin: 0 1; }
+    OpsPanel > OptionList:focus { border: none; }
     OpsPanel > OptionList { height: 1fr; border: none; padding: 0; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 

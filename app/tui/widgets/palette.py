@@ -21,8 +21,8 @@ class RefJumpProvider(Provider):
     async def search(self, query: str) -> Hits:
         snapshot = getattr(self.app, "snapshot", None)
         query = query.strip()
-        if snapshot is None or not query:
-            return
+        if snapshot is None or not query or self.app.ref_count() is None:
+            return  # not indexed yet: prefix searches would build the row index on the UI thread
         raw = query.encode("utf-8", "surrogateescape")
         prefixes = [raw] if raw.startswith(b"refs/") else [root + raw for root in _ROOTS]
         seen = 0

@@ -78,6 +78,7 @@ class RefList(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.snapshot = None
         self.view: View = range(0)
+        self.preview: list | None = None  # first refs of a snapshot still being indexed (streamed)
         self.queue = queue if queue is not None else {}
         self.changed: set[bytes] = set()
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
@@ -88,6 +89,7 @@ class RefList(ScrollView, can_focus=True):
         """Swap in a snapshot and/or view at once; keep the cursor on ``keep`` (a name) if given."""
         self.snapshot = snapshot
         self.view = view
+        self.preview = None
         self._cache.clear()
         self.virtual_size = Size(self.size.width, len(view))
         if keep is not None and len(view):
@@ -96,6 +98,27 @@ class RefList(ScrollView, can_focus=True):
             self.cursor = min(self.cursor, max(0, len(view) - 1))
         self._scroll_cursor_into_view(center=keep is not None)
         self.refresh()
+
+    def set_preview(self, snapshot, refs: list) -> None:
+        """Show the first refs (streamed with ``iter_from``, no row index) while the snapshot is indexed
+        in a worker: the first screen of a 1M-ref repository does not wait for the count."""
+        self.snapshot = snapshot
+        self.preview = refs
+        self.view = range(len(refs))
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(refs))
+        self.cursor = min(self.cursor, max(0, len(refs) - 1))
+        self.refresh()
+
+    def _ref_at(self, index: int):
+        if self.preview is not None:
+            return self.preview[index]
+        return self.snapshot.row(self.view[index])
+
+    def _name_at(self, index: int) -> bytes:
+        if self.preview is not None:
+            return self.preview[index].name
+        return self.snapshot.name_at(self.view[index])
 
     def set_changed(self, names: set[bytes]) -> None:
         self.changed = names
@@ -106,7 +129,7 @@ class RefList(ScrollView, can_focus=True):
         if self.snapshot is None or not len(self.view):
             return None
         try:
-            return self.snapshot.name_at(self.view[self.cursor])
+            return self._name_at(self.cursor)
         except Exception:
             return None
 
@@ -114,7 +137,7 @@ class RefList(ScrollView, can_focus=True):
         if self.snapshot is None or not len(self.view):
             return None
         try:
-            return self.snapshot.row(self.view[self.cursor])
+            return self._ref_at(self.cursor)
         except Exception:
             return None
 
@@ -124,7 +147,7 @@ class RefList(ScrollView, can_focus=True):
         top = self.scroll_offset.y
         for y in range(top, min(top + self.size.height, len(self.view))):
             try:
-                if self.snapshot.name_at(self.view[y]) == name:
+                if self._name_at(y) == name:
                     self.refresh_line(y)
                     return
             except Exception:
@@ -210,7 +233,7 @@ class RefList(ScrollView, can_focus=True):
         base = self.rich_style
         if self.snapshot is None or index >= len(self.view):
             return Strip.blank(width, base)
-        row = self.view[index]
+        row = self.view[index] if self.preview is None else -1 - index
         selected = index == self.cursor
         key = (row, width, selected)
         strip = self._cache.get(key)
@@ -218,7 +241,7 @@ class RefList(ScrollView, can_focus=True):
             return strip
         styles = self._get_styles()
         try:
-            ref = self.snapshot.row(row)
+            ref = self._ref_at(index)
         except Exception as err:  # corrupt storage: show it in place, keep running
             text = columns.error_text(row, err, width, styles.error)
             extra = Style()

@@ -45,21 +45,27 @@ class StatusLine(Static):
     ) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("refscope ", "bold")
-        text.append(escape_name(os.fsencode(repo)))
+        text.append(short_repo(repo))
         if snapshot is not None:
-            try:
-                count = f"{len(snapshot):,} refs"
-            except Exception as err:  # corrupt store: the count is the error
-                count = f"unreadable: {err}"
-            text.append(
-                f" · {snapshot.format} · {snapshot.hash_name} · {count} · {storage_summary(snapshot)}"
-            )
+            refs = "refs unreadable" if count is None else f"{count:,} refs"
+            text.append(f" · {snapshot.format} · {snapshot.hash_name} · {refs}")
         text.append(" · engine ")
-        text.append(engine, "bold reverse")
+        text.append(f" {engine} ", "bold reverse")
         text.append(" · ")
         style = {"live": "bold green", "off": "dim", "error": "bold red"}.get(live.split()[0], "yellow")
         text.append(("● " if live.startswith("live") else "○ ") + live, style)
         if error:
             text.append(" · ")
             text.append("⚠ " + escape_name(error.encode("utf-8", "surrogateescape")), "bold red")
+        if snapshot is not None:
+            text.append(f" · {storage_summary(snapshot)}", "dim")
         self.update(text)
+
+
+def short_repo(path: str, limit: int = 32) -> str:
+    """The repository path, home as ``~``, cut from the left to ``limit`` cells (escaped)."""
+    home = os.path.expanduser("~")
+    if home not in ("/", "") and path.startswith(home + os.sep):
+        path = "~" + path[len(home) :]
+    shown = escape_name(os.fsencode(path))
+    return shown if len(shown) <= limit else "…" + shown[-(limit - 1) :]
