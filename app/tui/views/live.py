@@ -98,21 +98,28 @@ class Follower:
     def _on_event(self, event: Any) -> None:
         snapshot = getattr(event, "snapshot", None)
         paths = tuple(getattr(event, "paths", ()) or ())
-        if self.on_locks is not None and any(
-            getattr(c, "kind", "").startswith("lock-") for c in getattr(event, "changes", ()) or ()
-        ):
-            self._check_locks()
+        if self.on_locks is not None:
+            # the watcher saw the lock files come and go (even one held for a millisecond): replay in order
+            for change in getattr(event, "changes", ()) or ():
+                kind = getattr(change, "kind", "")
+                name = os.path.basename(getattr(change, "path", "") or "")
+                if kind == "lock-appeared" and name:
+                    self._set_locks(self._locks | {name})
+                elif kind == "lock-gone" and name:
+                    self._set_locks(self._locks - {name})
         if snapshot is not None:
             self._deliver(snapshot, paths)
 
+    def _set_locks(self, held: set[str]) -> None:
+        if held == self._locks:
+            return
+        self._locks = held
+        if self.on_locks is not None:
+            with contextlib.suppress(RuntimeError):
+                self.screen.run_on_ui(self.on_locks, set(held), time.monotonic())
+
     def _check_locks(self) -> None:
-        held = lock_names(self.snapshot)
-        if held != self._locks:
-            self._locks = held
-            if self.on_locks is not None:
-                now = time.monotonic()
-                with contextlib.suppress(RuntimeError):
-                    self.screen.run_on_ui(self.on_locks, held, now)
+        self._set_locks(lock_names(self.snapshot))
 
     def _poll(self) -> None:
         """Lock files appear and vanish within milliseconds: look often (a directory listing is cheap).
