@@ -267,7 +267,7 @@ def bench_reftable(root: Path, n: int, runs: int, k: int) -> list[tuple]:
     ours = []
     for _ in range(runs):
         restore(saved, rt)
-        ours.append(timed([REFSCOPE, "delete", "--stdin"], repo, stdin))
+        ours.append(timed([REFSCOPE, "delete", "--stdin"], repo, "".join(x + "\n" for x in names).encode()))
     our_cpu = cpu_med(runs)
     restore(saved, rt)
     return [
