@@ -25,6 +25,7 @@ from tests.test_txn_support import (
     leftovers,
     open_txn_store,
     reflogs,
+    reftable_files,
     state,
 )
 
@@ -71,6 +72,8 @@ def run_native(repo: Path, items, engine: str = "native", no_deref: bool = False
 
 def assert_same(fmt: str, ours: Path, theirs: Path, scratch: Path) -> None:
     assert state(ours) == state(theirs)
+    if fmt == "reftable":  # the very same tables, byte for byte (auto-compaction included)
+        assert reftable_files(ours) == reftable_files(theirs)
     assert reflogs(ours, fmt, scratch / "a") == reflogs(theirs, fmt, scratch / "b")
     assert leftovers(ours) == []
     check_clean(ours, theirs)

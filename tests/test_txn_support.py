@@ -81,6 +81,16 @@ def reflogs(repo: Path, fmt: str, scratch: Path) -> dict[str, bytes]:
     return out
 
 
+def reftable_files(repo: Path) -> list[tuple[str, bytes]]:
+    """Every table of every stack as (name without its random suffix, bytes), in tables.list order."""
+    out = []
+    for d in (repo / ".git" / "reftable", repo / ".git" / "worktrees" / "wt" / "reftable"):
+        if (d / "tables.list").exists():
+            for name in (d / "tables.list").read_text().split():
+                out.append((name.rsplit("-", 1)[0], (d / name).read_bytes()))
+    return out
+
+
 def leftovers(repo: Path) -> list[str]:
     """Lock files, packed-refs.new and reftable temp files left anywhere under the git dir."""
     out = []
