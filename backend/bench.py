@@ -187,6 +187,7 @@ def run_bench(
 ) -> BenchResult:
     """Run the transaction ``runs`` times per engine, alternating; ``gits[0]`` is the reference git."""
     from . import meter
+    from .errors import TransactionRefused
 
     deletions = resolve_deletions(repo, deletions)
     refs_total = None
@@ -219,7 +220,13 @@ def run_bench(
                     native.append(commit)
                     native_open.append(whole)
                 else:
-                    git_reports[job].append(_run_git(gitdir, deletions, gits[job]))
+                    try:
+                        git_reports[job].append(_run_git(gitdir, deletions, gits[job]))
+                    except TransactionRefused as err:
+                        # say which git refused (an old one may not know the repository's format)
+                        raise TransactionRefused(
+                            "bench", f"{labels[job]} ({gits[job]}): {err.what}"
+                        ) from None
                 shutil.rmtree(gitdir)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -318,10 +325,19 @@ def format_table(result: BenchResult, top: int = 5) -> str:
     if len(result.deletions) > 3:
         names += f", ... ({len(result.deletions)} refs)"
     refs = f", {result.refs_total} refs" if result.refs_total is not None else ""
+    by_source: dict[str, list[str]] = {}
+    for row, s in zip(result.rows, rows, strict=True):
+        kinds = by_source.setdefault(s.source or result.source, [])
+        if row.engine not in kinds:
+            kinds.append(row.engine)
+    if len(by_source) == 1:
+        counted = next(iter(by_source))
+    else:
+        counted = ", ".join(f"{src} ({'/'.join(kinds)})" for src, kinds in by_source.items())
     head = [
         f"refscope bench: delete {names}",
         f"  in {result.repo} ({result.ref_storage}{refs}); {result.runs} runs per engine, alternating;"
-        f" syscalls counted by {result.source}",
+        f" syscalls counted by {counted}",
     ]
     cols = ["engine", "wall ms median [min-max]", "cpu ms median [min-max]", "syscalls", "top kinds"]
     cols += ["wall/git", "cpu/git", "sys/git"]

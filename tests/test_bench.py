@@ -37,8 +37,8 @@ def snapshot_state(repo: Path) -> tuple[dict[str, bytes], dict[str, tuple[int, i
     return tree_bytes(gitdir), stats
 
 
-def run_bench(repo: Path, *args: str, stdin: bytes | None = None, scratch: Path | None = None):
-    env = dict(git_env(), REFSCOPE_GIT=os.environ["REFSCOPE_GIT"])
+def run_bench(repo: Path, *args: str, stdin: bytes | None = None, scratch: Path | None = None, **env_extra):
+    env = dict(git_env(), REFSCOPE_GIT=os.environ["REFSCOPE_GIT"], **env_extra)
     argv = [sys.executable, "-m", "refscope.app.cli", "bench", "-C", str(repo), *args]
     if scratch is not None:
         argv += ["--scratch", str(scratch)]
@@ -159,3 +159,19 @@ def test_scratch_copy_is_minimal_and_standalone(bench_repo: Path, git_bin: str, 
     assert for_each_ref(tpl) == for_each_ref(bench_repo)
     assert git(tpl, "rev-parse", "--is-bare-repository") == b"true\n"
     assert git(tpl, "cat-file", "-t", "HEAD") == b"commit\n"
+
+
+def test_fallback_sources_are_named(bench_repo: Path, tmp_path: Path) -> None:
+    """Without tracepoints: native rows on /proc, git rows under strace, and the header says so."""
+    before = snapshot_state(bench_repo)
+    proc = run_bench(
+        bench_repo, "--runs", "1", "refs/heads/topic/t0003", REFSCOPE_TRACEFS=str(tmp_path / "none")
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode().splitlines()
+    assert lines[1].endswith("syscalls counted by proc (native), strace (git)")
+    kinds = lines[3].split("  ")
+    assert "writes" in lines[3] and "openat" not in lines[3]  # proc: reads and writes only
+    assert "openat" in lines[5] and "newfstatat" in lines[5]  # strace: every syscall of the git process
+    assert kinds[0] == "native"
+    assert snapshot_state(bench_repo) == before
