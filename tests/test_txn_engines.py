@@ -21,6 +21,7 @@ from tests.test_txn_support import (
     build_repo,
     check_clean,
     copy_repo,
+    files_layout,
     git_delete,
     leftovers,
     open_txn_store,
@@ -74,6 +75,8 @@ def assert_same(fmt: str, ours: Path, theirs: Path, scratch: Path) -> None:
     assert state(ours) == state(theirs)
     if fmt == "reftable":  # the very same tables, byte for byte (auto-compaction included)
         assert reftable_files(ours) == reftable_files(theirs)
+    else:  # the same packed-refs bytes, the same loose files, reflogs and directories
+        assert files_layout(ours) == files_layout(theirs)
     assert reflogs(ours, fmt, scratch / "a") == reflogs(theirs, fmt, scratch / "b")
     assert leftovers(ours) == []
     check_clean(ours, theirs)

@@ -91,6 +91,18 @@ def reftable_files(repo: Path) -> list[tuple[str, bytes]]:
     return out
 
 
+def files_layout(repo: Path) -> tuple[bytes, list[str]]:
+    """packed-refs bytes and every path (files and directories) under refs/ and logs/ of the files backend."""
+    git_dir = repo / ".git"
+    packed = git_dir / "packed-refs"
+    paths = []
+    for sub in ("refs", "logs", "worktrees/wt/refs", "worktrees/wt/logs"):
+        base = git_dir / sub
+        if base.is_dir():
+            paths += sorted(str(p.relative_to(git_dir)) for p in base.rglob("*"))
+    return (packed.read_bytes() if packed.exists() else b""), paths
+
+
 def leftovers(repo: Path) -> list[str]:
     """Lock files, packed-refs.new and reftable temp files left anywhere under the git dir."""
     out = []
