@@ -233,7 +233,7 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
             out.error(
                 path,
                 0,
-                f"header line {escape_name(line[:60])!r} does not start with "
+                f"header line '{escape_name(line[:60])}' does not start with "
                 "'# pack-refs with: '; git refuses the file",
             )
         else:
@@ -285,7 +285,7 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
                     out.error(
                         path,
                         pos,
-                        f"line {line_no}: peeled oid {escape_name(line[1:])!r} {why}; git dies reading it",
+                        f"line {line_no}: peeled oid '{escape_name(line[1:])}' {why}; git dies reading it",
                     )
                 elif not _HEX_LOWER.match(line[1:]):
                     out.warning(path, pos, f"line {line_no}: peeled oid is not lowercase hex")
@@ -302,7 +302,7 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
             why = _parse_oid(oid, hexsz)
             sep = line[hexsz : hexsz + 1]
             if why is not None:
-                out.error(path, pos, f"line {line_no}: oid {escape_name(oid)!r} {why}; git dies reading it")
+                out.error(path, pos, f"line {line_no}: oid '{escape_name(oid)}' {why}; git dies reading it")
                 pos = eol + 1
                 line_no += 1
                 continue
@@ -315,7 +315,7 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
                 out.warning(
                     path,
                     pos + hexsz,
-                    f"line {line_no}: oid and name are separated by {escape_name(sep)!r}, not a space",
+                    f"line {line_no}: oid and name are separated by '{escape_name(sep)}', not a space",
                 )
             if not _HEX_LOWER.match(oid):
                 out.warning(path, pos, f"line {line_no}: oid is not lowercase hex")
@@ -414,7 +414,7 @@ def _loose_content(out: _Out, path: str, name: bytes, data: bytes, hexsz: int) -
         out.error(
             path,
             0,
-            f"loose ref {_q(name)} does not hold an oid (content {escape_name(data[:50])!r}); "
+            f"loose ref {_q(name)} does not hold an oid (content '{escape_name(data[:50])}'); "
             "git reports it as broken",
         )
         return None
@@ -547,7 +547,7 @@ class _TableVerifier:
         n = len(d)
         bad = TableInfo(self.path, False, "", 0, 0, [])
         if n >= 4 and d[:4] != b"REFT":
-            self.err(0, f"bad magic {escape_name(bytes(d[:4]))!r}: a reftable starts with 'REFT'")
+            self.err(0, f"bad magic '{escape_name(bytes(d[:4]))}': a reftable starts with 'REFT'")
             return bad
         if n < 5:
             self.err(n, f"file is {n} bytes, too short for a reftable header: truncated")
@@ -572,7 +572,7 @@ class _TableVerifier:
             hid = bytes(d[24:28])
             if hid not in _HASH_IDS:
                 self.err(
-                    24, f"unknown hash id {escape_name(hid)!r} in the header (git knows 'sha1' and 's256')"
+                    24, f"unknown hash id '{escape_name(hid)}' in the header (git knows 'sha1' and 's256')"
                 )
                 return bad
             hash_name = _HASH_IDS[hid]
@@ -656,7 +656,7 @@ class _TableVerifier:
                 self.walk_broken = True
                 self.err(
                     off + header_off,
-                    f"unknown block type {escape_name(bytes([d[off + header_off]]))!r} "
+                    f"unknown block type '{escape_name(bytes([d[off + header_off]]))}' "
                     f"(0x{d[off + header_off]:02x}) at {off}; git expects r, g, o or i",
                 )
                 break
@@ -1120,14 +1120,14 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
                 out.error(
                     lpath,
                     pos,
-                    f"tables.list names {escape_name(raw)!r}, a path outside reftable/; git "
+                    f"tables.list names '{escape_name(raw)}', a path outside reftable/; git "
                     "joins names to the directory unchecked, refscope refuses it",
                 )
             else:
                 out.error(
                     lpath,
                     pos,
-                    f"tables.list names {escape_name(raw)!r}, which is not of git's form "
+                    f"tables.list names '{escape_name(raw)}', which is not of git's form "
                     "0x<min:12 hex>-0x<max:12 hex>-<8 hex>.ref",
                 )
         elif name in names:
@@ -1210,7 +1210,7 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
         elif ".temp." in entry:
             out.warning(path, None, f"leftover temporary file {entry} from an interrupted table write")
         else:
-            out.warning(path, None, f"unexpected file {escape_name(os.fsencode(entry))!r} in reftable/")
+            out.warning(path, None, f"unexpected file '{escape_name(os.fsencode(entry))}' in reftable/")
     return merged
 
 
@@ -1435,6 +1435,11 @@ def verify(repo, *, crosscheck: bool = True, env=None) -> list[Finding]:
     present: set[bytes] = set()
     if repo.ref_storage == "reftable":
         merged = verify_reftable(out, repo.commondir, hexname)
+        if os.path.realpath(repo.gitdir) != os.path.realpath(repo.commondir) and os.path.isdir(
+            os.path.join(repo.gitdir, "reftable")
+        ):
+            # A linked worktree has its own stack for HEAD and the per-worktree refs.
+            merged.update(verify_reftable(out, repo.gitdir, hexname))
         for name, (path, rec) in merged.items():
             present.add(name)
             if rec[1] == 3:

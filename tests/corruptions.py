@@ -340,6 +340,13 @@ def reftable_cases() -> list[Corruption]:
     add(Corruption("tables-list-no-final-newline", "reftable", _tables_list_edit(lambda b: b.rstrip(b"\n"))))
     add(Corruption("tables-list-garbage-name", "reftable", _tables_list_edit(lambda b: b + b"garbage\n")))
     add(Corruption("reftable-sha256-table-in-sha1-stack", "reftable", _sha256_table_in_sha1_stack))
+    add(
+        Corruption(
+            "tables-list-terminal-escape",
+            "reftable",
+            _tables_list_edit(lambda b: b + b"\x1b]0;pwned\x07\x1b[2J\xc2\x9b31m\n"),
+        )
+    )
     return cases
 
 
@@ -405,12 +412,14 @@ def packed_cases() -> list[Corruption]:
         ("unsorted-under-sorted", _swap_lines(t1, t2)),
         ("duplicate-ref", _duplicate(t1)),
         ("empty-line", lambda d: d.replace(b"\n", b"\n\n", 2)),
+        ("terminal-escape-header", lambda d: b"#\x1b]0;pwned\x07\x1b[2J" + d[d.index(b"\n") :]),
+        ("terminal-escape-oid", lambda d: d.replace(b"\n", b"\n\x1b[2J\xc2\x9b31m\xe2\x80\xae", 1)),
     ]
     # refscope's delete splices packed-refs (records other than the deleted one pass through unparsed),
     # so damage away from the deleted record does not stop it, where git (which parses every record
     # while rewriting) would die. Such a delete must then change nothing but the deleted record. Damage
     # the snapshot itself rejects (header, final LF) makes the delete refuse.
-    refused = ("bad-header", "bad-header-no-space", "no-final-newline")
+    refused = ("bad-header", "bad-header-no-space", "no-final-newline", "terminal-escape-header")
     return [
         Corruption(f"packed-{name}", "files", _packed_edit(edit), name not in refused) for name, edit in edits
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -32,10 +33,17 @@ def bases(tmp_path_factory: pytest.TempPathFactory, git_bin: str) -> dict[str, P
     return {kind: corruptions.build_base(root / kind, kind) for kind in corruptions.BASES}
 
 
+# What a terminal would obey: C0 controls (but LF), DEL, C1 controls, bidi embeddings/overrides/isolates.
+OBEYED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
 def run(capfd: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     capfd.readouterr()
     rc = main(list(argv))
     out, err = capfd.readouterr()
+    # Whatever the damage, refscope never lets the file's bytes drive the terminal.
+    assert OBEYED.search(out) is None, out
+    assert OBEYED.search(err) is None, err
     return rc, out, err
 
 
