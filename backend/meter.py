@@ -11,10 +11,14 @@ Where the syscall counts come from (every report names it in ``source``):
 
 ``"perf"``
     The kernel's own counters: ``perf_event_open`` tracepoint events ``raw_syscalls:sys_enter`` (the total) and
-    ``syscalls:sys_enter_<name>`` (the breakdown), bound to the calling thread, opened once per thread and
-    enabled only around the operation. Exact, and cheap (a few microseconds per operation). With
-    ``children=True`` a second set opened with ``inherit`` also counts every process and thread started inside
-    the operation (the git engine).
+    ``syscalls:sys_enter_<name>`` (the breakdown, :data:`EVENTS`; the rest is ``other``), bound to the calling
+    thread, opened once per thread and enabled only around the operation (one group: one ioctl to enable,
+    one to disable, one read). Exact: the tests compare them with strace's, call for call. With
+    ``children=True`` a second set opened with ``inherit`` also counts every process (and thread) started inside
+    the operation (the git engine); it is reopened when threads appeared since it was opened, since those
+    would have inherited it. Tracepoint ids come from tracefs (``/sys/kernel/tracing``, mounted there when
+    running as root and nothing is mounted; ``REFSCOPE_METER_MOUNT=0`` forbids that, ``REFSCOPE_TRACEFS=DIR``
+    looks elsewhere). Each counter is a file descriptor: under a small RLIMIT_NOFILE only the total is counted.
 ``"strace"``
     ``children=True`` only, when tracepoints are not allowed: child processes whose argv went through
     :func:`child_argv` run under ``strace -f -c``; the report holds their syscalls (strace slows them down, so the
@@ -24,13 +28,21 @@ Where the syscall counts come from (every report names it in ``source``):
     read-family and write-family syscalls, reported as ``reads`` and ``writes``.
 
 ``REFSCOPE_METER=perf|strace|proc`` (or ``measure(..., source=...)``) forces a source for tests; a forced source
-that cannot work falls back down the list, and the report says what was really used.
+that cannot work falls back down the list, and the report says what was really used. :func:`status` tells
+which source a measure would use and why.
+
+Measures nest (a commit's phases inside the commit): the meter's own syscalls (reading counters, clocks and
+/proc) are taken out of every figure, including those of the measures around it. A measure belongs to the
+thread that entered it.
 
 Bytes read and written always come from ``rchar``/``wchar`` of the same ``/proc`` file (the thread's own; the
-whole process plus its reaped children with ``children=True``).
+whole process, i.e. all its threads, plus its reaped children with ``children=True``).
 
-Import cost matters (the CLI's whole-process targets): this module imports only ``os``, ``time`` and ``typing``;
-``_ctypes`` (not the ~3 ms ``ctypes`` package), ``fcntl`` and ``resource`` are loaded on first use.
+Cost (tests/bench/bench_engines.py --overhead): a few syscalls and some Python per measure, plus the
+tracepoints' work on each syscall made while counting (~0.1-0.2 us each).
+
+Import cost matters (the CLI's whole-process targets): this module imports only builtins, ``os``, ``time`` and
+``typing``; ``_ctypes`` (not the ~3 ms ``ctypes`` package), ``fcntl`` and ``resource`` load on first use.
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
