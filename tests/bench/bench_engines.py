@@ -176,6 +176,7 @@ def main() -> None:
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/refscope/bench"))
     ap.add_argument("--refs", type=int, default=100_000)
     ap.add_argument("--overhead", action="store_true")
+    ap.add_argument("--many", type=int, default=10_000, help="refs deleted in the big reftable transaction")
     args = ap.parse_args()
     if args.overhead:
         overhead()
@@ -185,10 +186,24 @@ def main() -> None:
     packed = build_packed(cache / f"packed-{n}", n)
     reftable = build_reftable(cache / f"reftable-{n}", n)
     one = [f"refs/heads/branch/{n // 2:07d}"]
-    many = [f"refs/heads/branch/{i:07d}" for i in range(0, n - 1, max(1, (n - 1) // 10_000))][:10_000]
+    step = max(1, (n - 1) // args.many)
+    many = [f"refs/heads/branch/{i:07d}" for i in range(0, n - 1, step)][: args.many]
     print(bench_table(packed, one, args.runs, args.git))
-    print(bench_table(reftable, one, args.runs, args.git))
-    print(bench_table(reftable, many, args.runs, args.git))
+    rt_gits = [g for g in args.git if knows_reftable(g)]
+    for g in sorted(set(args.git) - set(rt_gits)):
+        print(f"(not in the reftable tables: {g} predates reftable)\n")
+    print(bench_table(reftable, one, args.runs, rt_gits))
+    print(bench_table(reftable, many, args.runs, rt_gits))
+
+
+def knows_reftable(git_path: str) -> bool:
+    """git learned the reftable backend in 2.45."""
+    out = subprocess.run([git_path, "version"], capture_output=True, text=True).stdout.split()
+    parts = (out[2] if len(out) > 2 else "0").split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (2, 45)
+    except (ValueError, IndexError):
+        return False
 
 
 if __name__ == "__main__":
