@@ -335,6 +335,49 @@ def test_bare_repo(tmp_path, git_bin):
     assert [snap.name_at(i) for i in range(len(snap))] == [r[0] for r in for_each_ref(bare)]
 
 
+def test_hidden_like_git(tmp_path, git_bin):
+    """Names git's check_refname rejects, null oids and dangling symrefs are not rows (git skips them);
+    a name that is not even safe makes git die, and us raise CorruptStore."""
+    from refscope.backend.formats.reftable.record import RefRecord
+    from refscope.backend.formats.reftable.writer import write_table
+
+    path = init_repo(tmp_path / "r", fmt="reftable")
+    head = git(path, "rev-parse", "HEAD").strip()
+    d = path / ".git/reftable"
+    lst = d / "tables.list"
+    base = lst.read_bytes()
+    top = max(int(n[17:29], 16) for n in base.decode().split())
+    ui = top + 1
+    refs = [
+        RefRecord(b"refs/heads/ok", ui, 1, head),
+        RefRecord(b"refs/heads/bad..name", ui, 1, head),
+        RefRecord(b"refs/heads/sp ace", ui, 1, head),
+        RefRecord(b"refs/heads/null", ui, 1, b"0" * 40),
+        RefRecord(b"refs/heads/dangling", ui, 3, target=b"refs/heads/nowhere"),
+        RefRecord(b"refs/heads/sym-ok", ui, 3, target=b"refs/heads/ok"),
+    ]
+    name = f"0x{ui:012x}-0x{ui:012x}-0badf00d.ref"
+    (d / name).write_bytes(write_table(refs, hash_name="sha1", min_update_index=ui, max_update_index=ui))
+    lst.write_bytes(base + name.encode() + b"\n")
+    snap = _snap(path)
+    want = for_each_ref(path)
+    assert b"refs/heads/ok" in [r[0] for r in want] and b"refs/heads/null" not in [r[0] for r in want]
+    assert _rows(snap) == want
+    assert [r.name for r in snap] == [r[0] for r in want] == list(snap.iter_names())
+    assert len(snap) == len(want) and [snap.name_at(i) for i in range(len(snap))] == [r[0] for r in want]
+    assert sum(len(c[0]) for c in snap.iter_columns()) == len(want)
+    # an unsafe name: git dies ("refname is dangerous"), we refuse the store
+    bad = [RefRecord(b"refs/heads/../../x", ui + 1, 1, head)]
+    name2 = f"0x{ui + 1:012x}-0x{ui + 1:012x}-0badf00e.ref"
+    (d / name2).write_bytes(
+        write_table(bad, hash_name="sha1", min_update_index=ui + 1, max_update_index=ui + 1)
+    )
+    lst.write_bytes(lst.read_bytes() + name2.encode() + b"\n")
+    assert git(path, "for-each-ref", check=False) is not None
+    with pytest.raises(CorruptStore, match="dangerous"):
+        list(_snap(path))
+
+
 # --- refresh and concurrency ------------------------------------------------------------------------------
 
 

@@ -202,6 +202,8 @@ class RefBlock:
         "file",
         "tombstones",
         "simple",
+        "symrefs",
+        "hidden",
     )
 
     def __init__(self, blk: Block, names: list[bytes], meta: list[int], min_update_index: int) -> None:
@@ -214,6 +216,8 @@ class RefBlock:
         self.min_update_index = min_update_index
         self.tombstones = 0
         self.simple = False  # every record: value type 1 with a one-byte update-index delta
+        self.symrefs = 0
+        self.hidden = None  # set by the store: indices git's ref iterator would not list (cached per block)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -281,6 +285,7 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
     add_meta = meta.append
     last = b""
     tombstones = 0
+    symrefs = 0
     plain = 0
     big_deltas = 0
     pos = blk.header_off + 4
@@ -332,6 +337,7 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
             elif vt == 3:
                 n, pos = get_varint(data, pos, end)
                 pos += n
+                symrefs += 1
             elif vt:
                 raise blk.err(f"unknown ref value type {vt}", rec)
             else:
@@ -346,6 +352,7 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
         raise blk.err(f"restart offset {restarts[ri]} is not at a record boundary", restarts[ri])
     rb = RefBlock(blk, names, meta, min_update_index)
     rb.tombstones = tombstones
+    rb.symrefs = symrefs
     rb.simple = plain == len(names) and not big_deltas
     return rb
 
