@@ -12,7 +12,6 @@ it. Unarmed, ``step`` is one global test and a return. Arming, from the environm
 from __future__ import annotations
 
 import os
-import signal
 
 _armed = False
 _at = 0
@@ -44,10 +43,10 @@ def _hit(label: str) -> None:
         fd = os.open(_trace_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         os.write(fd, f"{_count} {label}\n".encode())
         os.close(fd)
-    if _count == _pause:
-        os.kill(os.getpid(), signal.SIGSTOP)
-    if _count == _at:
-        os.kill(os.getpid(), signal.SIGKILL)
+    if _count in (_pause, _at):
+        import signal  # only when armed: the CLI's import budget has no room for it
+
+        os.kill(os.getpid(), signal.SIGSTOP if _count == _pause else signal.SIGKILL)
 
 
 arm(

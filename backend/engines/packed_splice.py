@@ -13,7 +13,6 @@ It can wrap the mapping a snapshot already holds, so a commit re-reads nothing w
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
 from __future__ import annotations
 
-import mmap
 import os
 import stat as _stat
 
@@ -62,6 +61,8 @@ class PackedView:
             size = st.st_size
             if size == 0:
                 return cls(path, b"", identity(st), 0, True)
+            import mmap  # only when packed-refs changed since the snapshot (which holds its own mapping)
+
             mm = mmap.mmap(fd, size, prot=mmap.PROT_READ)
         finally:
             os.close(fd)
