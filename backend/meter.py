@@ -70,7 +70,10 @@ EVENTS = (
 )  # fmt: skip
 _STRACE_NAME = {"newfstat": "fstat", "newstat": "stat", "newlstat": "lstat"}
 
+_PERF_TYPE_SOFTWARE = 1
+_PERF_COUNT_SW_TASK_CLOCK = 1
 _PERF_TYPE_TRACEPOINT = 2
+_CPU = "(cpu)"  # the task-clock counter's name in a set: CPU time in ns, never a syscall
 _PERF_FORMAT_GROUP = 8
 _PERF_FLAG_FD_CLOEXEC = 8
 _IOC_ENABLE = 0x2400  # _IO('$', 0)
@@ -217,14 +220,23 @@ def _find_events(dirs: list[str]) -> str | None:
     return None
 
 
-def _perf_open(s: _Setup, config: int, *, disabled: bool, inherit: bool, group: bool, group_fd: int) -> int:
+def _perf_open(
+    s: _Setup,
+    config: int,
+    *,
+    disabled: bool,
+    inherit: bool,
+    group: bool,
+    group_fd: int,
+    type_: int = _PERF_TYPE_TRACEPOINT,
+) -> int:
     """perf_event_open(attr, pid=0 (this thread), cpu=-1, group_fd, CLOEXEC): the fd, or -errno."""
     flags = (1 if disabled else 0) | (2 if inherit else 0)
     read_format = _PERF_FORMAT_GROUP if group else 0
     # struct perf_event_attr, PERF_ATTR_SIZE_VER0 (64 bytes): type, size, config, sample_period, sample_type,
     # read_format, flag bits (disabled=bit 0, inherit=bit 1), wakeup_events, bp_type, config1.
     attr = (
-        _PERF_TYPE_TRACEPOINT.to_bytes(4, "little")
+        type_.to_bytes(4, "little")
         + (64).to_bytes(4, "little")
         + config.to_bytes(8, "little")
         + bytes(16)
@@ -275,10 +287,12 @@ class _Counters:
 
     Without inherit they form one group read with a single ``read`` (PERF_FORMAT_GROUP). The kernel does not
     allow group reads of inherited counters, so with inherit they are still one group (one ioctl enables
-    them all) but each fd is read on its own, after the group is disabled.
+    them all) but each fd is read on its own, after the group is disabled. The group's last member, when the
+    kernel allows it, is a task-clock counter (``cpu``): the CPU time of the window (children included with
+    inherit), so the measure needs no clock syscalls of its own.
     """
 
-    __slots__ = ("fds", "names", "inherit", "last", "depth", "tids", "_size", "__weakref__")
+    __slots__ = ("fds", "names", "inherit", "last", "depth", "tids", "cpu", "_size", "__weakref__")
 
     def __init__(self, s: _Setup, inherit: bool) -> None:
         self.inherit = inherit
@@ -298,6 +312,21 @@ class _Counters:
             if fd >= 0:
                 self.fds.append(fd)
                 self.names.append(name)
+        if not inherit:
+            _ledger()[_PERF_OPEN] += 1
+        fd = _perf_open(
+            s,
+            _PERF_COUNT_SW_TASK_CLOCK,
+            disabled=False,
+            inherit=inherit,
+            group=group,
+            group_fd=leader,
+            type_=_PERF_TYPE_SOFTWARE,
+        )
+        self.cpu = fd >= 0
+        if self.cpu:
+            self.fds.append(fd)
+            self.names.append(_CPU)
         self._size = 8 * (len(self.fds) + 1)
         self.last = [0] * len(self.fds)
 
@@ -381,7 +410,7 @@ def _kids_counters() -> _Counters | None:
         r1 = own.read()
         extra = _extra()
         for name, d in zip(own.names, map(_sub, r1, r0), strict=True):
-            if d:
+            if d and name != _CPU:
                 extra.append((name, d))
         # the first read entered before its own capture: inside the window but not in the difference
         extra.append(("read", 1))
@@ -522,7 +551,7 @@ class measure:
         else:
             self._src = "proc"
         self._ctr = ctr
-        self._straced: list[str] = []
+        self._straced = None
         self._prev = getattr(_tls, "active", None)
         _tls.active = self
         led = _ledger()
@@ -533,12 +562,13 @@ class measure:
             led[_BYTES] += self._io0[4]
         else:
             self._io0 = None
-        if children:
-            ru = _resource.getrusage(_resource.RUSAGE_CHILDREN)
-            self._ru0 = ru.ru_utime + ru.ru_stime
-            led[_GETRUSAGE] += 1
-        self._c0 = time.thread_time_ns()
-        led[_CLOCK] += 1
+        if ctr is None or not ctr.cpu:  # CPU time from clocks (the counters' task-clock otherwise)
+            if children:
+                ru = _resource.getrusage(_resource.RUSAGE_CHILDREN)
+                self._ru0 = ru.ru_utime + ru.ru_stime
+                led[_GETRUSAGE] += 1
+            self._c0 = time.thread_time_ns()
+            led[_CLOCK] += 1
         if ctr is None:
             self._led0 = led.copy()
             self._ex0 = len(_extra())
@@ -569,6 +599,7 @@ class measure:
         ctr = self._ctr
         led = _tls.ledger
         after = None
+        extra: list[tuple[str, int]] = []
         if ctr is not None:
             if self._nested:
                 after = ctr.read()
@@ -587,13 +618,14 @@ class measure:
         else:
             t1 = time.perf_counter_ns()
             inner = [a - b for a, b in zip(led, self._led0, strict=True)]
-        c1 = time.thread_time_ns()
-        led[_CLOCK] += 1
-        cpu_ns = c1 - self._c0
-        if self.children:
-            ru = _resource.getrusage(_resource.RUSAGE_CHILDREN)
-            cpu_ns += round((ru.ru_utime + ru.ru_stime - self._ru0) * 1e9)
-            led[_GETRUSAGE] += 1
+        cpu_ns = 0
+        if ctr is None or not ctr.cpu:
+            cpu_ns = time.thread_time_ns() - self._c0
+            led[_CLOCK] += 1
+            if self.children:
+                ru = _resource.getrusage(_resource.RUSAGE_CHILDREN)
+                cpu_ns += round((ru.ru_utime + ru.ru_stime - self._ru0) * 1e9)
+                led[_GETRUSAGE] += 1
         if ctr is not None and not self._nested:
             after = ctr.read()
             ctr.last = after
@@ -620,8 +652,11 @@ class measure:
         source = self._src
         if after is not None:
             by_name, total = _deltas(
-                ctr, self._base, after, self._nested, inner, extra if not ctr.inherit else []
+                ctr, self._base, after, self._nested, inner, [] if ctr.inherit else extra
             )
+            if ctr.cpu:
+                cpu_ns = after[-1] - self._base[-1]
+                by_name.pop(_CPU, None)
         elif source == "strace" and self._straced:
             by_name = _parse_strace_files(self._straced)
             total = by_name.pop("total", sum(by_name.values()))
@@ -688,6 +723,7 @@ def _deltas(
     diffs = list(map(_sub, after, base))  # C-level loops only: this runs on every measure
     by_name = dict(zip(_compress(ctr.names, diffs), filter(None, diffs), strict=False))
     total = by_name.pop("", 0)
+    by_name.pop(_CPU, None)
     own_name, own = ("read", ctr.nreads) if nested else ("ioctl", 1)
     ledger = [(own_name, own)]
     if any(inner):
@@ -724,6 +760,8 @@ def child_argv(argv: list[str]) -> list[str]:
 
     fd, path = tempfile.mkstemp(prefix="refscope-strace-", suffix=".txt")
     os.close(fd)
+    if active._straced is None:
+        active._straced = []
     active._straced.append(path)
     return [_strace() or "strace", "-f", "-qq", "-c", "-U", "name,calls", "-o", path, "--", *argv]
 

@@ -609,3 +609,19 @@ def test_small_fd_limit_counts_the_total_only(tmp_path: Path) -> None:
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32)),
     )
     assert json.loads(out.stdout) == {"total": 40, "by_name": {"other": 40}, "source": "perf"}
+
+
+def test_cpu_time_of_the_window(git_bin: str) -> None:
+    """CPU time comes from the counters' task-clock (children included with children=True)."""
+    c0 = time.thread_time_ns()
+    with measure("spin") as m:
+        sum(i * i for i in range(300_000))
+    outside = (time.thread_time_ns() - c0) / 1e6
+    assert 0.9 * outside <= m.report.cpu_ms <= outside
+    with measure("child", children=True) as kids:
+        subprocess.run([git_bin, "rev-parse", "--git-dir"], capture_output=True)
+    with measure("child", children=True, source="proc") as proc:
+        subprocess.run([git_bin, "rev-parse", "--git-dir"], capture_output=True)
+    # the same work counted two ways (task-clock of the inherited set; thread clock + children's rusage)
+    assert kids.report.cpu_ms > 0.3 and proc.report.cpu_ms > 0.3
+    assert 0.3 < kids.report.cpu_ms / proc.report.cpu_ms < 3
