@@ -43,7 +43,7 @@ def _n(examples: int) -> int:
 
 
 FUZZ = settings(
-    max_examples=_n(1200),
+    max_examples=_n(800),
     deadline=None,  # the interval timer bounds each example; deadline flakiness on a loaded CI helps nobody
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=not SCALE,
@@ -223,7 +223,7 @@ def test_fuzz_reftable_mutations(data):
 
 
 @pytest.mark.usefixtures("seeds")
-@settings(FUZZ, max_examples=_n(600))
+@settings(FUZZ, max_examples=_n(500))
 @given(data=st.data())
 def test_fuzz_packed_mutations(data):
     blob = data.draw(mutated(SEEDS["packed"]))
