@@ -150,11 +150,8 @@ class FilesCommit:
 
     # -- prepare -------------------------------------------------------------------------------------
     def _head_ref(self) -> bytes | None:
-        """HEAD's immediate symref target (git resolves it before locking anything)."""
-        snap = self.snapshot
-        if snap is not None and getattr(snap, "gitdir", None) == self.repo.gitdir:
-            head = snap.head()
-            return head.target if head is not None else None
+        """HEAD's immediate symref target, read now as git reads it before locking anything (a snapshot's
+        HEAD may be older: HEAD's reflog entry must follow the HEAD on disk)."""
         kind, value = read_loose(os.path.join(self.repo.gitdir, "HEAD"), b"HEAD", self.hexsz)
         return value if kind == SYMREF else None
 
