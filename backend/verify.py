@@ -1456,6 +1456,16 @@ def verify(repo, *, crosscheck: bool = True, env=None) -> list[Finding]:
             present.add(name)
             if kind == "sym":
                 symrefs.append((name, value, path))
+        if b"HEAD" not in loose and not os.path.lexists(os.path.join(repo.gitdir, "HEAD")):
+            out.error(os.path.join(repo.gitdir, "HEAD"), None, "HEAD is missing")
+        new = os.path.join(repo.commondir, "packed-refs.new")
+        if os.path.lexists(new):
+            out.warning(
+                new,
+                None,
+                "packed-refs.new left behind by an interrupted packed-refs rewrite (the writer died before "
+                "renaming it); git ignores it, and the next rewrite replaces it",
+            )
     # A store with errors has an incomplete view of its refs: "points nowhere" would be a guess.
     storage_broken = bool(out.error_files)
     for name, target, path in symrefs:

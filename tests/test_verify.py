@@ -172,6 +172,14 @@ def test_warnings_only_exit_0_with_summary(tmp_path, capfd):
     assert err == "refscope verify: 0 errors, 1 warning\n"
 
 
+def test_leftover_packed_refs_new_is_a_warning(tmp_path, capfd):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    new = repo / ".git" / "packed-refs.new"
+    new.write_bytes(b"# pack-refs with: peeled fully-peeled sorted \n")
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 0 and out.startswith(f"warning: {new}: packed-refs.new left behind")
+
+
 def test_symlinked_packed_refs(tmp_path, capfd):
     repo = init_repo(tmp_path / "r", fmt="files")
     git(repo, "pack-refs", "--all")
