@@ -224,9 +224,8 @@ def run_bench(
                         git_reports[job].append(_run_git(gitdir, deletions, gits[job]))
                     except TransactionRefused as err:
                         # say which git refused (an old one may not know the repository's format)
-                        raise TransactionRefused(
-                            "bench", f"{labels[job]} ({gits[job]}): {err.what}"
-                        ) from None
+                        who = labels[job] if gits[job] in labels[job] else f"{labels[job]} ({gits[job]})"
+                        raise TransactionRefused("bench", f"{who}: {err.what}") from None
                 shutil.rmtree(gitdir)
     finally:
         shutil.rmtree(root, ignore_errors=True)
