@@ -198,3 +198,15 @@ def test_git_rejects_nothing_we_accept_on_empty_batch(base, tmp_path: Path) -> N
     assert result.deleted == []
     assert tree_bytes(ours) == before
     git(ours, "refs", "verify")
+
+
+def test_delete_through_head(base, tmp_path: Path) -> None:
+    """``delete HEAD`` deletes HEAD's branch; HEAD keeps pointing at it and logs the deletion."""
+    fmt, _hash, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    theirs = copy_repo(src, tmp_path / "theirs")
+    items = [(b"HEAD", None), (b"refs/heads/p06", None)]
+    assert git_delete(theirs, items).returncode == 0
+    result = run_native(ours, items)
+    assert sorted(result.deleted) == [b"refs/heads/main", b"refs/heads/p06"]
+    assert_same(fmt, ours, theirs, tmp_path)
