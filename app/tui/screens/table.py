@@ -54,7 +54,7 @@ def table_info(table: Any) -> Text:
     t.append(f" · {HEADER_SIZE.get(v, 24)} B\n")
     t.append("footer  ", style="bold")
     t.append(
-        f"at {table.size - fsize} ({fsize} B): header copy · ref_index {f.ref_index_position} · "
+        f"at {table.size - fsize} ({fsize} B): ref_index {f.ref_index_position} · "
         f"obj {f.obj_position} (id len {f.obj_id_len}) · obj_index {f.obj_index_position} · "
         f"log {f.log_position} · log_index {f.log_index_position} · "
     )
@@ -82,7 +82,7 @@ class TableScreen(ViewScreen):
     DEFAULT_CSS = """
     TableScreen #table-info { height: auto; padding: 0 1; background: $boost; }
     TableScreen #table-panes { height: 1fr; }
-    TableScreen #table-blocks { width: 66; border-right: solid $primary; }
+    TableScreen #table-blocks { width: 51; border-right: solid $primary; }
     TableScreen #table-records { width: 1fr; }
     """
     BINDINGS = [

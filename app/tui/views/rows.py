@@ -120,6 +120,7 @@ class RowsView(ScrollView, can_focus=True):
         self.marked: set[Any] = set()
         self._flash_timer = None
         self._styles: dict[str, Style] = {}
+        self._widest = 0
 
     # ---- data -------------------------------------------------------------------------------------------
     @property
@@ -134,6 +135,7 @@ class RowsView(ScrollView, can_focus=True):
         """Swap in a new source whole (a refreshed snapshot); keeps the cursor row unless told."""
         self.source = source
         self._cache.clear()
+        self._widest = 0
         self._update_virtual_size()
         n = len(source)
         target = self.cursor if cursor is None else cursor
@@ -141,8 +143,14 @@ class RowsView(ScrollView, can_focus=True):
         self.refresh()
 
     def _update_virtual_size(self) -> None:
+        """Width: the widest row rendered so far (or the header), so a horizontal scrollbar appears only
+        when something on screen is actually cut; sources' ``width`` is only the first estimate."""
         height = len(self.source) + (1 if self._has_header else 0)
-        self.virtual_size = Size(max(getattr(self.source, "width", 0) + 1, 1), height)
+        header = getattr(self.source, "header", None)
+        width = max(self._widest, header.cell_len if header is not None else 0)
+        if not width:
+            width = getattr(self.source, "width", 0)
+        self.virtual_size = Size(max(width + 1, 1), height)
 
     def on_mount(self) -> None:
         self._update_virtual_size()
@@ -241,6 +249,9 @@ class RowsView(ScrollView, can_focus=True):
             text.no_wrap = True
             text.end = ""
             strip = Strip(list(text.render(self.app.console)), text.cell_len)
+            if strip.cell_length > self._widest:
+                self._widest = strip.cell_length
+                self.call_later(self._update_virtual_size)
             key = self._key(row) if (self._flash or self.marked) else None
             cached = (strip, key)
             self._cache.set(row, cached)

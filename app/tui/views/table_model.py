@@ -18,11 +18,10 @@ BLOCK_NAMES = {"r": "ref", "g": "log", "o": "obj", "i": "index"}
 
 
 class BlockSource:
-    """One row per block: #, type, section, offset, length on disk, block_len, restart count."""
+    """One row per block: #, type, section, offset, bytes on disk, block_len (inflated for logs), restarts."""
 
     header = Text(
-        f"{'#':>5} {'type':<6} {'section':<10} {'offset':>10} {'length':>8} {'block_len':>9} {'restarts':>8}",
-        no_wrap=True,
+        f"{'#':>4} {'type':<5} {'section':<9} {'offset':>9} {'disk':>5} {'len':>5} {'rst':>3}", no_wrap=True
     )
 
     def __init__(self, blocks: list[tuple[str, Any]]) -> None:
@@ -36,12 +35,10 @@ class BlockSource:
         section, blk = self.blocks[i]
         letter = chr(blk.type)
         t = Text(no_wrap=True)
-        t.append(f"{i:>5} ", style="bold")
+        t.append(f"{i:>4} ", style="bold")
         style = {"r": "green", "g": "cyan", "o": "magenta", "i": "yellow"}.get(letter, "")
-        t.append(f"{letter} {BLOCK_NAMES.get(letter, '?'):<4} ", style=style)
-        t.append(
-            f"{section:<10} {blk.offset:>10} {blk.full_size:>8} {blk.block_len:>9} {len(blk.restarts):>8}"
-        )
+        t.append(f"{letter} {BLOCK_NAMES.get(letter, '?'):<3} ", style=style)
+        t.append(f"{section:<9} {blk.offset:>9} {blk.full_size:>5} {blk.block_len:>5} {len(blk.restarts):>3}")
         return t
 
 
@@ -105,7 +102,7 @@ class RecordSource:
             "i": "position",
         }[self.kind]
         self.header = Text(
-            f"{'offset':>8} R {'pfx':>4} {'sfx':>4}  {key_head:<48} {value_head}", no_wrap=True
+            f"{'offset':>8} R {'pfx':>4} {'sfx':>4}  {key_head:<40} {value_head}", no_wrap=True
         )
         self.width = 200
 
@@ -129,7 +126,7 @@ class RecordSource:
             shared, stored = bytes_text(key[: raw.prefix_len], 60), bytes_text(key[raw.prefix_len :], 60)
         t.append(shared, style="dim")
         t.append(stored, style="bold")
-        pad = 48 - len(shared) - len(stored)
+        pad = 40 - len(shared) - len(stored)
         t.append(" " * max(1, pad + 1))
         t.append_text(_value_text(raw.record, self.kind, self.hexw))
         return t
