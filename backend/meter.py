@@ -542,7 +542,7 @@ class measure:
         children = self.children
         if _resource is None:
             _first_use()
-        forced = self._forced or os.environ.get("REFSCOPE_METER") or ""
+        forced = self._forced or _env_source()
         ctr = None if forced in ("proc", "strace") else _counters(children)
         if ctr is not None:
             self._src = "perf"
@@ -604,20 +604,20 @@ class measure:
             if self._nested:
                 after = ctr.read()
                 t1 = time.perf_counter_ns()
-                inner = [a - b for a, b in zip(led, self._led0, strict=True)]
+                inner = list(map(_sub, led, self._led0))
                 extra = _tls.extra[self._ex0 :]
                 led[_READ] += ctr.nreads
                 led[_BYTES] += ctr.read_bytes
             else:
                 _setup.ioctl(ctr.fds[0], _IOC_DISABLE, 0)  # type: ignore[union-attr]
                 t1 = time.perf_counter_ns()
-                inner = [a - b for a, b in zip(led, self._led0, strict=True)]
+                inner = list(map(_sub, led, self._led0))
                 extra = _tls.extra[self._ex0 :]
                 led[_IOCTL] += 1
             ctr.depth -= 1
         else:
             t1 = time.perf_counter_ns()
-            inner = [a - b for a, b in zip(led, self._led0, strict=True)]
+            inner = list(map(_sub, led, self._led0))
         cpu_ns = 0
         if ctr is None or not ctr.cpu:
             cpu_ns = time.thread_time_ns() - self._c0
@@ -684,6 +684,15 @@ class measure:
 
 
 _resource = None
+_environ_data = getattr(os.environ, "_data", None)
+
+
+def _env_source() -> str:
+    """REFSCOPE_METER, looked up on every measure (tests set it) but without os.environ's slow path."""
+    if _environ_data is not None:
+        v = _environ_data.get(b"REFSCOPE_METER")
+        return v.decode() if v else ""
+    return os.environ.get("REFSCOPE_METER") or ""
 
 
 def _first_use() -> None:
@@ -725,11 +734,15 @@ def _deltas(
     total = by_name.pop("", 0)
     by_name.pop(_CPU, None)
     own_name, own = ("read", ctr.nreads) if nested else ("ioctl", 1)
-    ledger = [(own_name, own)]
-    if any(inner):
+    if extra or any(inner):
+        ledger = [(own_name, own)]
         ledger += [(name, m) for name, m in zip(_LEDGER_NAMES, inner, strict=False) if m]
-    total -= sum(m for _, m in ledger) + sum(m for name, m in extra if not name)
-    for name, m in ledger + [e for e in extra if e[0]]:
+        total -= sum([m for _, m in ledger]) + sum([m for name, m in extra if not name])
+        ledger += [e for e in extra if e[0]]
+    else:
+        ledger = ((own_name, own),)
+        total -= own
+    for name, m in ledger:
         if name in by_name:
             left = by_name[name] - m
             if left > 0:
