@@ -1101,7 +1101,11 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
     if not stat.S_ISREG(st.st_mode):
         out.error(lpath, None, "tables.list is not a regular file")
         return merged
-    data = _read_all(lpath)
+    try:
+        data = _read_all(lpath)
+    except OSError as err:
+        out.error(lpath, None, f"cannot read tables.list: {err.strerror}")
+        return merged
     names: list[str] = []
     pos = 0
     while pos < len(data):
@@ -1425,11 +1429,31 @@ def _reader_crosscheck(out: _Out, repo) -> None:
 
 
 def verify(repo, *, crosscheck: bool = True, env=None) -> list[Finding]:
-    """Every finding for ``repo`` (a ``backend.repo.Repo``), errors and warnings, in a stable order."""
+    """Every finding for ``repo`` (a ``backend.repo.Repo``), errors and warnings, in a stable order.
+
+    Never raises for anything on disk: a failure of verify itself (a refscope bug) becomes an error
+    finding on the repository, so the CLI and the TUI always get a list."""
     out = _Out()
-    owner = check_ownership(repo, env)
-    if owner is not None:
-        out.findings.append(owner)
+    try:
+        owner = check_ownership(repo, env)
+        if owner is not None:
+            out.findings.append(owner)
+        _verify_storage(out, repo)
+        _verify_locks(out, repo)
+        if crosscheck:
+            _reader_crosscheck(out, repo)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as err:  # noqa: BLE001 - verify reports, it does not crash
+        out.error(
+            repo.commondir,
+            None,
+            f"verify stopped early: {type(err).__name__}: {err} (a refscope bug; the findings above still hold)",
+        )
+    return out.findings
+
+
+def _verify_storage(out: _Out, repo) -> None:
     hexname = repo.hash_name
     symrefs: list[tuple[bytes, bytes, str]] = []
     present: set[bytes] = set()
@@ -1478,10 +1502,6 @@ def verify(repo, *, crosscheck: bool = True, env=None) -> list[Finding]:
             if name == b"HEAD" and target.startswith(b"refs/heads/"):
                 continue  # an unborn branch is normal (fresh repository, orphan checkout)
             out.warning(path, None, f"symref {_q(name)} points at {_q(target)}, which does not exist")
-    _verify_locks(out, repo)
-    if crosscheck:
-        _reader_crosscheck(out, repo)
-    return out.findings
 
 
 def has_errors(findings: list[Finding]) -> bool:
