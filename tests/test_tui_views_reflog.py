@@ -8,7 +8,7 @@ import pytest
 from refscope.app.tui.screens.reflog import ReflogScreen
 
 from tests.gitutil import git
-from tests.test_tui_views_common import Host, open_store
+from tests.test_tui_views_common import Host, open_store, until
 
 pytestmark = pytest.mark.anyio
 
@@ -28,6 +28,7 @@ async def test_reflog_view_lists_entries_newest_first(repo: Path, ref_format: st
     async with app.run_test(size=(160, 30)) as pilot:
         screen = app.screen
         assert isinstance(screen, ReflogScreen)
+        await until(pilot, lambda: screen.loaded)
         view = screen.query_one("#reflog-rows")
         rows = [view.source.row_text(i).plain for i in range(len(view.source))]
         assert len(rows) == len(expected) == 4

@@ -162,7 +162,7 @@ async def main() -> None:
         await measure(
             "reflog (reftable)",
             lambda: ReflogScreen(rt_store.snapshot(), b"refs/heads/b/0999999"),
-            lambda s: isinstance(s, ReflogScreen) and s.entries is not None,
+            lambda s: isinstance(s, ReflogScreen) and s.loaded,
             lambda s: True,
             lambda s: s.query_one("#reflog-rows"),
             lambda s: max(1, len(s.entries)),

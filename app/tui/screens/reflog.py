@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 
 from ..views.base import ViewScreen
@@ -48,6 +49,7 @@ class ReflogScreen(ViewScreen):
         self.snapshot = snapshot
         self.ref_name = name
         self.entries: list[Any] = []
+        self.loaded = False
 
     def compose_body(self) -> ComposeResult:
         yield RowsView(id="reflog-rows")
@@ -56,14 +58,23 @@ class ReflogScreen(ViewScreen):
         title = Text("Reflog of ")
         title.append_text(name_text(self.ref_name, "bold"))
         self.set_title(title)
-        self.entries = list(self.snapshot.reflog(self.ref_name))
-        view = self.query_one("#reflog-rows", RowsView)
-        view.set_source(reflog_source(self.entries), cursor=0)
+        self.set_status("reading the reflog…")
+        self.query_one("#reflog-rows", RowsView).focus()
+        self.load()
+
+    @work(thread=True, exclusive=True, group="reflog", exit_on_error=False, description="read reflog")
+    def load(self) -> None:
+        entries = list(self.snapshot.reflog(self.ref_name))
+        self.app.call_from_thread(self._show, entries)
+
+    def _show(self, entries: list[Any]) -> None:
+        self.entries = entries
+        self.query_one("#reflog-rows", RowsView).set_source(reflog_source(entries), cursor=0)
         where = "logs/" if self.snapshot.format == "files" else "log records of the stack"
-        n = len(self.entries)
+        n = len(entries)
         self.set_status(
             f"{n} entr{'y' if n == 1 else 'ies'} from {where}, newest first"
             if n
             else "no reflog for this ref"
         )
-        view.focus()
+        self.loaded = True
