@@ -49,6 +49,7 @@ def test_snapshot_table_view_log_block(fixed_stack: Path, snap_compare) -> None:
     async def run_before(pilot) -> None:
         await _loaded(app)(pilot)
         await pilot.press("down", "down")  # block 2: the first log block
+        await until(pilot, lambda: app.screen._shown_block == 2)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -26,6 +26,7 @@ from ..views.fmt import count, size
 from ..views.rows import RowsView
 from ..views.table_model import BlockSource, RecordSource, decode_block
 
+BLOCK_SETTLE_S = 0.03
 HEADER_SIZE = {1: 24, 2: 28}
 FOOTER_SIZE = {1: 68, 2: 72}
 
@@ -95,6 +96,8 @@ class TableScreen(ViewScreen):
         self.blocks: list[tuple[str, Any]] = []
         self.records: list[Any] = []
         self._shown_block = -1
+        self._pending_block: int | None = None
+        self._block_timer: Any = None
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="table-info")
@@ -147,8 +150,19 @@ class TableScreen(ViewScreen):
             self.show_block(0)
 
     def on_rows_view_cursor_moved(self, message: RowsView.CursorMoved) -> None:
-        if message.view is self.blocks_view and message.row != self._shown_block:
-            self.show_block(message.row)
+        """Decode the block under the cursor once the cursor rests (30 ms): holding pagedown over a
+        30,000-block table then only repaints the block list, not every block passed on the way."""
+        if message.view is not self.blocks_view or message.row == self._shown_block:
+            return
+        self._pending_block = message.row
+        if self._block_timer is not None:
+            self._block_timer.stop()
+        self._block_timer = self.set_timer(BLOCK_SETTLE_S, self._show_pending)
+
+    def _show_pending(self) -> None:
+        self._block_timer = None
+        if self._pending_block is not None and self._pending_block != self._shown_block:
+            self.show_block(self._pending_block)
 
     def show_block(self, i: int) -> None:
         if not 0 <= i < len(self.blocks):
