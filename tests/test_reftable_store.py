@@ -14,10 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from refscope.backend.errors import CorruptStore
 from refscope.backend.model import TABLE
+from refscope.backend.refname import is_valid_refname
 from refscope.backend.repo import discover
-from refscope.backend.stores.reftable import ReftableStore
+from refscope.backend.stores.reftable import ReftableStore, _block_names_suspect
 
 from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
 
@@ -376,6 +379,19 @@ def test_hidden_like_git(tmp_path, git_bin):
     assert git(path, "for-each-ref", check=False) is not None
     with pytest.raises(CorruptStore, match="dangerous"):
         list(_snap(path))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.binary(max_size=12).map(lambda b: b"refs/" + b) | st.sampled_from([b"@", b".x", b"a.", b"/a"]),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_block_name_precheck_never_misses(names):
+    """The per-block fast check may flag valid names, but never passes an invalid one."""
+    assert _block_names_suspect(names) or all(is_valid_refname(n) for n in names)
 
 
 # --- refresh and concurrency ------------------------------------------------------------------------------

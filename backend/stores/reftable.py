@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import heapq
 import os
-import re
 import threading
 import time
 from array import array
@@ -32,10 +31,35 @@ from ..model import TABLE, Location, LogEntry, Ref
 from ..refname import is_safe_refname, is_valid_refname
 
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
-# refname.check_refname's fast pattern over names joined by LF (LF itself is checked by counting).
-_PROBLEM_LINES = re.compile(
-    rb"(?m)[\x00-\x09\x0b-\x20\x7f~^:?\[\\*]|\.\.|@\{|//|/\.|\.lock(?:/|$)|^\.|^/|/$|\.$|^@$|^$"
-)
+# Bytes check_refname never rejects on their own: deleting them from a block's LF-joined names must leave
+# exactly the LF separators. Everything else is a conservative substring test; a hit falls back to the
+# exact per-name check. All C-speed (a regex over the block was 50x slower).
+_GOOD_BYTES = bytes(c for c in range(256) if not (c <= 0x20 or c == 0x7F or c in b"~^:?[\\*"))
+_SUSPECT_DOT = (b"..", b"/.", b".lock", b"\n.", b".\n")
+_SUSPECT_SLASH = (b"//", b"\n/", b"/\n", b"\n\n")
+
+
+def _block_names_suspect(names: list[bytes]) -> bool:
+    joined = b"\n".join(names)
+    if joined.translate(None, _GOOD_BYTES) != b"\n" * (len(names) - 1):
+        return True
+    if b"." in joined and any(s in joined for s in _SUSPECT_DOT):
+        return True
+    if b"@" in joined and (b"@{" in joined or b"\n@\n" in joined):
+        return True
+    if any(s in joined for s in _SUSPECT_SLASH):
+        return True
+    first, last = names[0], names[-1]
+    return (
+        not first
+        or not last
+        or first[:1] in (b".", b"/")
+        or last[-1:] in (b".", b"/")
+        or first == b"@"
+        or last == b"@"
+    )
+
+
 _EMPTY: frozenset[int] = frozenset()
 
 
@@ -49,8 +73,7 @@ def hidden_in(rb) -> frozenset[int]:
         return h
     names = rb.names
     bad: set[int] = set()
-    joined = b"\n".join(names)
-    if _PROBLEM_LINES.search(joined) is not None or joined.count(b"\n") != len(names) - 1:
+    if names and _block_names_suspect(names):
         meta = rb.meta
         for j, n in enumerate(names):
             if meta[j] & 7 and not is_valid_refname(n):
