@@ -162,6 +162,7 @@ class Stack:
         if len(names) <= SEEK_LIMIT:
             return {n: self.lookup(n) for n in names}
         pending = set(names)
+        ordered = sorted(pending)
         found: dict[bytes, RefRecord | None] = {}
         for t in reversed(self.tables):
             if not pending:
@@ -173,7 +174,7 @@ class Stack:
                 blk = t.block_at(off)
                 if blk is None or blk.type != BLOCK_REF:
                     break
-                _scan_ref_keys(blk, pending, found, t.min_update_index)
+                _scan_ref_keys(blk, pending, found, t.min_update_index, ordered)
                 off = blk.offset + blk.full_size
         out = {}
         for n in names:
@@ -213,6 +214,7 @@ class Stack:
         if len(names) <= SEEK_LIMIT:
             return {n: [r.update_index for r in self.logs(n)] for n in names}
         wanted = set(names)
+        ordered = sorted(wanted)
         seen: dict[tuple[bytes, int], int] = {}
         for t in reversed(self.tables):
             if not t.has_logs:
@@ -222,7 +224,7 @@ class Stack:
                 blk = t.block_at(off)
                 if blk is None or blk.type != BLOCK_LOG:
                     break
-                _scan_log_keys(blk, wanted, seen)
+                _scan_log_keys(blk, wanted, seen, ordered)
                 off = blk.offset + blk.full_size
         out: dict[bytes, list[int]] = {}
         for (name, ui), lt in seen.items():
@@ -269,12 +271,53 @@ class Stack:
 _MAX_UI = 0xFFFFFFFFFFFFFFFF
 
 
-def _scan_ref_keys(blk, pending: set[bytes], found: dict[bytes, RefRecord], min_ui: int) -> None:
-    """Decode the records of ``pending`` names in one ref block (moving them to ``found``), skipping the rest."""
+def _wanted_ranges(blk, names: list[bytes], log: bool) -> list[tuple[int, int]]:
+    """Byte ranges of the restart intervals of ``blk`` that can hold one of ``names`` (sorted).
+
+    A restart record stores its key whole, so interval j holds names between the keys of restarts j and
+    j + 1: intervals with no wanted name in that span are never parsed (a prefix of 10k refs touches a
+    tenth of a 100k stack's blocks and records)."""
+    from bisect import bisect_left
+
     data = blk.data
     end = blk.restart_off
+    restarts = blk.restarts
+    first = blk.header_off + 4
+    keys = []
+    for r in restarts:
+        x, p = get_varint(data, r + 1, end)  # a restart's prefix length is 0: one byte
+        k = data[p : p + (x >> 3)]
+        keys.append(k[:-9] if log else k)
+    out: list[tuple[int, int]] = []
+    if not restarts or restarts[0] != first:
+        return [(first, end)]
+    n = len(restarts)
+    nn = len(names)
+    for j in range(n):
+        i = bisect_left(names, keys[j])
+        if i == nn:
+            break
+        if j + 1 < n and names[i] > keys[j + 1]:
+            continue
+        s, e = restarts[j], restarts[j + 1] if j + 1 < n else end
+        if out and out[-1][1] == s:
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+def _scan_ref_keys(
+    blk, pending: set[bytes], found: dict[bytes, RefRecord], min_ui: int, names: list[bytes]
+) -> None:
+    """Decode the records of ``pending`` names in one ref block (moving them to ``found``), skipping the rest."""
+    for rs, re_ in _wanted_ranges(blk, names, False):
+        _scan_ref_range(blk, rs, re_, pending, found, min_ui)
+
+
+def _scan_ref_range(blk, pos: int, end: int, pending, found, min_ui: int) -> None:
+    data = blk.data
     hs = blk.hash_size
-    pos = blk.header_off + 4
     last = b""
     while pos < end:
         c = data[pos]
@@ -324,12 +367,15 @@ def _scan_ref_keys(blk, pending: set[bytes], found: dict[bytes, RefRecord], min_
             found[bytes(key)] = RefRecord(bytes(key), delta + min_ui, vt, val, peeled, target)
 
 
-def _scan_log_keys(blk, wanted: set[bytes], seen: dict[tuple[bytes, int], int]) -> None:
+def _scan_log_keys(blk, wanted: set[bytes], seen: dict[tuple[bytes, int], int], names: list[bytes]) -> None:
     """Record (name, update_index) -> log type for the wanted names of one log block, skipping values."""
+    for rs, re_ in _wanted_ranges(blk, names, True):
+        _scan_log_range(blk, rs, re_, wanted, seen)
+
+
+def _scan_log_range(blk, pos: int, end: int, wanted, seen) -> None:
     data = blk.data
-    end = blk.restart_off
     hs2 = 2 * blk.hash_size
-    pos = blk.header_off + 4
     last = b""
     while pos < end:
         c = data[pos]
