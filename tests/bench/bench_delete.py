@@ -243,12 +243,17 @@ def bench_files(root: Path, n: int, runs: int) -> list[tuple]:
     return rows
 
 
-def bench_reftable(root: Path, n: int, runs: int, k: int) -> list[tuple]:
-    repo = make_reftable_repo(root / f"reftable-{k}", n)
-    saved = root / f"reftable-{k}.saved"
+def bench_reftable(root: Path, n: int, runs: int, k: int, contiguous: bool = False) -> list[tuple]:
+    tag = f"{k}{'c' if contiguous else ''}"
+    repo = make_reftable_repo(root / f"reftable-{tag}", n)
+    saved = root / f"reftable-{tag}.saved"
     shutil.copytree(repo / ".git" / "reftable", saved)
     rt = repo / ".git" / "reftable"
-    names = [f"refs/heads/branch-{i:07d}" for i in range(0, n, max(1, n // k))][:k]
+    if contiguous:  # one name range, as a TUI filter selects it
+        names = [f"refs/heads/branch-{i:07d}" for i in range((n - k) // 2, (n - k) // 2 + k)]
+    else:  # spread over the whole stack: every block is touched
+        names = [f"refs/heads/branch-{i:07d}" for i in range(0, n, max(1, n // k))][:k]
+    what = f"{k:,} of {n:,}" + (" (one range)" if contiguous else (" (spread)" if k > 1 else ""))
     stdin = "".join(f"delete {x}\n" for x in names).encode()
     walls, counts, cpus = [], [], []
     for _ in range(runs):
@@ -272,14 +277,14 @@ def bench_reftable(root: Path, n: int, runs: int, k: int) -> list[tuple]:
     restore(saved, rt)
     return [
         (
-            f"reftable: delete {k:,} of {n:,} — commit",
+            f"reftable: delete {what} — commit",
             f"{med(walls):.2f} ms wall, {med(cpus):.1f} ms cpu, {min(counts)} syscalls",
             f"{med(git_walls):.2f} ms wall, {git_cpu:.1f} ms cpu, {sum(git_st.values())} syscalls "
             "(whole git update-ref --stdin)",
             f"{med(walls) / med(git_walls):.2f}x wall, {med(cpus) / git_cpu:.2f}x cpu",
         ),
         (
-            f"reftable: delete {k:,} of {n:,} — whole process",
+            f"reftable: delete {what} — whole process",
             f"{med(ours):.2f} ms wall, {our_cpu:.1f} ms cpu (refscope delete --stdin)",
             f"{med(git_walls):.2f} ms wall, {git_cpu:.1f} ms cpu (git update-ref --stdin)",
             f"{med(ours) / med(git_walls):.2f}x wall, {our_cpu / git_cpu:.2f}x cpu",
@@ -302,6 +307,7 @@ def main() -> None:
         if args.only in (None, "reftable"):
             rows += bench_reftable(root, args.refs, args.runs, 1)
             rows += bench_reftable(root, args.refs, max(3, args.runs // 3), 10_000)
+            rows += bench_reftable(root, args.refs, max(3, args.runs // 3), 10_000, contiguous=True)
     print(f"git: {subprocess.run([git_binary(), 'version'], capture_output=True, text=True).stdout.strip()}")
     print()
     print("| operation | refscope (native) | git | ratio |")
