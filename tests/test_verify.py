@@ -4,6 +4,7 @@ with age and owner hint and removed only when nobody could hold them; verify nev
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -400,3 +401,16 @@ def test_lock_with_git_running_in_the_repository_is_not_removed(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_error_lines_never_carry_hostile_names_raw(tmp_path, capfd, monkeypatch):
+    """Every command's one-line error goes through RefscopeError.cli_line, which makes controls, C1 and
+    bidi characters visible: here a stale-value refusal quoting a valid name with U+202E."""
+    repo = init_repo(tmp_path / "r", fmt="files")
+    name = "refs/heads/bidi-\u202egnp.exe"
+    git(repo, "update-ref", name, "HEAD")
+    stdin = io.TextIOWrapper(io.BytesIO(name.encode() + b" " + b"1" * 40 + b"\n"))
+    monkeypatch.setattr("sys.stdin", stdin)
+    rc, out, err = run(capfd, "delete", "-C", str(repo), "--stdin")
+    assert rc == 1
+    assert "'refs/heads/bidi-\\u202egnp.exe'" in err and len(err.splitlines()) == 1
