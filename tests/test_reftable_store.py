@@ -184,6 +184,24 @@ def test_stack_reflogs_equal_git(stack_repo, name):
     assert ours, name
 
 
+def test_reflog_entry_deletion_records(tmp_path, git_bin):
+    """``git reflog delete`` writes log deletion records; the hidden entry disappears from both views."""
+    path = init_repo(tmp_path / "r", fmt="reftable")
+    git(path, "config", "maintenance.auto", "false")
+    for i in range(4):
+        gitnc(path, "commit", "-q", "--allow-empty", "-m", f"c{i}")
+    before = _git_reflog(path, "refs/heads/main")
+    gitnc(path, "reflog", "delete", "refs/heads/main@{1}")
+    gitnc(path, "reflog", "delete", "HEAD@{2}")
+    snap = _snap(path)
+    assert any(rec.log_type == 0 for t in snap.tables for rec in t.iter_logs())
+    for name in ("refs/heads/main", "HEAD"):
+        assert _our_reflog(snap, name.encode()) == _git_reflog(path, name)
+    assert len(_our_reflog(snap, b"refs/heads/main")) == len(before) - 1
+    git(path, "pack-refs")  # full compaction drops deletion records and the entries they hid
+    assert _our_reflog(_snap(path), b"refs/heads/main") == _git_reflog(path, "refs/heads/main")
+
+
 def test_deleted_ref_has_no_reflog(stack_repo):
     snap = _snap(stack_repo)
     assert snap.reflog(b"refs/heads/a/035") == []
