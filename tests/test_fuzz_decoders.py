@@ -14,6 +14,7 @@ import contextlib
 import os
 import resource
 import signal
+import zlib
 from itertools import islice
 from pathlib import Path
 
@@ -148,7 +149,39 @@ def mutated(draw, pool: list[bytes]) -> bytes:
             data[i : i + n] = data[j : j + n]
         else:  # a run of continuation bytes: the longest varints
             data[i : i + 10] = b"\xff" * 10
+    if data[:4] == b"REFT" and len(data) > 100 and draw(st.booleans()):
+        data = _reseal(draw, data)
     return bytes(data)
+
+
+def _reseal(draw, data: bytearray) -> bytearray:
+    """Change a header/footer field and make the table self-consistent again (footer repeats the header,
+    CRC recomputed): gets past the cheap checks into position and block handling."""
+    version = data[4]
+    hsz, fsz = (24, 68) if version == 1 else (28, 72)
+    if len(data) < hsz + fsz:
+        return data
+    foot = len(data) - fsz
+    size = len(data)
+    value = draw(
+        st.one_of(
+            st.integers(0, size + 16),
+            st.sampled_from([0, 1, 24, 28, foot - 1, foot, 2**24 - 1, 2**32, 2**63 - 1, 2**64 - 1]),
+        )
+    )
+    field = draw(st.integers(0, 6))
+    if field < 5:  # a footer position (obj_position is shifted by 5 with obj_id_len in the low bits)
+        at = foot + hsz + 8 * field
+        if field == 1:
+            value = ((value << 5) | draw(st.integers(0, 31))) & (2**64 - 1)
+        data[at : at + 8] = (value & (2**64 - 1)).to_bytes(8, "big")
+    elif field == 5:  # block size, mirrored into the footer
+        data[5:8] = data[foot + 5 : foot + 8] = (value & 0xFFFFFF).to_bytes(3, "big")
+    else:  # min/max update index, mirrored
+        at = draw(st.sampled_from([8, 16]))
+        data[at : at + 8] = data[foot + at : foot + at + 8] = (value & (2**64 - 1)).to_bytes(8, "big")
+    data[size - 4 :] = zlib.crc32(bytes(data[foot : size - 4])).to_bytes(4, "big")
+    return data
 
 
 # --------------------------------------------------------------------------------------------- exercise
