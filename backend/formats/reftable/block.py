@@ -286,7 +286,7 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
     last = b""
     tombstones = 0
     symrefs = 0
-    plain = 0
+    peeled = 0
     big_deltas = 0
     pos = blk.header_off + 4
     try:
@@ -297,9 +297,7 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
                 pos += 1
             else:
                 prefix, pos = get_varint(data, pos, end)
-            if pos >= end:
-                raise blk.err("truncated record key", pos)
-            x = data[pos]
+            x = data[pos]  # pos <= end < len(data): an overrun is caught by the npos check below
             if x < 0x80:
                 pos += 1
             else:
@@ -331,9 +329,9 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
                 big_deltas += 1
             if vt == 1:
                 pos += hs
-                plain += 1
             elif vt == 2:
                 pos += hs2
+                peeled += 1
             elif vt == 3:
                 n, pos = get_varint(data, pos, end)
                 pos += n
@@ -353,7 +351,7 @@ def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
     rb = RefBlock(blk, names, meta, min_update_index)
     rb.tombstones = tombstones
     rb.symrefs = symrefs
-    rb.simple = plain == len(names) and not big_deltas
+    rb.simple = not (tombstones or symrefs or peeled or big_deltas)
     return rb
 
 
