@@ -121,6 +121,8 @@ class RowsView(ScrollView, can_focus=True):
         self._flash_timer = None
         self._styles: dict[str, Style] = {}
         self._widest = 0
+        self._header_cache: Strip | None = None
+        self._header_source: Any = None
 
     # ---- data -------------------------------------------------------------------------------------------
     @property
@@ -135,7 +137,6 @@ class RowsView(ScrollView, can_focus=True):
         """Swap in a new source whole (a refreshed snapshot); keeps the cursor row unless told."""
         self.source = source
         self._cache.clear()
-        self._widest = 0
         self._update_virtual_size()
         n = len(source)
         target = self.cursor if cursor is None else cursor
@@ -144,13 +145,16 @@ class RowsView(ScrollView, can_focus=True):
 
     def _update_virtual_size(self) -> None:
         """Width: the widest row rendered so far (or the header), so a horizontal scrollbar appears only
-        when something on screen is actually cut; sources' ``width`` is only the first estimate."""
+        when something on screen is actually cut; sources' ``width`` is only the first estimate. It only
+        grows (a shrink and regrow on every source swap would cost two layout passes)."""
         height = len(self.source) + (1 if self._has_header else 0)
         header = getattr(self.source, "header", None)
         width = max(self._widest, header.cell_len if header is not None else 0)
         if not width:
             width = getattr(self.source, "width", 0)
-        self.virtual_size = Size(max(width + 1, 1), height)
+        size = Size(max(width + 1, 1), height)
+        if size != self.virtual_size:  # every change costs a layout pass of the whole screen
+            self.virtual_size = size
 
     def on_mount(self) -> None:
         self._update_virtual_size()
@@ -229,26 +233,34 @@ class RowsView(ScrollView, can_focus=True):
             )
         return style
 
-    def notify_style_update(self) -> None:
+    def _restyle(self) -> None:
+        """Styles changed (theme, focus): cached strips carry the old base style."""
         self._styles.clear()
+        self._cache.clear()
+        self._header_cache = None
+
+    def notify_style_update(self) -> None:
+        self._restyle()
         super().notify_style_update()
 
     def on_focus(self) -> None:
-        self._styles.clear()
+        self._restyle()
         self.refresh()
 
     def on_blur(self) -> None:
-        self._styles.clear()
+        self._restyle()
         self.refresh()
 
     def _row_strip(self, row: int) -> tuple[Strip, Any]:
-        """The row's rendered Strip and its key (both cached: a key may cost a decode too)."""
+        """The row's Strip, already in the widget's base style, and its key (both cached: a key may cost a
+        decode too). Reusing the same Strip object also reuses its own crop cache from frame to frame."""
         cached = self._cache.get(row)
         if cached is None:
             text = self.source.row_text(row)
             text.no_wrap = True
             text.end = ""
-            strip = Strip(list(text.render(self.app.console)), text.cell_len)
+            segments = Segment.apply_style(text.render(self.app.console), self._style("base"))
+            strip = Strip(list(segments), text.cell_len)
             if strip.cell_length > self._widest:
                 self._widest = strip.cell_length
                 self.call_later(self._update_virtual_size)
@@ -260,18 +272,25 @@ class RowsView(ScrollView, can_focus=True):
             self._cache.set(row, cached)
         return cached
 
+    def _header_strip(self) -> Strip:
+        strip = self._header_cache
+        if strip is None or self._header_source is not self.source:
+            header: Text = self.source.header.copy()
+            header.no_wrap = True
+            header.end = ""
+            style = self._style("base") + self._style("rows--header")
+            strip = Strip(list(Segment.apply_style(header.render(self.app.console), style)), header.cell_len)
+            self._header_cache, self._header_source = strip, self.source
+        return strip
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.size.width
         base = self._style("base")
         if self._has_header:
             if y == 0:
-                header: Text = self.source.header.copy()
-                header.no_wrap = True
-                strip = Strip(list(header.render(self.app.console)), header.cell_len)
                 style = base + self._style("rows--header")
-                strip = Strip(Segment.apply_style(strip, style))
-                return strip.crop_extend(scroll_x, scroll_x + width, style)
+                return self._header_strip().crop_extend(scroll_x, scroll_x + width, style)
             y -= 1
         row = scroll_y + y
         if row >= len(self.source):
@@ -285,6 +304,7 @@ class RowsView(ScrollView, can_focus=True):
         if row == self.cursor:
             cursor = self._style("rows--cursor")
             overlay = cursor if overlay is None else overlay + cursor
-        line_style = base if overlay is None else base + overlay
-        segments = Segment.apply_style(strip, base, overlay)
-        return Strip(segments, strip.cell_length).crop_extend(scroll_x, scroll_x + width, line_style)
+        if overlay is None:
+            return strip.crop_extend(scroll_x, scroll_x + width, base)
+        segments = Segment.apply_style(strip, None, overlay)
+        return Strip(segments, strip.cell_length).crop_extend(scroll_x, scroll_x + width, base + overlay)
