@@ -63,7 +63,7 @@ def _block_names_suspect(names: list[bytes]) -> bool:
 _EMPTY: frozenset[int] = frozenset()
 
 
-def hidden_in(rb) -> frozenset[int]:
+def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
     """Indices of records of a decoded block that git's ref iterator does not list although they are not
     tombstones: names failing check_refname ("ignoring ref with broken name") and null object ids. A name
     that is not even safe makes git die ("refname is dangerous"): CorruptStore. Symrefs are judged by the
@@ -89,6 +89,8 @@ def hidden_in(rb) -> frozenset[int]:
                 bad.add(j)
     h = frozenset(bad) if bad else _EMPTY
     rb.hidden = h
+    if table is not None:
+        table.hidden_cache[rb.offset] = h  # later decodes of this block skip the check
     return h
 
 
@@ -250,7 +252,7 @@ def _iter_single(t: Table, start: bytes, resolve) -> Iterator[Ref]:
         off = rb.offset
         lastd = -1
         loc = None
-        hidden = hidden_in(rb)
+        hidden = hidden_in(rb, t)
         for j in range(i, len(names)):
             m = meta[j]
             vt = m & 7
@@ -279,9 +281,9 @@ def _iter_single(t: Table, start: bytes, resolve) -> Iterator[Ref]:
                 yield _new(Ref, (name, None, None, data[p : p + n], loc))
 
 
-def _all_visible(rb) -> bool:
+def _all_visible(rb, table: Table) -> bool:
     """Every record of the block is listed (no tombstone, hidden record or symref to resolve)."""
-    return not rb.tombstones and not rb.symrefs and not hidden_in(rb)
+    return not rb.tombstones and not rb.symrefs and not hidden_in(rb, table)
 
 
 def _names_single(t: Table, start: bytes, resolve) -> Iterator[bytes]:
@@ -289,11 +291,11 @@ def _names_single(t: Table, start: bytes, resolve) -> Iterator[bytes]:
         names = rb.names
         if not names:
             continue
-        if _all_visible(rb) and names[i].startswith(b"refs/") and names[-1].startswith(b"refs/"):
+        if _all_visible(rb, t) and names[i].startswith(b"refs/") and names[-1].startswith(b"refs/"):
             yield from names[i:] if i else names
             continue
         meta = rb.meta
-        hidden = hidden_in(rb)
+        hidden = hidden_in(rb, t)
         for j in range(i, len(names)):
             vt = meta[j] & 7
             if vt and j not in hidden:
@@ -390,7 +392,7 @@ class ReftableSnapshot:
             rb = item[2]
             if rb is not last:
                 last = rb
-                hidden = hidden_in(rb)
+                hidden = hidden_in(rb, item[1])
             j = item[3]
             if hidden and j in hidden:
                 continue
@@ -485,7 +487,7 @@ class ReftableSnapshot:
             k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
             if k <= i:
                 return
-            if rb.simple and not hidden_in(rb):
+            if rb.simple and not hidden_in(rb, t):
                 hx = hexlify(rb.data)
                 yield (
                     names[i:k] if (i or k < n) else names,
@@ -495,7 +497,7 @@ class ReftableSnapshot:
                 )
             else:
                 cols: tuple[list, list, list, list] = ([], [], [], [])
-                hidden = hidden_in(rb)
+                hidden = hidden_in(rb, t)
                 for j in range(i, k):
                     vt = rb.meta[j] & 7
                     if vt and j not in hidden and (vt != 3 or self.resolve(names[j]) is not None):
@@ -574,7 +576,7 @@ class ReftableSnapshot:
             off = rb.offset
             if (
                 i == 0
-                and _all_visible(rb)
+                and _all_visible(rb, t)
                 and names[0].startswith(b"refs/")
                 and names[-1].startswith(b"refs/")
             ):
@@ -582,7 +584,7 @@ class ReftableSnapshot:
                 rbk.extend([off] * n)
             else:
                 stop = False
-                hidden = hidden_in(rb)
+                hidden = hidden_in(rb, t)
                 for j in range(i, n):
                     if not names[j].startswith(b"refs/"):
                         stop = True

@@ -90,6 +90,7 @@ class Table:
         "_indexcache",
         "_ref_offsets",
         "_counts",
+        "hidden_cache",
         "__weakref__",
     )
 
@@ -121,6 +122,7 @@ class Table:
         t._indexcache = {}
         t._ref_offsets = None
         t._counts = None
+        t.hidden_cache = {}
         t._parse_header_footer()
         return t
 
@@ -141,6 +143,7 @@ class Table:
         t._indexcache = {}
         t._ref_offsets = None
         t._counts = None
+        t.hidden_cache = {}
         t._parse_header_footer()
         return t
 
@@ -260,6 +263,7 @@ class Table:
         if blk is None or blk.type != BLOCK_REF:
             raise CorruptStore(self.path, "expected a ref block", off)
         rb = decode_ref_block(blk, self.min_update_index)
+        rb.hidden = self.hidden_cache.get(off)
         self._refcache[off] = rb
         if len(self._refcache) > _REF_CACHE:
             with contextlib.suppress(KeyError):
@@ -335,6 +339,7 @@ class Table:
             rb = self._refcache.get(off)
             if rb is None:
                 rb = decode_ref_block(blk, self.min_update_index)
+                rb.hidden = self.hidden_cache.get(off)
             i = bisect_left(rb.names, start) if (first and start) else 0
             first = False
             yield rb, i
