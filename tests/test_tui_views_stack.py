@@ -230,3 +230,23 @@ async def test_table_view_obj_and_index_blocks(tmp_path: Path, git_bin: str) -> 
             assert m is not None, row
             positions = {int(p) for p in m.group(3).split(",")}
             assert positions == expected[m.group(1)] and int(m.group(2)) == len(positions)
+
+
+async def test_big_tables_count_log_records_on_demand(
+    stack_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from refscope.app.tui.views import stack_model
+
+    stack_model._cache.clear()
+    monkeypatch.setattr(stack_model, "DEEP_LIMIT", 0)  # every table counts as big here
+    app = _stack_host(stack_repo)
+    async with app.run_test(size=(150, 45)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        assert all(s.log_records == -2 for s in screen.summaries)
+        assert all("a: count" in r for r in _rows(screen.tables_view))
+        assert screen.summaries[0].ref_records == len(for_each_ref(stack_repo)) - 4 + 1
+        await pilot.press("a")
+        await until(pilot, lambda: all(s.log_records >= 0 for s in screen.summaries))
+        assert [s.log_records for s in screen.summaries[1:]] == [1, 1, 1, 1]
+    stack_model._cache.clear()

@@ -174,12 +174,17 @@ class StackScreen(ViewScreen):
             self._follower.stop()
 
     # ---- data -----------------------------------------------------------------------------------------
+    def action_count_all(self) -> None:
+        """Count the log records of big tables too (inflates and decodes every log block)."""
+        self.set_status("counting every log record…")
+        self.load_summaries(self.snapshot, None, deep=True)
+
     @work(
         thread=True, exclusive=True, group="stack-load", exit_on_error=False, description="summarize tables"
     )
-    def load_summaries(self, snapshot: Any, previous: Any) -> None:
+    def load_summaries(self, snapshot: Any, previous: Any, deep: bool | None = None) -> None:
         with self.measure("stack view") as m:
-            summaries = [full_summary(t) for t in snapshot.tables]
+            summaries = [full_summary(t, deep) for t in snapshot.tables]
             old = (
                 {s.name: s for s in (full_summary(t) for t in previous.tables)}
                 if previous is not None
