@@ -95,7 +95,6 @@ def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
 
 
 _RETRY_SECONDS = 3.0
-_ROWS_CHUNK = 4096
 
 
 def _is_root_ref_syntax(name: bytes) -> bool:
