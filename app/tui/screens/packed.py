@@ -59,6 +59,7 @@ class PackedScreen(ViewScreen):
         self.shadowed: dict[bytes, str] = {}
         self.feed: list[Text] = []
         self._follower: Any = None
+        self._load_seq = 0
         self._clock = time.strftime
 
     def compose_body(self) -> ComposeResult:
@@ -100,6 +101,8 @@ class PackedScreen(ViewScreen):
     )
     def load(self, snapshot: Any, first: bool) -> None:
         worker = get_current_worker()
+        self._load_seq += 1
+        seq = self._load_seq
         path = packed_path(snapshot)
         packed = packed_of(snapshot)
         old = self.index
@@ -116,6 +119,8 @@ class PackedScreen(ViewScreen):
             return
         shadow = shadowing(snapshot, index)
         # rows first (the new file is on screen at once), then the record diff (two passes over both files)
+        if worker.is_cancelled or seq != self._load_seq:
+            return  # a newer snapshot is being loaded; it diffs against what is on screen now
         self.app.call_from_thread(self._show, snapshot, index, shadow, first, old)
         if index.peeled_count < 0:
             index.count_peeled()

@@ -134,6 +134,7 @@ class StackScreen(ViewScreen):
         self._follower: Any = None
         self._locks_since: dict[str, float] = {}
         self._clock = time.strftime
+        self._feed_base = snapshot
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="stack-info")
@@ -208,6 +209,7 @@ class StackScreen(ViewScreen):
         self._render_all()
         if previous is not None:
             self._feed_changes(old, summaries)
+            self._feed_base = snapshot
         if report is not None:
             self.set_status(report_text(report, "table summaries"))
 
@@ -215,7 +217,7 @@ class StackScreen(ViewScreen):
         """A newer snapshot (from our follower or the app's watcher): re-summarize, feed what changed."""
         if snapshot is self.snapshot:
             return
-        previous = self.snapshot
+        previous = self._feed_base  # what the feed last described: a superseded load loses no change
         self.snapshot = snapshot
         self.summaries = [quick_summary(t) for t in self.tables]
         self._render_all()
