@@ -506,7 +506,8 @@ def plain_run_ok(data: bytes, hexlen: int) -> bool:
 
     Checked at C speed: no unsafe byte; one space per line; every line's first field all lowercase hex
     (after deleting hex digits each line starts with its space) and exactly ``hexlen`` long (the first
-    line's, and the total length of all first fields); no two adjacent separators among ``/ . SP LF``
+    line by its space, the others by one regex scan from each LF); no two adjacent separators among
+    ``/ . SP LF``
     (``//``, leading/trailing ``/``, ``..``, a component starting with ``.``, a trailing ``.``, an empty
     name); no ``@{``, ``@`` alone or ``.lock`` component end.
     """
