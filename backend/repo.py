@@ -204,6 +204,16 @@ def _ownership_ok(
     return safe
 
 
+def _implicit_bare_allowed(path: str, env: Mapping[str, str]) -> bool:
+    """git's safe.bareRepository (protected config): ``explicit`` refuses a bare repository found by
+    discovery, except the git dir of a non-bare repository (path ending in ``/.git``) or a worktree's or
+    submodule's git dir inside one."""
+    value = load_protected(env).get("safe.bareRepository")
+    if value is None or value.lower() != "explicit":
+        return True
+    return path.endswith("/.git") or "/.git/worktrees/" in path or "/.git/modules/" in path
+
+
 def _dubious(path: str) -> DubiousOwnership:
     return DubiousOwnership(
         path,
@@ -255,6 +265,10 @@ def discover(path: str | None = None, env: Mapping[str, str] | None = None) -> R
                 os.path.realpath(dotgit), env, explicit=False, discovered_worktree=cur, start=start
             )
         if is_git_directory(cur, env):
+            if not _implicit_bare_allowed(cur, env):
+                raise NotARepository(
+                    cur, f"cannot use bare repository '{cur}' (safe.bareRepository is 'explicit')"
+                )
             if not _ownership_ok(None, None, cur, env):
                 raise _dubious(cur)
             return _finish(os.path.realpath(cur), env, explicit=False, discovered_worktree=None, start=start)

@@ -172,3 +172,22 @@ def test_config_parser_against_git(tmp_path: Path) -> None:
     assert ours == theirs
     assert parse_int("1m") == 1 << 20 and parse_int("0x10") == 16
     assert parse_bool(None) and not parse_bool("") and parse_bool("yes") and not parse_bool("off")
+
+
+def test_safe_bare_repository_explicit(tmp_path: Path) -> None:
+    bare = init_repo(tmp_path / "b.git", bare=True)
+    glob = tmp_path / "global"
+    glob.write_text("[safe]\n\tbareRepository = explicit\n")
+    env = git_env(home=tmp_path)
+    env["GIT_CONFIG_GLOBAL"] = str(glob)
+    with pytest.raises(NotARepository) as exc:
+        discover(str(bare), env=env)
+    assert (
+        exc.value.what
+        == f"cannot use bare repository '{os.path.realpath(bare)}' (safe.bareRepository is 'explicit')"
+    )
+    env["GIT_DIR"] = str(bare)
+    assert discover(str(tmp_path), env=env).bare  # explicit GIT_DIR is fine
+    repo = init_repo(tmp_path / "nb")
+    del env["GIT_DIR"]
+    assert discover(str(repo / ".git" / "refs"), env=env).gitdir == os.path.realpath(repo / ".git")
