@@ -473,7 +473,11 @@ class FilesCommit:
         except BaseException:
             self.cleanup()
             raise
-        self.finish()
+        try:
+            self.finish()
+        except BaseException:
+            self.cleanup(removed=True)  # never leave our locks behind, even when a step of the finish fails
+            raise
         return self.deleted
 
 
