@@ -250,3 +250,19 @@ async def test_big_tables_count_log_records_on_demand(
         await until(pilot, lambda: all(s.log_records >= 0 for s in screen.summaries))
         assert [s.log_records for s in screen.summaries[1:]] == [1, 1, 1, 1]
     stack_model._cache.clear()
+
+
+async def test_live_burst_of_writes_ends_on_the_stack_git_left(stack_repo: Path) -> None:
+    app = _stack_host(stack_repo, follow=True)
+    async with app.run_test(size=(150, 45)) as pilot:
+        screen = app.screen
+        feed = screen.query_one("#stack-feed", RowsView)
+        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        for i in range(12):  # git auto-compacts as it goes
+            git(stack_repo, "update-ref", f"refs/heads/burst/{i}", "HEAD")
+        final = tables_list(stack_repo)
+        await until(pilot, lambda: [s.name for s in screen.summaries] == final)
+        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        rows = [r for r in _rows(feed) if ".lock " not in r]  # the poller may also catch git's locks
+        assert rows and all(("appended" in r) or ("compacted" in r) for r in rows)
+        assert final[-1] in " ".join(rows)  # the newest table is accounted for in the feed
