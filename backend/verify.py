@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from .display import escape_name
 from .errors import LockBusy, RefscopeError, TransactionRefused
+from .refname import check_refname, is_safe_refname
 
 ERROR = "error"
 WARNING = "warning"
@@ -35,6 +36,7 @@ _TABLE_NAME = re.compile(r"\A0x([0-9a-f]{12})-0x([0-9a-f]{12})-[0-9a-f]{8}\.ref\
 _HEX_LOWER = re.compile(rb"\A[0-9a-f]+\Z")
 _HEX_ANY = re.compile(rb"\A[0-9a-fA-F]+\Z")
 # Bytes/characters a terminal would act on even though git accepts them in a name.
+_RAW_BYTE = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as surrogateescape decodes it
 _C1_OR_BIDI = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 # Names under the per-worktree part of the ref namespace (git's worktree.c / refs.c).
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
@@ -140,8 +142,6 @@ def _check_name(
     """Report a broken, unsafe or terminal-hostile name; True when git would accept the name.
 
     ``where`` prefixes the message (e.g. "line 12: ")."""
-    from .refname import check_refname, is_safe_refname
-
     reason = check_refname(name)
     if reason is not None:
         if not is_safe_refname(name):
@@ -166,8 +166,10 @@ def _check_name(
 def _warn_hostile_name(
     out: _Out, file: str, offset: int | None, name: bytes, what: str = "ref", where: str = ""
 ) -> None:
+    if name.isascii():
+        return  # the common case; an ASCII name that passed check_refname has no control bytes
     text = name.decode("utf-8", "surrogateescape")
-    if _C1_OR_BIDI.search(text) or any(0xDC80 <= ord(c) <= 0xDCFF for c in text):
+    if _C1_OR_BIDI.search(text) or _RAW_BYTE.search(text):
         out.warning(
             file,
             offset,
@@ -1267,10 +1269,10 @@ def _lock_candidates(repo) -> list[str]:
             p = os.path.join(base, rel)
             if os.path.lexists(p):
                 found.append(p)
-        for sub in ("refs", "logs"):
-            for _name, path, _st in _walk_refs_dir(base, os.fsencode(sub)):
-                if path.endswith(".lock"):
-                    found.append(path)
+        # Ref locks live beside the refs (git appends to reflogs without locking them).
+        for _name, path, _st in _walk_refs_dir(base, b"refs"):
+            if path.endswith(".lock"):
+                found.append(path)
         rdir = os.path.join(base, "reftable")
         try:
             for entry in sorted(os.listdir(rdir)):
@@ -1493,8 +1495,6 @@ def _verify_storage(out: _Out, repo) -> None:
     # A store with errors has an incomplete view of its refs: "points nowhere" would be a guess.
     storage_broken = bool(out.error_files)
     for name, target, path in symrefs:
-        from .refname import check_refname
-
         if check_refname(target) is not None and target != b"HEAD":
             out.error(path, None, f"symref {_q(name)} points at {_q(target)}, which is not a valid ref name")
             continue
