@@ -1269,10 +1269,9 @@ def _lock_candidates(repo) -> list[str]:
             p = os.path.join(base, rel)
             if os.path.lexists(p):
                 found.append(p)
-        # Ref locks live beside the refs (git appends to reflogs without locking them).
-        for _name, path, _st in _walk_refs_dir(base, b"refs"):
-            if path.endswith(".lock"):
-                found.append(path)
+        # Ref locks beside the refs; reflog locks (git reflog expire rewrites logs/<ref> via <ref>.lock).
+        for sub in ("refs", "logs"):
+            _find_locks(os.path.join(base, sub), found)
         rdir = os.path.join(base, "reftable")
         try:
             for entry in sorted(os.listdir(rdir)):
@@ -1287,6 +1286,19 @@ def _lock_candidates(repo) -> list[str]:
             seen.add(rp)
             out.append(p)
     return sorted(out)
+
+
+def _find_locks(top: str, found: list[str]) -> None:
+    """Every ``*.lock`` under ``top`` (names and d_type only: no stat per file, cheap on 100k reflogs)."""
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.endswith(".lock"):
+            found.append(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            _find_locks(entry.path, found)
 
 
 def _lock_info(path: str, procs: list, dirs: list[str], now: float) -> LockInfo | None:

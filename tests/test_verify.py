@@ -340,6 +340,15 @@ def test_fresh_lock_is_a_warning_and_is_not_removed(tmp_path, capfd):
     assert lock.exists()
 
 
+def test_reflog_lock_left_by_reflog_expire_is_found(tmp_path):
+    repo = init_repo(tmp_path / "r", fmt="files")
+    lock = repo / ".git" / "logs" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(b"")
+    age(lock, 300)
+    got = [f for f in findings(repo) if f.file == str(lock)]
+    assert [f.severity for f in got] == ["error"] and "5 min old" in got[0].message
+
+
 def test_stale_locks_api_and_removal(tmp_path):
     repo = init_repo(tmp_path / "r", fmt="files")
     r = discover(str(repo))
