@@ -172,6 +172,15 @@ async def test_compaction_action_shows_report_and_before_after(stack_repo: Path)
         now = forecast(screen.tables, factor=2).now
         assert now is not None
         await pilot.press("c")
+        await until(pilot, lambda: app.screen is not screen)
+        await pilot.press("n")  # declined: nothing happens
+        await until(pilot, lambda: app.screen is screen)
+        await app.workers.wait_for_complete()
+        assert tables_list(stack_repo) == before and screen.last_report is None
+        await pilot.press("c")
+        await until(pilot, lambda: app.screen is not screen)  # the yes/no dialog
+        assert "Merge tables #1..#4 (4 tables" in str(app.screen.query_one("#dialog-question").render())
+        await pilot.press("y")
         await until(pilot, lambda: screen.last_report is not None)
         await until(pilot, lambda: [s.name for s in screen.summaries] == tables_list(stack_repo))
         after = tables_list(stack_repo)

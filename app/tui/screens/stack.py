@@ -357,14 +357,29 @@ class StackScreen(ViewScreen):
 
             self.app.push_screen(TableScreen(tables[row]))
 
-    def action_compact(self) -> None:
+    @work(exclusive=True, group="stack-confirm")
+    async def action_compact(self) -> None:
+        """Ask first (a typed yes/no dialog), then compact with the native engine in a thread worker."""
         tables = self.tables
         if len(tables) < 2:
             self.notify("nothing to compact: the stack has fewer than two tables")
             return
         fc = forecast(tables, self.factor, self.auto)
         segment = fc.now if fc.now is not None else (0, len(tables))
-        self.run_compaction(segment)
+        start, end = segment
+        why = (
+            "git's policy picks these tables now"
+            if fc.now is not None
+            else "the stack is geometric already: this merges every table (like git pack-refs)"
+        )
+        question = Text(
+            f"Merge tables #{start}..#{end - 1} ({end - start} tables, "
+            f"{size(sum(t.size for t in tables[start:end]))}) into one, with refscope's native engine?\n{why}"
+        )
+        from .dialogs import Confirm
+
+        if await self.app.push_screen_wait(Confirm("Compact the reftable stack", question, yes="Compact")):
+            self.run_compaction(segment)
 
     @work(thread=True, exclusive=True, group="stack-compact", exit_on_error=False, description="compact")
     def run_compaction(self, segment: tuple[int, int]) -> None:
