@@ -5,7 +5,8 @@ Constructor (for TUI-MAIN):
         snapshot: a files-store snapshot (its ``commondir``/packed-refs is shown);
         focus_name: put the cursor on this ref's record (or where it would be, if it is not packed);
         store: the FilesStore; with ``follow`` the view refreshes itself when git rewrites packed-refs
-        (WATCH's Watcher, or a cheap poll) and the change feed says which records appeared or vanished.
+        (the app's ``snapshot_changed`` when it watches, else WATCH's Watcher or a cheap poll) and the
+        change feed says which records appeared, vanished or changed and which loose refs shadow records.
     The screen dismisses with the name (bytes) of the record under the cursor, so
     ``app.push_screen(PackedScreen(...), callback)`` can move the main list back to it ("jump back").
     ``apply_snapshot(snapshot)`` lets an app that already watches push newer snapshots in.

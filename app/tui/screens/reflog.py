@@ -57,7 +57,7 @@ class ReflogScreen(ViewScreen):
     def on_mount(self) -> None:
         title = Text("Reflog of ")
         title.append_text(name_text(self.ref_name, "bold"))
-        self.set_title(title)
+        self.set_title(Text(self._title_text) if self._title_text else title)
         self.set_status("reading the reflog…")
         self.query_one("#reflog-rows", RowsView).focus()
         self.load()

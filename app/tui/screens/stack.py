@@ -4,13 +4,17 @@ and an explicit native compaction with its cost.
 Constructors (for TUI-MAIN):
     StackScreen(store, snapshot, meter=None, *, follow: bool = True)
         store: the ReftableStore (refresh, compaction, config); snapshot: its current snapshot;
-        meter: ``backend.meter.measure``-like callable (a fake one in snapshot tests); it measures the view's
-        own loading (shown in the status line). ``follow`` starts a watcher (WATCH's Watcher or a poll).
-        ``apply_snapshot(snapshot)`` accepts newer snapshots from an app that already watches.
+        meter: the app's meter object (``.measure``/``.adopt``, e.g. FakeMeter) or ``backend.meter.measure``;
+        it measures the view's own loading (status line) and adopts the compaction's OpReport.
+        ``follow``: subscribe to the app's ``snapshot_changed`` when the app runs a watcher, else run our
+        own (WATCH's Watcher, or a poll); lock files are polled every 50 ms either way.
+        ``apply_snapshot(snapshot)`` accepts newer snapshots from anywhere.
     storage_screen(store, snapshot, meter=None, *, follow=True, focus_name=None) -> Screen
         what the ``s`` key should open: StackScreen for reftable, PackedScreen for a files repository.
-Keys: enter opens the table under the cursor (TableScreen); c compacts (native engine): the segment git's policy
-picks now, or the whole stack when it is already geometric; r reload; escape back.
+Keys: enter opens the table under the cursor (TableScreen); c compacts with the native engine after a yes/no
+dialog (the segment git's policy picks now, or the whole stack when it is already geometric) and shows the
+OpReport with the before/after stack; a counts the log records of big tables (> 4 MiB, skipped by default);
+r reload; escape back.
 """
 
 from __future__ import annotations
