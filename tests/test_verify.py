@@ -373,6 +373,9 @@ def test_lock_held_open_by_a_process_is_never_removed(tmp_path):
     age(lock, 3600)
     holder = subprocess.Popen(["sleep", "30"], stdin=open(lock, "rb"))  # noqa: SIM115 - the child holds it
     try:
+        deadline = time.time() + 5  # until the child has exec'd (before that its comm is still pytest's)
+        while time.time() < deadline and Path(f"/proc/{holder.pid}/comm").read_text().strip() != "sleep":
+            time.sleep(0.01)
         (info,) = V.stale_locks(r)
         assert (holder.pid, "sleep") in info.holders
         assert f"held open by pid {holder.pid} (sleep)" in info.owner_hint()
