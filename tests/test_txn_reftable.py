@@ -69,3 +69,12 @@ def test_damaged_stack_refuses(stack: Path, damage: str) -> None:
         txn.delete(b"refs/heads/t0")
         txn.commit()
     assert tree_bytes(stack) == before
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_empty_transaction_touches_nothing(tmp_path: Path, fmt: str) -> None:
+    repo = init_repo(tmp_path / "repo", fmt=fmt)
+    before = tree_bytes(repo)
+    result = Transaction(open_txn_store(repo)).commit()
+    assert result.committed and result.deleted == []
+    assert tree_bytes(repo) == before

@@ -514,6 +514,8 @@ def _snapshot_packed(snapshot, path: str) -> PackedView | None:
 
 def commit(repo, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"") -> list[bytes]:
     """Delete ``deletions`` atomically; returns the names that existed and are gone. Raises on refusal."""
+    if not deletions:
+        return []  # git takes no lock at all for an empty transaction
     return FilesCommit(repo, deletions, snapshot=snapshot, no_deref=no_deref, message=message).run()
 
 

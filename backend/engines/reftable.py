@@ -331,6 +331,8 @@ def _dedupe_logs(logs: list[LogRecord]) -> list[LogRecord]:
 
 def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b""):
     """Commit the deletions; then auto-compact. Returns (deleted names, [compaction OpReport...])."""
+    if not deletions:
+        return [], []  # git takes no lock at all for an empty transaction
     c = ReftableCommit(store, deletions, snapshot=snapshot, no_deref=no_deref, message=message)
     deleted = c.run()
     extra = []
