@@ -9,8 +9,10 @@ Finish, in git's order: reflog entries of symrefs/HEAD, unlink the deleted refs'
 log dirs), rename ``packed-refs.new``, unlink loose files, roll back ref locks, release ``packed-refs.lock``,
 remove empty parent directories. Any refusal before the rename changes no byte on disk.
 
-The syscall budget matters (the TUI pays it on every commit): deleting one packed ref with the snapshot
-open is 13 syscalls when no directory needs creating.
+The syscall budget matters (the TUI pays it on every commit): deleting one packed ref of 100k with the
+snapshot open is 16 syscalls (git: ~1,800): read HEAD (3), lock + read the ref (3), packed-refs.lock (2),
+lstat packed-refs (1; its mapping is the snapshot's when unchanged), packed-refs.new by one ``writev`` (3),
+unlink the reflog (1), rename (1), unlock both (2).
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
