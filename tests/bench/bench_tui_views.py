@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import resource
 import statistics
 import sys
 import time
@@ -181,6 +182,8 @@ async def main() -> None:
             f"{r['view']:<22} {r['first_ms']:>9.0f}ms {r['all_counts_ms']:>9.0f}ms {r['frame_med_ms']:>8.2f}ms "
             f"{r['frame_p95_ms']:>8.2f}ms {r['pagedown_ms']:>7.1f}ms"
         )
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of the whole run (all four views, both 1M repos open): {rss:.0f} MiB")
 
 
 if __name__ == "__main__":
