@@ -426,3 +426,26 @@ def test_error_lines_never_carry_hostile_names_raw(tmp_path, capfd, monkeypatch)
     rc, out, err = run(capfd, "delete", "-C", str(repo), "--stdin")
     assert rc == 1
     assert "'refs/heads/bidi-\\u202egnp.exe'" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "block_size,restart_interval,index_objects",
+    [(256, 1, "true"), (1024, 64, "false"), (65536, 16, "true"), (300, 3, "true")],
+)
+def test_git_tables_of_every_shape_are_clean(tmp_path, capfd, block_size, restart_interval, index_objects):
+    """No false positives: tables git writes with odd block sizes, restart intervals, with and without obj
+    blocks, log-only tables (a dropped stash), tombstones and symrefs all verify clean."""
+    repo = init_repo(tmp_path / "r", fmt="reftable")
+    git(repo, "config", "reftable.blockSize", str(block_size))
+    git(repo, "config", "reftable.restartInterval", str(restart_interval))
+    git(repo, "config", "reftable.indexObjects", index_objects)
+    git(repo, "tag", "-a", "-m", "annotated", "v1.0")
+    lines = b"".join(b"create refs/heads/%s/%04d HEAD\n" % (b"x" * (i % 7 + 1), i) for i in range(400))
+    git(repo, "update-ref", "--stdin", input=lines)
+    git(repo, "pack-refs")
+    git(repo, "update-ref", "-d", "refs/heads/xxx/0002")
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/main")
+    (repo / "file").write_text("stash me\n")
+    git(repo, "stash", "-q")
+    git(repo, "stash", "drop", "-q")
+    assert verify_cli(capfd, repo) == (0, "", "")
