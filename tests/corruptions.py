@@ -319,6 +319,21 @@ def reftable_cases() -> list[Corruption]:
         return t
 
     add(Corruption("reftable-restart-count-zero", "reftable", zero_restart_count, block="r1"))
+
+    def swap_ref_blocks(repo: Path, bases: dict) -> Path:
+        """Two whole ref blocks trade places: every block is valid, only the order across blocks (and the
+        index entries) give it away."""
+        t = big_table(repo)
+        blocks = _blocks(t)
+        r1, r2 = _pick(blocks, "r1"), _pick(blocks, "r2")
+        data = bytearray(t.read_bytes())
+        a, b = bytes(data[r1.offset : r1.next_offset]), bytes(data[r2.offset : r2.next_offset])
+        assert len(a) == len(b)
+        data[r1.offset : r1.next_offset], data[r2.offset : r2.next_offset] = b, a
+        _write(t, bytes(data))
+        return t
+
+    add(Corruption("reftable-swap-ref-blocks", "reftable", swap_ref_blocks, block="r1"))
     add(Corruption("reftable-flip-hash-id", "reftable256", _flip_at(lambda t, bl: 24, 0x01)))
     add(
         Corruption(

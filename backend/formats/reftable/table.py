@@ -296,6 +296,16 @@ class Table:
             if child is None:
                 raise CorruptStore(self.path, f"index points at {pos}, past the table data", blk.offset)
             if child.type == leaf_type:
+                if leaf_type == BLOCK_REF:
+                    # The entry must name the block's last ref; otherwise a lookup would look in the
+                    # wrong block and report an existing ref as missing (decoded once, cached for the caller).
+                    names = self.ref_block(pos).names
+                    if names and names[-1] != keys[j]:
+                        raise CorruptStore(
+                            self.path,
+                            f"index entry does not match the last ref of the block at {pos}",
+                            blk.offset,
+                        )
                 return pos
             if child.type != BLOCK_INDEX:
                 raise CorruptStore(self.path, "index points at a block of another section", pos)
