@@ -20,7 +20,7 @@ _INVISIBLE = {
 }
 
 
-def _escape_char(ch: str) -> str:
+def _escape_char(ch: str, backslash: bool = True) -> str:
     cp = ord(ch)
     if cp < 0x20 or cp == 0x7F:
         return f"\\x{cp:02x}"
@@ -30,7 +30,7 @@ def _escape_char(ch: str) -> str:
         if 0xDC80 <= cp <= 0xDCFF:  # surrogateescape'd raw byte
             return f"\\x{cp - 0xDC00:02x}"
         return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
-    if ch == "\\":
+    if ch == "\\" and backslash:
         return "\\\\"
     return ch
 
@@ -41,3 +41,11 @@ def escape_name(name: bytes) -> str:
     if text.isascii() and text.isprintable() and "\\" not in text:
         return text
     return "".join(_escape_char(ch) for ch in text)
+
+
+def printable(line: str) -> str:
+    """``line`` (a message that quotes names, paths or file bytes) with everything a terminal would obey
+    made visible, by the same rules as ``escape_name``; backslashes stay as they are."""
+    if line.isprintable():
+        return line
+    return "".join(_escape_char(ch, backslash=False) for ch in line)

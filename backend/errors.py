@@ -17,13 +17,13 @@ class RefscopeError(Exception):
         self.offset = offset
 
     def __str__(self) -> str:
-        where = self.file or "refscope"
-        if self.offset is not None:
-            return f"{where}: {self.what} (at byte {self.offset})"
-        return f"{where}: {self.what}"
+        text = self.what if self.offset is None else f"{self.what} (at byte {self.offset})"
+        return f"{self.file}: {text}" if self.file else text
 
     def cli_line(self) -> str:
         """The one line the CLI prints: ``refscope: <file>: <what>``, with nothing a terminal would obey."""
+        from .display import printable
+
         return printable(f"refscope: {self}")
 
 
@@ -57,23 +57,3 @@ class StaleValue(TransactionRefused):
 
 class LockBusy(TransactionRefused):
     """A lock file could not be created within the configured timeout."""
-
-
-def printable(line: str) -> str:
-    """``line`` with everything a terminal would obey made visible: C0/C1 controls, bidi and other format
-    characters, line separators, raw (surrogateescape'd) bytes. Messages quote ref names, paths and file
-    bytes; none of them may move the cursor, retitle the terminal, reorder the text or split the line."""
-    if line.isprintable():
-        return line
-    out = []
-    for ch in line:
-        cp = ord(ch)
-        if ch.isprintable():
-            out.append(ch)
-        elif 0xDC80 <= cp <= 0xDCFF:
-            out.append(f"\\x{cp - 0xDC00:02x}")
-        elif cp < 0x100:
-            out.append(f"\\x{cp:02x}")
-        else:
-            out.append(f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}")
-    return "".join(out)
