@@ -401,14 +401,25 @@ def _walk_refs_dir(base: str, rel: bytes) -> Iterator[tuple[bytes, str, os.stat_
 def _loose_content(out: _Out, path: str, name: bytes, data: bytes, hexsz: int) -> tuple[str, bytes] | None:
     """('oid', oid) or ('sym', target) from a loose ref file's bytes, reporting problems."""
     if data.startswith(b"ref:"):
-        rest = data[4:]
-        target = rest.strip(b" \t")
-        if not target.endswith(b"\n"):
-            out.warning(path, len(data), f"symref {_q(name)} does not end in a newline")
-        target = target.rstrip(b"\n")
-        if b"\n" in target or not target:
-            out.error(path, 0, f"symref {_q(name)} has malformed content")
+        # git: skip whitespace after "ref:", the target runs to the next whitespace, and only a single
+        # LF may follow (more whitespace is "trailing content", anything else garbage).
+        rest = data[4:].lstrip(b" \t")
+        end = len(rest)
+        for i, ch in enumerate(rest):
+            if ch in b" \t\n\r\v\f":
+                end = i
+                break
+        target, tail = rest[:end], rest[end:]
+        if not target:
+            out.error(path, 0, f"symref {_q(name)} has no target after 'ref:'")
             return None
+        if tail == b"":
+            out.warning(path, len(data), f"symref {_q(name)} does not end in a newline")
+        elif tail != b"\n":
+            if tail.strip(b" \t\n\r\v\f"):
+                out.warning(path, len(data) - len(tail), f"symref {_q(name)} has garbage after its target")
+            else:
+                out.warning(path, len(data) - len(tail), f"symref {_q(name)} has trailing whitespace")
         return "sym", target
     oid = data[:hexsz]
     why = _parse_oid(oid, hexsz)
@@ -1509,6 +1520,14 @@ def _verify_storage(out: _Out, repo) -> None:
     for name, target, path in symrefs:
         if check_refname(target) is not None and target != b"HEAD":
             out.error(path, None, f"symref {_q(name)} points at {_q(target)}, which is not a valid ref name")
+            continue
+        if not target.startswith(b"refs/") and not all(0x41 <= c <= 0x5A or c == 0x5F for c in target):
+            out.warning(
+                path,
+                None,
+                f"symref {_q(name)} points at {_q(target)}, which is not a ref (not under "
+                "refs/ nor a root ref like HEAD)",
+            )
             continue
         if target not in present and not storage_broken:
             if name == b"HEAD" and target.startswith(b"refs/heads/"):

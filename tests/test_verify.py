@@ -449,3 +449,36 @@ def test_git_tables_of_every_shape_are_clean(tmp_path, capfd, block_size, restar
     git(repo, "stash", "-q")
     git(repo, "stash", "drop", "-q")
     assert verify_cli(capfd, repo) == (0, "", "")
+
+
+def test_loose_refs_superset_of_git_refs_verify(tmp_path):
+    """Every loose ref ``git refs verify`` flags, verify flags too, at least as severely."""
+    repo = init_repo(tmp_path / "r", fmt="files")
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    heads = repo / ".git" / "refs" / "heads"
+    contents = {
+        "nonl": oid,
+        "trail": oid + b" garbage\n",
+        "twonl": oid + b"\n\n",
+        "symnonl": b"ref: refs/heads/main",
+        "badsym": b"ref: refs/heads/../x\n",
+        "abs": b"ref: /etc/passwd\n",
+        "escape": b"ref: logs/HEAD\n",
+        "symtrail": b"ref: refs/heads/main  \n",
+        "garbage": b"not an oid at all\n",
+    }
+    for name, data in contents.items():
+        (heads / name).write_bytes(data)
+    os.symlink("../../HEAD", heads / "link")
+    proc = subprocess.run([git_binary(), "refs", "verify"], cwd=repo, capture_output=True, env=git_env())
+    git_says: dict[str, str] = {}
+    for m in re.finditer(r"^(error|warning): refs/heads/([^:]+): ", proc.stderr.decode(), re.M):
+        git_says[m.group(2)] = m.group(1)
+    assert len(git_says) >= 8
+    ours: dict[str, set[str]] = {}
+    for f in findings(repo):
+        ours.setdefault(Path(f.file).name, set()).add(f.severity)
+    for name, severity in git_says.items():
+        assert name in ours, name
+        if severity == "error":
+            assert "error" in ours[name], name
