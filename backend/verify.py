@@ -42,6 +42,7 @@ _C1_OR_BIDI = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u206
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Locks older than this with no live holder are "stale" (an error: git commands needing them will fail).
 STALE_AFTER_S = 60.0
+_MAP_ABOVE = 1 << 20
 # Findings shown per file (a file with DOS line ends or a wrong hash has one problem per line).
 MAX_PER_FILE = 100
 
@@ -357,10 +358,16 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
     return refs
 
 
-def _read_all(path: str) -> bytes:
+def _read_all(path: str):
+    """The file's bytes: read when small, mapped when large (a huge table or packed-refs is walked
+    without copying it into memory; the walkers only index and slice)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         size = os.fstat(fd).st_size
+        if size > _MAP_ABOVE:
+            import mmap
+
+            return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
         chunks = []
         got = 0
         while True:
@@ -742,7 +749,9 @@ class _TableVerifier:
             raise _Bad(off + header_off + 1, f"block_len {block_len} is too small for a log block")
         want = block_len - skip
         z = zlib.decompressobj()
-        src = d[off + skip : self.foot]
+        # The compressed stream cannot be longer than deflate's bound for ``want`` bytes: a bounded window
+        # keeps each block's work (and zlib's copy of the unused input) proportional to the block.
+        src = memoryview(d)[off + skip : min(self.foot, off + skip + want + (want >> 11) + 64)]
         try:
             body = z.decompress(src, want + 1)
         except zlib.error as err:
