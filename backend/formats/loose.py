@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat as _stat
+import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -39,6 +40,38 @@ class LooseRef(NamedTuple):
     path: str
     ident: tuple[int, int, int, int]  # (dev, ino, size, mtime_ns) from lstat
     bad_name: bool = False  # fails check_refname: git hides it
+    ctime_ns: int = 0  # st_ctime_ns from the same lstat
+    read_ns: int = 0  # file-system clock (coarse) just before the lstat: see is_racy
+
+
+# The clock file systems stamp mtime/ctime with (the kernel's coarse wall clock, 5 on Linux): a file
+# written after we read this clock gets a timestamp >= it. The fine clock runs ahead by up to a tick.
+_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5) if hasattr(time, "clock_gettime_ns") else None
+
+
+def fs_clock_ns() -> int:
+    """Now, on the clock file systems use for timestamps (never ahead of any timestamp written later)."""
+    if _COARSE is not None:
+        try:
+            return time.clock_gettime_ns(_COARSE)
+        except OSError:
+            pass
+    return time.time_ns() - 10_000_000
+
+
+def is_racy(st: os.stat_result, read_ns: int) -> bool:
+    """git's racy-git rule for a file whose identity looks unchanged since it was read at ``read_ns``.
+
+    ext4 hands a freed inode straight back and its timestamps tick every few ms, so a file rewritten
+    (lock + rename, twice) after the read can keep (dev, inode, size, mtime). Only a file whose mtime
+    and ctime are both strictly older than the read is known to hold what was read; anything else is
+    "racily clean" and must be read again. Whole-second timestamps (coarse file systems) widen the
+    window to 2 s, others to 10 ms (sub-tick rounding). Files written long ago never qualify, so an
+    unchanged refresh stays one lstat per file.
+    """
+    t = max(st.st_mtime_ns, st.st_ctime_ns)
+    slack = 2_000_000_000 if t % 1_000_000_000 == 0 else 10_000_000
+    return t + slack >= read_ns
 
 
 def parse_contents(data: bytes, hexlen: int) -> tuple[str, bytes | None]:
@@ -56,15 +89,20 @@ def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def read_loose_file(path: str, name: bytes, hexlen: int, st: os.stat_result | None = None) -> LooseRef | None:
-    """Read one loose ref file (None when it vanished or is a directory)."""
+def read_loose_file(
+    path: str, name: bytes, hexlen: int, st: os.stat_result | None = None, read_ns: int | None = None
+) -> LooseRef | None:
+    """Read one loose ref file (None when it vanished or is a directory). ``read_ns``: ``fs_clock_ns()``
+    taken before ``st`` was (taken here when both are None)."""
+    if read_ns is None:
+        read_ns = fs_clock_ns() if st is None else 0
     try:
         if st is None:
             st = os.lstat(path)
         if _stat.S_ISLNK(st.st_mode):
             target = os.fsencode(os.readlink(path))
             if target.startswith(b"refs/") and check_refname(target) is None and b"/" in target:
-                return LooseRef(name, SYMREF, target, path, _ident(st))
+                return LooseRef(name, SYMREF, target, path, _ident(st), False, st.st_ctime_ns, read_ns)
             st2 = os.stat(path)
             if _stat.S_ISDIR(st2.st_mode):
                 return None
@@ -85,9 +123,26 @@ def read_loose_file(path: str, name: bytes, hexlen: int, st: os.stat_result | No
     except NotADirectoryError:
         return None
     except OSError:
-        return LooseRef(name, BROKEN, None, path, _ident(st) if st is not None else (0, 0, 0, 0))
+        if st is None:
+            return LooseRef(name, BROKEN, None, path, (0, 0, 0, 0))
+        return LooseRef(name, BROKEN, None, path, _ident(st), False, st.st_ctime_ns, read_ns)
     kind, value = parse_contents(b"".join(chunks), hexlen)
-    return LooseRef(name, kind, value, path, _ident(st))
+    return LooseRef(name, kind, value, path, _ident(st), False, st.st_ctime_ns, read_ns)
+
+
+def still_valid(old: LooseRef, st: os.stat_result, path: str) -> bool:
+    """May ``old`` (read earlier) stand for the file ``path`` whose lstat is now ``st``?"""
+    return (
+        old.path == path
+        and old.ident == _ident(st)
+        and old.ctime_ns == st.st_ctime_ns
+        and not is_racy(st, old.read_ns)
+    )
+
+
+def same_value(a: LooseRef, b: LooseRef) -> bool:
+    """Same file, same identity, same content: ``b`` (a re-read) can replace ``a`` in place."""
+    return a[:6] == b[:6] and a.ctime_ns == b.ctime_ns
 
 
 def _scan_dir(
@@ -143,27 +198,32 @@ def read_loose_refs(
     hexlen: int,
     previous: dict[bytes, LooseRef] | None = None,
 ) -> dict[bytes, LooseRef]:
-    """All loose refs by name. Files whose (dev, inode, size, mtime) match ``previous`` are not re-read.
+    """All loose refs by name. A file of ``previous`` is not re-read when its (dev, inode, size, mtime,
+    ctime) are unchanged and it is not racily clean (``is_racy``). A racy file re-read to the same value
+    replaces its entry IN ``previous`` (an equal value with a newer read time: callers comparing
+    entries by identity still see "unchanged", and the file stops being racy once the clock moves on).
 
     Names failing check_refname are kept with ``bad_name`` set (git hides them); an unsafe one raises
     CorruptStore with git's "loose refname is dangerous".
     """
+    read_ns = fs_clock_ns()  # before any lstat: a file written after this has a timestamp >= it
     out: dict[bytes, LooseRef] = {}
     for name, path, st in list_loose_files(gitdir, commondir):
         if st is None:
             continue
-        ident = _ident(st)
         old = previous.get(name) if previous else None
-        if old is not None and old.ident == ident and old.path == path:
+        if old is not None and still_valid(old, st, path):
             out[name] = old
             continue
-        ref = read_loose_file(path, name, hexlen, st)
+        ref = read_loose_file(path, name, hexlen, st, read_ns)
         if ref is None:
             continue
         if check_refname(name) is not None:
             if not is_safe_refname(name):
                 raise CorruptStore(path, f"loose refname is dangerous: {name.decode('utf-8', 'replace')}")
             ref = ref._replace(bad_name=True)
+        if old is not None and same_value(old, ref):
+            previous[name] = ref  # type: ignore[index]
         out[name] = ref
     return out
 

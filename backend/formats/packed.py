@@ -19,7 +19,8 @@ import mmap
 import os
 from array import array
 from collections.abc import Iterator
-from itertools import accumulate
+from itertools import accumulate, islice
+from operator import itemgetter
 from typing import NamedTuple
 
 from ..display import escape_name
@@ -66,6 +67,8 @@ class PackedRefs:
         "_count",
         "_validated",
         "_rfd",
+        "read_ns",
+        "_hidden",
         "__weakref__",
     )
 
@@ -83,6 +86,8 @@ class PackedRefs:
         self._count: int | None = None
         self._validated = False
         self._rfd: int | None = None
+        self.read_ns = 0  # fs clock before the file was opened (see formats.loose.is_racy); 0: unknown
+        self._hidden: list[int] | None = None  # rows (name order) whose names git hides, lazily
         self._parse_header()
         self.hexlen = hexlen if hexlen else self._detect_hexlen()
         self._check_tail()
@@ -93,7 +98,10 @@ class PackedRefs:
     @classmethod
     def open(cls, path: str, hash_name: str | None = None) -> PackedRefs:
         """Map ``path``; a missing file is an empty store (as git treats it)."""
+        from .loose import fs_clock_ns
+
         hexlen = {"sha1": 40, "sha256": 64}.get(hash_name or "")
+        read_ns = fs_clock_ns()
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -115,7 +123,9 @@ class PackedRefs:
             raise CorruptStore(path, f"couldn't read {path}: {err.strerror}") from None
         finally:
             os.close(fd)
-        return cls(path, buf, st, hexlen)
+        self = cls(path, buf, st, hexlen)
+        self.read_ns = read_ns
+        return self
 
     @classmethod
     def from_bytes(cls, data: bytes, path: str = "packed-refs", hash_name: str | None = None) -> PackedRefs:
@@ -161,6 +171,32 @@ class PackedRefs:
                 os.close(fd)
             except OSError:
                 pass
+
+    def still_valid(self, st: os.stat_result | None) -> bool:
+        """Does the file whose stat is now ``st`` (None: missing) surely hold what this object read?
+        Same (dev, inode, size, mtime, ctime) and not racily clean (``formats.loose.is_racy``)."""
+        mine = self.stat
+        if st is None or mine is None:
+            return st is None and mine is None
+        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (
+            mine.st_dev,
+            mine.st_ino,
+            mine.st_size,
+            mine.st_mtime_ns,
+            mine.st_ctime_ns,
+        ):
+            return False
+        from .loose import is_racy
+
+        return not is_racy(st, self.read_ns)
+
+    def same_bytes(self, other: PackedRefs) -> bool:
+        """Byte-identical content (compared 1 MiB at a time: a racy re-open of an unchanged file)."""
+        if self.size != other.size:
+            return False
+        a, b = self.buf, other.buf
+        step = 1 << 20
+        return all(a[i : i + step] == b[i : i + step] for i in range(0, self.size, step))
 
     def identity(self) -> tuple[int, int, int, int] | None:
         """(dev, inode, size, mtime_ns) of the file read; None when it was missing."""
@@ -300,14 +336,36 @@ class PackedRefs:
 
     # -- iteration -----------------------------------------------------------------------------------
     def iter_records(self, start: int | None = None) -> Iterator[PackedRecord]:
-        """Every record in FILE order from byte ``start`` (default: just after the header)."""
+        """Every record in FILE order from byte ``start`` (default: just after the header). In a file
+        searched in place (``sorted`` trait, or found in order) each name must be greater than the one
+        before: see ``unsorted_error``."""
         pos = self.header_end if start is None else start
         size = self.size
         record_at = self.record_at
+        check = self._names is None and (self.sorted or self._starts is not None)
+        prev = None
         while pos < size:
             rec = record_at(pos)
+            if check:
+                if prev is not None and rec.name <= prev.name:
+                    raise self.unsorted_error(prev.offset, rec.offset)
+                prev = rec
             yield rec
             pos += rec.length
+
+    def unsorted_error(self, prev_off: int, off: int) -> CorruptStore:
+        """A file that says ``sorted`` but is not. git's readers do not check (a binary search then
+        misses records that iteration lists, ``for-each-ref <prefix>`` stops early, loose refs fail to
+        shadow): its answers disagree with each other, so refscope refuses the file, in the words of
+        ``git refs verify`` (packedRefUnsorted), at the record that breaks the order."""
+        line = self.read(0, off).count(b"\n") + 1
+        prev = escape_name(bytes(self.name_at(prev_off)))
+        cur = escape_name(bytes(self.name_at(off)))
+        return self.corrupt(
+            f"packed-refs line {line}: packedRefUnsorted: refname '{cur}' is less than previous refname "
+            f"'{prev}'",
+            off,
+        )
 
     def iter_from(self, start: bytes = b"") -> Iterator[PackedRecord]:
         """Records in NAME order from the first name >= ``start`` (streams; no row index for sorted files)."""
@@ -347,20 +405,36 @@ class PackedRefs:
         return lo
 
     def locate(self, name: bytes) -> tuple[int, int] | None:
-        """Byte range [start, end) of ``name``'s record including its ``^`` line, or None."""
-        start = self.seek(name)
-        if start >= self.size:
-            return None
+        """Byte range [start, end) of ``name``'s record including its ``^`` line, or None.
+
+        In a file searched in place this is git's find_reference_location with ``mustexist``: the
+        binary search stops at the first probe naming ``name``. On a well-sorted file that is the same
+        as a lower-bound search; on a file that only claims ``sorted`` it finds exactly the records
+        ``git show-ref --verify`` finds (the sequence operations refuse such a file).
+        """
         if self._names is not None:
             import bisect
 
             i = bisect.bisect_left(self._names, name)
             if i >= len(self._names) or self._names[i] != name:
                 return None
+            start = self._starts[i]
             return start, self._record_end(start)
-        if self.name_at(start) != name:
-            return None
-        return start, self._record_end(start)
+        lo, hi = self.header_end, self.size
+        record_start, name_at, record_end = self._record_start, self.name_at, self._record_end
+        while lo < hi:
+            mid = lo + (hi - lo) // 2
+            rec = record_start(mid)
+            if rec < lo:
+                rec = lo
+            here = name_at(rec)
+            if here < name:
+                lo = record_end(rec)
+            elif here > name:
+                hi = rec
+            else:
+                return rec, record_end(rec)
+        return None
 
     def lookup(self, name: bytes) -> PackedRecord | None:
         span = self.locate(name)
@@ -382,10 +456,12 @@ class PackedRefs:
     def _build_starts(self) -> array:
         """Chunked (4 MiB at line boundaries, to bound memory): each chunk's ``\n^`` turned into ``^^``
         (same length, so a record becomes one "line"), split on LF, line lengths summed."""
-        he, size, buf = self.header_end, self.size, self.buf
+        he, size, buf, hexlen = self.header_end, self.size, self.buf, self.hexlen
         out = array("q")
         pos = he
         chunk_size = 1 << 22
+        check = self._names is None and self.sorted  # trusted order must be name order
+        prev: bytes | None = None
         while pos < size:
             end = min(size, pos + chunk_size)
             if end < size:
@@ -396,28 +472,98 @@ class PackedRefs:
                     end = self._record_end(pos)
             data = self.read(pos, end)
             if b"^" in data:
-                data = data.replace(b"\n^", b"^^")
+                data = data.replace(b"\n^", b"\0^")  # same length; NUL sorts a name before its extensions
             lines = data.split(b"\n")
             lines.pop()
             acc = list(accumulate([len(x) + 1 for x in lines], initial=pos))
             acc.pop()
+            if check:
+                # names (a peeled record's with its NUL-led tail) must increase; C-speed slicing/compare
+                names = list(map(itemgetter(slice(hexlen + 1, None)), lines))
+                if prev is not None:
+                    names.insert(0, prev)
+                if not all(map(bytes.__lt__, names, islice(names, 1, None))):
+                    self._find_disorder(he)
+                prev = names[-1] if names else prev
             out.extend(acc)
             pos = end
         return out
 
+    def _find_disorder(self, start: int) -> None:
+        """Raise unsorted_error at the first out-of-order record (the fast check saw one)."""
+        prev = None
+        for rec in self.iter_records(start):
+            prev = rec
+        del prev
+
     def __len__(self) -> int:
-        """Number of records: LF count minus ``^`` count, chunk by chunk (C-speed counts; no row index)."""
+        """Number of records (hidden ones included): counted with the hidden-name scan, no row index."""
         if self._count is None:
-            he, size = self.header_end, self.size
-            n = 0
-            pos = he
-            while pos < size:
-                end = min(size, pos + (1 << 23))
-                data = self.read(pos, end)
-                n += data.count(b"\n") - data.count(b"^")
-                pos = end
-            self._count = n
+            self._scan()
         return self._count
+
+    def hidden_rows(self) -> list[int]:
+        """Rows (name order) of records git hides: names failing check_refname ("ignoring ref with
+        broken name"). A dangerous name raises CorruptStore as git dies. Cached; usually empty."""
+        if self._hidden is None:
+            self._scan()
+        return self._hidden
+
+    def _scan(self) -> None:
+        """Count the records and find the hidden ones in one chunked pass. Each chunk (whole records)
+        gets C-speed checks that no name in it can be invalid (``_maybe_hidden``); only a chunk that
+        fails them is decoded record by record."""
+        from ..refname import is_safe_refname, is_valid_refname
+
+        hidden: list[int] = []
+
+        def judge(rec: PackedRecord, row: int) -> None:
+            if not is_valid_refname(rec.name):
+                if not is_safe_refname(rec.name):
+                    raise self.corrupt(
+                        f"packed refname is dangerous: {rec.name.decode('utf-8', 'replace')}", rec.offset
+                    )
+                hidden.append(row)
+
+        if self._names is not None:  # sorted in memory: every record was decoded at open
+            starts, record_at = self._starts, self.record_at
+            for row, name in enumerate(self._names):
+                if not is_valid_refname(name):
+                    judge(record_at(starts[row]), row)
+            self._hidden = hidden
+            return
+        size = self.size
+        row = 0
+        pos = self.header_end
+        while pos < size:
+            end = self._chunk_end(pos, 1 << 22)
+            data = self.read(pos, end)
+            nl = data.count(b"\n")
+            nc = data.count(b"^")
+            if _maybe_hidden(data, nl, nc):
+                p = pos
+                while p < end:
+                    rec = self.record_at(p)
+                    judge(rec, row)
+                    row += 1
+                    p += rec.length
+            else:
+                row += nl - nc
+            pos = end
+        self._count = row
+        self._hidden = hidden
+
+    def _chunk_end(self, pos: int, chunk_size: int) -> int:
+        """End of a chunk of whole records starting at ``pos`` (about ``chunk_size`` bytes)."""
+        size, buf = self.size, self.buf
+        end = min(size, pos + chunk_size)
+        if end < size:
+            end = buf.rfind(b"\n", pos, end) + 1
+            while end > pos and buf[end : end + 1] == b"^":
+                end = buf.rfind(b"\n", pos, end - 1) + 1
+            if end <= pos:
+                end = self._record_end(pos)
+        return end
 
     def row_range(self, prefix: bytes) -> range:
         """Rows (name order) whose names start with ``prefix``."""
@@ -450,6 +596,34 @@ class PackedRefs:
         for _ in self.iter_records():
             pass
         self._validated = True
+
+
+# bytes no ref name may hold -> "!" (tab too: a tab separator sends the chunk to the exact path);
+# separators "/ . SP LF" -> "S" (two adjacent: "..", "//", "/.", leading or trailing "/" or ".", empty name)
+_NAMECHK = bytearray(b"a" * 256)
+for _c in [*range(0x00, 0x20), 0x7F, *b"~:?[\\*"]:
+    _NAMECHK[_c] = ord("!")
+for _c in b"/. \n":
+    _NAMECHK[_c] = ord("S")
+_NAMECHK = bytes(_NAMECHK)
+
+
+def _maybe_hidden(data: bytes, nl: int, nc: int) -> bool:
+    """Might a record in ``data`` (whole records; ``nl`` LFs, ``nc`` carets) have a name git rejects?
+    Never False when one does (property-tested against check_refname); True sends the chunk down the
+    exact record-by-record path. ``^`` only as peeled-line starts; one space per ref line (a space or
+    ``^`` inside a name breaks either count); no forbidden byte; no two adjacent separators; no ``@{``,
+    lone ``@`` or ``.lock`` component end."""
+    if nc and data.count(b"\n^") != nc:
+        return True
+    if data.count(b" ") != nl - nc:
+        return True
+    t = data.translate(_NAMECHK)
+    if b"!" in t or b"SS" in t:
+        return True
+    if b"@" in data and (b"@{" in data or b" @\n" in data):
+        return True
+    return b".lock" in data and (b".lock/" in data or b".lock\n" in data)
 
 
 def _prefix_successor(prefix: bytes) -> bytes | None:

@@ -21,10 +21,13 @@ from ..formats.loose import (
     OID,
     SYMREF,
     LooseRef,
+    fs_clock_ns,
     read_loose_file,
     read_loose_refs,
     read_reflog,
     reflog_path,
+    same_value,
+    still_valid,
 )
 from ..formats.packed import PackedRecord, PackedRefs, _prefix_successor
 from ..model import LOOSE, PACKED, Location, LogEntry, Ref
@@ -34,12 +37,24 @@ from ..repo import Repo
 SYMREF_MAXDEPTH = 5
 
 
-def _packed_identity(path: str) -> tuple[int, int, int, int] | None:
+def _same_file(a: os.stat_result | None, b: os.stat_result | None) -> bool:
+    """Same (dev, inode, size, mtime, ctime), or both missing."""
+    if a is None or b is None:
+        return a is None and b is None
+    return (a.st_dev, a.st_ino, a.st_size, a.st_mtime_ns, a.st_ctime_ns) == (
+        b.st_dev,
+        b.st_ino,
+        b.st_size,
+        b.st_mtime_ns,
+        b.st_ctime_ns,
+    )
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
     try:
-        st = os.stat(path)
+        return os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class FilesStore:
@@ -61,16 +76,23 @@ class FilesStore:
         return FilesSnapshot(self.repo, packed, loose, head)
 
     def refresh(self, previous: FilesSnapshot) -> FilesSnapshot:
-        """A snapshot of now, reusing the mapped packed-refs when its (dev, inode, size, mtime) are the
-        same and every loose file whose identity did not change; ``previous`` itself when nothing did."""
+        """A snapshot of now, reusing the mapped packed-refs and every loose file whose (dev, inode,
+        size, mtime, ctime) did not change, unless the file is racily clean (written no earlier than it
+        was read: ext4 reuses a freed inode at once and its mtime ticks every few ms, so a rewrite can
+        keep all four). A racy file is read again; when it reads the same, the entry is kept (its read
+        time renewed in place). ``previous`` itself when nothing changed."""
         if previous is None or getattr(previous, "format", None) != "files":
             return self.snapshot()
-        ident = _packed_identity(self.packed_path)
         packed = previous.packed
-        if ident != packed.identity():
-            packed = PackedRefs.open(self.packed_path, self.repo.hash_name)
+        if not packed.still_valid(_stat_or_none(self.packed_path)):
+            fresh = PackedRefs.open(self.packed_path, self.repo.hash_name)
+            if _same_file(fresh.stat, packed.stat) and packed.same_bytes(fresh):
+                packed.read_ns = fresh.read_ns  # racy but unchanged: keep the mapping and its caches
+                fresh.close()
+            else:
+                packed = fresh
         loose = read_loose_refs(self.gitdir, self.commondir, self.hexlen, previous=previous.loose)
-        head = self._read_head(previous.head_file)
+        head = self._read_head(previous)
         if (
             packed is previous.packed
             and head == previous.head_file
@@ -80,16 +102,24 @@ class FilesStore:
             return previous
         return FilesSnapshot(self.repo, packed, loose, head)
 
-    def _read_head(self, previous: LooseRef | None = None) -> LooseRef | None:
+    def _read_head(self, prev_snap: FilesSnapshot | None = None) -> LooseRef | None:
+        """HEAD's file; the previous snapshot's entry when the file surely did not change (as loose
+        refs: identity plus the racy-git rule; a racy re-read of the same value renews it in place)."""
         path = os.path.join(self.gitdir, "HEAD")
-        if previous is not None:
-            try:
-                st = os.lstat(path)
-            except OSError:
-                return None
-            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == previous.ident:
-                return previous
-        return read_loose_file(path, b"HEAD", self.hexlen)
+        previous = prev_snap.head_file if prev_snap is not None else None
+        read_ns = fs_clock_ns()
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        if previous is not None and st is not None and still_valid(previous, st, path):
+            return previous
+        if st is None:
+            return None
+        lr = read_loose_file(path, b"HEAD", self.hexlen, st, read_ns)
+        if previous is not None and lr is not None and same_value(previous, lr):
+            prev_snap.head_file = lr
+        return lr
 
 
 class FilesSnapshot:
@@ -114,7 +144,7 @@ class FilesSnapshot:
             if ref is not None:
                 self._loose_refs.append(ref)
         self._loose_vis_names = [r.name for r in self._loose_refs]
-        self._merge: tuple[list[int], list[int]] | None = None  # (shadowed packed rows, loose merged rows)
+        self._merge: tuple[list[int], list[int], list[int]] | None = None  # see _merge_table
         self._len: int | None = None
 
     # -- loose values ------------------------------------------------------------------------------
@@ -127,8 +157,10 @@ class FilesSnapshot:
             if not lr.value.strip(b"0"):
                 return None  # null oid: git treats it as broken
             return Ref(lr.name, lr.value, None, None, loc)
-        # symref: shown when its target resolves to an object id
-        if self.resolve(lr.name) is None:
+        # symref: shown when it resolves to an object id that is not null (git marks a loose entry
+        # resolving to the null oid broken, even through a packed null record, which itself is listed)
+        oid = self.resolve(lr.name)
+        if oid is None or not oid.strip(b"0"):
             return None
         return Ref(lr.name, None, None, lr.value, loc)
 
@@ -219,58 +251,60 @@ class FilesSnapshot:
     def __iter__(self) -> Iterator[Ref]:
         return self.iter_from(b"")
 
-    def _merge_table(self) -> tuple[list[int], list[int]]:
-        """(sorted packed rows shadowed by any loose entry, merged row of each visible loose ref)."""
+    def _merge_table(self) -> tuple[list[int], list[int], list[int]]:
+        """(sorted packed rows that are not rows here: shadowed by any loose entry or hidden by name;
+        for each of them, how many packed rows before it are rows here; merged row of each visible
+        loose ref). Needs the packed row index."""
         m = self._merge
         if m is not None:
             return m
         packed = self.packed
-        starts = packed.starts()
-        shadowed: list[int] = []
+        packed.starts()
+        excl = set(packed.hidden_rows())
         for name in self.loose_names:
             span = packed.locate(name)
             if span is not None:
-                shadowed.append(packed._row_of_offset(span[0]))
-        shadowed.sort()
+                excl.add(packed._row_of_offset(span[0]))
+        excluded = sorted(excl)
+        kept_before = [s - t for t, s in enumerate(excluded)]
         lrows = []
         for k, name in enumerate(self._loose_vis_names):
             p = packed._row_of_offset(packed.seek(name))
-            lrows.append(p - bisect.bisect_left(shadowed, p) + k)
-        self._merge = m = (shadowed, lrows)
-        del starts
+            lrows.append(p - bisect.bisect_left(excluded, p) + k)
+        self._merge = m = (excluded, kept_before, lrows)
         return m
 
     def __len__(self) -> int:
-        """Counted without the row index: packed records minus shadowed ones plus visible loose refs."""
+        """Counted without the row index: packed records, minus hidden ones and those a loose entry
+        shadows (each once), plus the visible loose refs."""
         n = self._len
         if n is None:
             packed = self.packed
-            n_shadowed = sum(1 for name in self.loose_names if packed.locate(name) is not None)
-            n = self._len = len(packed) - n_shadowed + len(self._loose_refs)
+            n_excl = len(packed.hidden_rows())
+            for name, lr in self.loose.items():
+                if not lr.bad_name and packed.locate(name) is not None:
+                    n_excl += 1  # (a bad name's packed record is among the hidden already)
+            n = self._len = len(packed) - n_excl + len(self._loose_refs)
         return n
 
     def _locate_row(self, i: int) -> tuple[Ref | None, int]:
         """Row i is either a visible loose ref (returned) or packed row j (returned as the int)."""
         if i < 0:
             i += len(self)
-        if not self.loose:
-            starts = self.packed.starts()
+        packed = self.packed
+        if not self.loose and not packed.hidden_rows():
+            starts = packed.starts()
             if not 0 <= i < len(starts):
                 raise IndexError(i)
             return None, i
-        shadowed, lrows = self._merge_table()
+        excluded, kept_before, lrows = self._merge_table()
         if not 0 <= i < len(self):
             raise IndexError(i)
         k = bisect.bisect_left(lrows, i)
         if k < len(lrows) and lrows[k] == i:
             return self._loose_refs[k], -1
-        j = i - k
-        for s in shadowed:
-            if s <= j:
-                j += 1
-            else:
-                break
-        return None, j
+        r = i - k  # the r-th packed row that is a row here
+        return None, r + bisect.bisect_right(kept_before, r)
 
     def row(self, i: int) -> Ref:
         ref, j = self._locate_row(i)
@@ -288,10 +322,10 @@ class FilesSnapshot:
         """Merged row of the first ref whose name is >= ``name``."""
         packed = self.packed
         p = packed._row_of_offset(packed.seek(name))
-        if not self.loose:
+        if not self.loose and not packed.hidden_rows():
             return p
-        shadowed, _lrows = self._merge_table()
-        return p - bisect.bisect_left(shadowed, p) + bisect.bisect_left(self._loose_vis_names, name)
+        excluded, _kept, _lrows = self._merge_table()
+        return p - bisect.bisect_left(excluded, p) + bisect.bisect_left(self._loose_vis_names, name)
 
     def prefix_range(self, prefix: bytes) -> range:
         if not prefix:
