@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import random
+from binascii import hexlify
+from bisect import bisect_left, bisect_right
 
 from ..errors import CorruptStore, TransactionRefused
 from ..formats.reftable.record import (
@@ -20,6 +22,7 @@ from ..formats.reftable.record import (
     VALUE_SYMREF,
     LogRecord,
     RefRecord,
+    VarintError,
     get_varint,
 )
 from ..formats.reftable.stack import parse_tables_list
@@ -157,30 +160,11 @@ class Stack:
         return None
 
     def lookup_many(self, names: list[bytes]) -> dict[bytes, RefRecord | None]:
-        """``lookup`` for many names at once: one key-only pass over each table's ref blocks (values are
-        decoded for the wanted names only) instead of one index seek per name and table."""
+        """``lookup`` for many names at once: one sorted pass over each table's ref blocks (see
+        ``merged_lookup``) instead of one index seek per name and table."""
         if len(names) <= SEEK_LIMIT:
             return {n: self.lookup(n) for n in names}
-        pending = set(names)
-        ordered = sorted(pending)
-        found: dict[bytes, RefRecord | None] = {}
-        for t in reversed(self.tables):
-            if not pending:
-                break
-            if not t.has_refs:
-                continue
-            off = 0
-            while pending:
-                blk = t.block_at(off)
-                if blk is None or blk.type != BLOCK_REF:
-                    break
-                _scan_ref_keys(blk, pending, found, t.min_update_index, ordered)
-                off = blk.offset + blk.full_size
-        out = {}
-        for n in names:
-            rec = found.get(n)
-            out[n] = None if rec is None or rec.value_type == VALUE_DELETION else rec
-        return out
+        return merged_lookup(self.tables, names)
 
     def resolve(self, name: bytes, depth: int = 5) -> bytes | None:
         """Follow symrefs to an oid (None when dangling/missing)."""
@@ -213,18 +197,26 @@ class Stack:
         """
         if len(names) <= SEEK_LIMIT:
             return {n: [r.update_index for r in self.logs(n)] for n in names}
-        wanted = set(names)
-        ordered = sorted(wanted)
+        ordered = sorted(set(names))
+        lows = [n + b"\0" for n in ordered]  # every log key of name n lies in [n NUL, n NUL ff*8]
+        highs = [n + _KEY_TOP for n in ordered]
         seen: dict[tuple[bytes, int], int] = {}
         for t in reversed(self.tables):
             if not t.has_logs:
                 continue
             off = t.footer.log_position
+            top_name = ordered[-1]
             while True:
                 blk = t.block_at(off)
                 if blk is None or blk.type != BLOCK_LOG:
                     break
-                _scan_log_keys(blk, wanted, seen, ordered)
+                try:
+                    if _restart_key(blk.data, blk.restarts[0])[:-9] > top_name:
+                        break  # past every wanted name
+                    for rs, re_, k, top in _wanted_ranges(blk, ordered):
+                        _scan_log_range(blk, rs, re_, lows, highs, k, top, seen)
+                except (IndexError, VarintError) as e:
+                    raise CorruptStore(t.path, f"log block does not decode ({e})", blk.offset) from None
                 off = blk.offset + blk.full_size
         out: dict[bytes, list[int]] = {}
         for (name, ui), lt in seen.items():
@@ -269,155 +261,245 @@ class Stack:
 
 
 _MAX_UI = 0xFFFFFFFFFFFFFFFF
+_KEY_TOP = b"\0" + b"\xff" * 8  # a name's last possible log key suffix
 
 
-def _wanted_ranges(blk, names: list[bytes], log: bool) -> list[tuple[int, int]]:
-    """Byte ranges of the restart intervals of ``blk`` that can hold one of ``names`` (sorted).
+def _wanted_ranges(blk, names: list[bytes]) -> list[tuple[int, int, int, int]]:
+    """(start, end, first, last) of the restart intervals of log block ``blk`` that can hold one of
+    ``names`` (sorted): byte range and the indexes into ``names`` of the first and last name that may be
+    there; adjacent intervals merged.
 
-    A restart record stores its key whole, so interval j holds names between the keys of restarts j and
+    A restart record stores its key whole, so interval j holds names between those of restarts j and
     j + 1: intervals with no wanted name in that span are never parsed (a prefix of 10k refs touches a
-    tenth of a 100k stack's blocks and records)."""
-    from bisect import bisect_left
-
+    tenth of a 100k stack's blocks and records), and a parsed one stops after its last wanted name."""
     data = blk.data
     end = blk.restart_off
     restarts = blk.restarts
     first = blk.header_off + 4
-    keys = []
-    for r in restarts:
-        x, p = get_varint(data, r + 1, end)  # a restart's prefix length is 0: one byte
-        k = data[p : p + (x >> 3)]
-        keys.append(k[:-9] if log else k)
-    out: list[tuple[int, int]] = []
-    if not restarts or restarts[0] != first:
-        return [(first, end)]
-    n = len(restarts)
     nn = len(names)
+    if not restarts or restarts[0] != first:
+        return [(first, end, 0, nn - 1)]
+    keys = [_restart_key(data, r)[:-9] for r in restarts]
+    out: list[tuple[int, int, int, int]] = []
+    n = len(restarts)
     for j in range(n):
         i = bisect_left(names, keys[j])
         if i == nn:
             break
-        if j + 1 < n and names[i] > keys[j + 1]:
-            continue
-        s, e = restarts[j], restarts[j + 1] if j + 1 < n else end
-        if out and out[-1][1] == s:
-            out[-1] = (out[-1][0], e)
+        if j + 1 < n:
+            if names[i] > keys[j + 1]:
+                continue
+            s, e = restarts[j], restarts[j + 1]
+            top = bisect_right(names, keys[j + 1], i) - 1
         else:
-            out.append((s, e))
+            s, e = restarts[j], end
+            top = nn - 1
+        if out and out[-1][1] == s:
+            out[-1] = (out[-1][0], e, out[-1][2], top)
+        else:
+            out.append((s, e, i, top))
     return out
 
 
-def _scan_ref_keys(
-    blk, pending: set[bytes], found: dict[bytes, RefRecord], min_ui: int, names: list[bytes]
-) -> None:
-    """Decode the records of ``pending`` names in one ref block (moving them to ``found``), skipping the rest."""
-    for rs, re_ in _wanted_ranges(blk, names, False):
-        _scan_ref_range(blk, rs, re_, pending, found, min_ui)
+def merged_lookup(tables, names) -> dict[bytes, RefRecord | None]:
+    """The newest record of each of ``names`` over ``tables`` (oldest first); None when absent or deleted.
+
+    Newest table first, each table resolves the names no newer table had, in one merge pass: the names
+    are sorted, every ref block is entered only when it can hold the next wanted name (its successor's
+    first key decides), and inside a block only the restart intervals that can hold one are decoded,
+    each up to its last wanted name. Values are decoded for the names found only."""
+    found: dict[bytes, RefRecord] = {}
+    want = sorted(set(names))
+    for t in reversed(tables):
+        if not want:
+            break
+        if t.has_refs:
+            try:
+                _lookup_table(t, want, found)
+            except (IndexError, VarintError) as e:
+                raise CorruptStore(t.path, f"ref block does not decode ({e})") from None
+            want = [n for n in want if n not in found]
+    out: dict[bytes, RefRecord | None] = {}
+    for n in names:
+        rec = found.get(n)
+        out[n] = None if rec is None or rec.value_type == VALUE_DELETION else rec
+    return out
 
 
-def _scan_ref_range(blk, pos: int, end: int, pending, found, min_ui: int) -> None:
+def _restart_key(data, r: int) -> bytes:
+    """The key of the record at restart offset ``r`` (a restart stores its key whole: prefix length 0)."""
+    x = data[r + 1]
+    p = r + 2
+    if x & 0x80:
+        x, p = get_varint(data, r + 1, len(data))
+    return data[p : p + (x >> 3)]
+
+
+def _lookup_table(t, want: list[bytes], found: dict) -> None:
+    n = len(want)
+    start = getattr(t, "_ref_start_block", None)  # the index walk, when the table offers it
+    off = start(want[0]) if start is not None else 0
+    if off is None:
+        return
+    blk = t.block_at(off)
+    if blk is None or blk.type != BLOCK_REF:
+        return
+    min_ui = t.min_update_index
+    k = 0
+    while k < n:
+        nxt = t.block_at(blk.offset + blk.full_size)
+        if nxt is not None and nxt.type != BLOCK_REF:
+            nxt = None
+        if nxt is None:
+            k = _lookup_block(blk, want, k, n, found, min_ui)
+            break
+        limit = _restart_key(nxt.data, nxt.restarts[0])
+        if want[k] < limit:
+            k = _lookup_block(blk, want, k, bisect_left(want, limit, k), found, min_ui)
+        blk = nxt
+
+
+def _lookup_block(blk, want: list[bytes], k: int, kend: int, found: dict, min_ui: int) -> int:
+    """Resolve ``want[k:kend]`` (all below the next block's first key) in ``blk``; returns ``kend``."""
     data = blk.data
+    restarts = blk.restarts
+    nr = len(restarts)
+    end = blk.restart_off
     hs = blk.hash_size
-    last = b""
-    while pos < end:
-        c = data[pos]
-        if c < 0x80:
-            prefix = c
-            pos += 1
+    keys = [_restart_key(data, r) for r in restarts]
+    k = bisect_left(want, keys[0], k, kend)  # below the block's first key: absent
+    while k < kend:
+        j = bisect_right(keys, want[k], 0, nr) - 1
+        if j + 1 < nr:
+            stop = restarts[j + 1]
+            last_want = bisect_left(want, keys[j + 1], k, kend)
         else:
-            prefix, pos = get_varint(data, pos, end)
-        c = data[pos]
-        if c < 0x80:
-            x = c
-            pos += 1
-        else:
-            x, pos = get_varint(data, pos, end)
-        slen = x >> 3
-        key = last[:prefix] + data[pos : pos + slen]
-        pos += slen
-        last = key
-        vt = x & 7
-        start = pos
-        while data[pos] & 0x80:  # update index delta
-            pos += 1
-        pos += 1
-        if vt == 1:
-            pos += hs
-        elif vt == 2:
-            pos += 2 * hs
-        elif vt == 3:
-            c = data[pos]
-            if c < 0x80:
-                pos += 1 + c
+            stop = end
+            last_want = kend
+        target = want[k]
+        pos = restarts[j]
+        last = b""
+        while pos < stop:
+            prefix = data[pos]
+            if prefix < 0x80:
+                pos += 1
             else:
-                n, pos = get_varint(data, pos, end)
-                pos += n
-        if key in pending:
-            pending.discard(key)
-            delta, vpos = get_varint(data, start, end)
-            val = peeled = target = None
+                prefix, pos = get_varint(data, pos, end)
+            x = data[pos]
+            if x < 0x80:
+                pos += 1
+            else:
+                x, pos = get_varint(data, pos, end)
+            npos = pos + (x >> 3)
+            key = last[:prefix] + data[pos:npos] if prefix else data[pos:npos]
+            last = key
+            vt = x & 7
+            vpos = npos
+            pos = npos + 1 if data[npos] < 0x80 else get_varint(data, npos, end)[1]
             if vt == 1:
-                val = data[vpos : vpos + hs].hex().encode()
+                pos += hs
             elif vt == 2:
-                val = data[vpos : vpos + hs].hex().encode()
-                peeled = data[vpos + hs : vpos + 2 * hs].hex().encode()
+                pos += hs + hs
             elif vt == 3:
-                n, vpos = get_varint(data, vpos, end)
-                target = bytes(data[vpos : vpos + n])
-            found[bytes(key)] = RefRecord(bytes(key), delta + min_ui, vt, val, peeled, target)
-
-
-def _scan_log_keys(blk, wanted: set[bytes], seen: dict[tuple[bytes, int], int], names: list[bytes]) -> None:
-    """Record (name, update_index) -> log type for the wanted names of one log block, skipping values."""
-    for rs, re_ in _wanted_ranges(blk, names, True):
-        _scan_log_range(blk, rs, re_, wanted, seen)
-
-
-def _scan_log_range(blk, pos: int, end: int, wanted, seen) -> None:
-    data = blk.data
-    hs2 = 2 * blk.hash_size
-    last = b""
-    while pos < end:
-        c = data[pos]
-        if c < 0x80:
-            prefix = c
-            pos += 1
-        else:
-            prefix, pos = get_varint(data, pos, end)
-        c = data[pos]
-        if c < 0x80:
-            x = c
-            pos += 1
-        else:
-            x, pos = get_varint(data, pos, end)
-        slen = x >> 3
-        key = last[:prefix] + data[pos : pos + slen]
-        pos += slen
-        last = key
-        lt = x & 7
-        if lt:
-            pos += hs2
-            for _ in range(2):  # name, email
                 c = data[pos]
                 if c < 0x80:
                     pos += 1 + c
                 else:
-                    n, pos = get_varint(data, pos, end)
-                    pos += n
-            while data[pos] & 0x80:  # time
-                pos += 1
-            pos += 3  # last time byte + tz
-            c = data[pos]
+                    c, pos = get_varint(data, pos, end)
+                    pos += c
+            if key < target:
+                continue
+            while key > target:  # passed it: absent
+                k += 1
+                if k == last_want:
+                    break
+                target = want[k]
+            if k == last_want:
+                break
+            if key == target:
+                found[key] = _ref_at(data, vpos, end, key, vt, hs, min_ui)
+                k += 1
+                if k == last_want:
+                    break
+                target = want[k]
+        k = last_want
+    return kend
+
+
+def _ref_at(data, vpos: int, end: int, key: bytes, vt: int, hs: int, min_ui: int) -> RefRecord:
+    delta, v = get_varint(data, vpos, end)
+    val = peeled = sym = None
+    if vt == 1:
+        val = hexlify(data[v : v + hs])
+    elif vt == 2:
+        val = hexlify(data[v : v + hs])
+        peeled = hexlify(data[v + hs : v + hs + hs])
+    elif vt == 3:
+        c, v = get_varint(data, v, end)
+        sym = bytes(data[v : v + c])
+    return RefRecord(key, delta + min_ui, vt, val, peeled, sym)
+
+
+def _scan_log_range(blk, pos: int, end: int, lows, highs, k: int, top: int, seen) -> None:
+    """Record (name, update_index) -> log type of the records of wanted names from ``pos`` to ``end``
+    (values skipped, never decoded), a merge against the sorted key ranges ``lows``/``highs`` of the wanted
+    names ``k``..``top``; stops at the first key past the last one's."""
+    data = blk.data
+    hs2 = 2 * blk.hash_size
+    last = b""
+    lo = lows[k]
+    hi = highs[k]
+    stop = highs[top]
+    while pos < end:
+        prefix = data[pos]
+        if prefix < 0x80:
+            pos += 1
+        else:
+            prefix, pos = get_varint(data, pos, end)
+        x = data[pos]
+        if x < 0x80:
+            pos += 1
+        else:
+            x, pos = get_varint(data, pos, end)
+        npos = pos + (x >> 3)
+        key = last[:prefix] + data[pos:npos] if prefix else data[pos:npos]
+        last = key
+        if key >= lo:
+            if key > stop:
+                return
+            while key > hi:
+                k += 1
+                lo = lows[k]
+                hi = highs[k]
+            if key >= lo:
+                got = (key[:-9], _MAX_UI - int.from_bytes(key[-8:], "big"))
+                if got not in seen:
+                    seen[got] = x & 7
+        if x & 7:
+            pos = npos + hs2
+            c = data[pos]  # committer name
             if c < 0x80:
                 pos += 1 + c
             else:
-                n, pos = get_varint(data, pos, end)
-                pos += n
-        name = key[:-9]
-        if name in wanted:
-            k = (name, _MAX_UI - int.from_bytes(key[-8:], "big"))
-            if k not in seen:
-                seen[k] = lt
+                c, pos = get_varint(data, pos, end)
+                pos += c
+            c = data[pos]  # email
+            if c < 0x80:
+                pos += 1 + c
+            else:
+                c, pos = get_varint(data, pos, end)
+                pos += c
+            while data[pos] & 0x80:  # time
+                pos += 1
+            pos += 3  # last time byte + tz
+            c = data[pos]  # message
+            if c < 0x80:
+                pos += 1 + c
+            else:
+                c, pos = get_varint(data, pos, end)
+                pos += c
+        else:
+            pos = npos
 
 
 def _mkstemp(prefix: str) -> tuple[int, str]:

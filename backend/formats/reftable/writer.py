@@ -20,6 +20,7 @@ from .record import (
     BLOCK_OBJ,
     BLOCK_REF,
     LOG_DELETION,
+    VALUE_DELETION,
     VALUE_VAL1,
     VALUE_VAL2,
     LogRecord,
@@ -67,31 +68,59 @@ class _BlockWriter:
 
     def add(self, key: bytes, extra: int, value: bytes) -> bool:
         """Append a record; False when it does not fit (the block must be flushed)."""
-        if self.entries % self.interval == 0:
-            p = 0
-        else:
-            last = self.last_key
-            n = min(len(last), len(key))
-            p = n - ((int.from_bytes(last[:n], "big") ^ int.from_bytes(key[:n], "big")).bit_length() + 7) // 8
-        is_restart = p == 0
-        x = ((len(key) - p) << 3) | extra
-        kb = bytes((p, x)) + key[p:] if p < 128 and x < 128 else put_varint(p) + put_varint(x) + key[p:]
-        n = len(kb) + len(value)
-        rlen = len(self.restarts)
-        if rlen >= MAX_RESTARTS:
-            is_restart = False
-        if is_restart:
-            rlen += 1
-        if 2 + 3 * rlen + n > self.block_size - self.next:
-            return False
-        if is_restart:
-            self.restarts.append(self.next)
-        self.buf += kb
-        self.buf += value
-        self.next += n
-        self.last_key = key
-        self.entries += 1
-        return True
+        return self.fill((key,), (extra,), (value,), 0, 1) == 1
+
+    def fill(self, keys, extras, values, i: int, n: int) -> int:
+        """Append records ``i``.. of the parallel sequences while they fit; the index of the first record
+        that did not (``n`` when all did). The writer's hot loop: state in locals, one-byte varints inline."""
+        buf = self.buf
+        nxt = self.next
+        restarts = self.restarts
+        rlen = len(restarts)
+        entries = self.entries
+        last = self.last_key
+        interval = self.interval
+        room = self.block_size
+        frombytes = int.from_bytes
+        while i < n:
+            key = keys[i]
+            lk = len(key)
+            if entries % interval == 0:
+                p = 0
+            else:
+                m = len(last)
+                if lk < m:
+                    m = lk
+                p = m - ((frombytes(last[:m], "big") ^ frombytes(key[:m], "big")).bit_length() + 7) // 8
+            x = ((lk - p) << 3) | extras[i]
+            value = values[i]
+            if p < 128 and x < 128:
+                size = 2 + lk - p + len(value)
+            else:
+                size = len(put_varint(p)) + len(put_varint(x)) + lk - p + len(value)
+            if p == 0 and rlen < MAX_RESTARTS:
+                if 5 + 3 * rlen + size > room - nxt:
+                    break
+                restarts.append(nxt)
+                rlen += 1
+            elif 2 + 3 * rlen + size > room - nxt:
+                break
+            if p < 128 and x < 128:
+                buf.append(p)
+                buf.append(x)
+            else:
+                buf += put_varint(p)
+                buf += put_varint(x)
+            buf += key[p:] if p else key
+            buf += value
+            nxt += size
+            last = key
+            entries += 1
+            i += 1
+        self.next = nxt
+        self.entries = entries
+        self.last_key = last
+        return i
 
     def finish(self) -> bytearray:
         """The block's bytes (header space included; log blocks deflated)."""
@@ -199,6 +228,40 @@ class _Writer:
         self.last_key = key
         if not self.bw.add(key, extra, value):
             raise EntryTooBig(f"record {key!r} does not fit in a {self.block_size}-byte block")
+
+    def add_sorted(self, btype: int, keys, extras, values, hashes=None) -> None:
+        """Append a whole section's records at once (``keys`` strictly ascending, checked here), filling
+        blocks in one loop. ``hashes``: per record the raw object ids to index (ref section)."""
+        n = len(keys)
+        if not n:
+            return
+        if self.last_key >= keys[0] or any(a >= b for a, b in zip(keys, keys[1:], strict=False)):
+            raise ValueError("records out of order or duplicate")
+        obj_tree = self.obj_tree if hashes is not None else None
+        i = 0
+        while i < n:
+            if self.bw is None:
+                self._reinit(btype)
+            bw = self.bw
+            if bw.type != btype:
+                raise ValueError("record of another section")
+            j = bw.fill(keys, extras, values, i, n)
+            if obj_tree is not None and j > i:
+                at = self.next
+                for k in range(i, j):
+                    for h in hashes[k]:
+                        offs = obj_tree.get(h)
+                        if offs is None:
+                            obj_tree[h] = [at]
+                        elif offs[-1] != at:
+                            offs.append(at)
+            if j < n:
+                if bw.entries == 0:
+                    raise EntryTooBig(f"record {keys[j]!r} does not fit in a {self.block_size}-byte block")
+                self._flush_block()
+                self._reinit(btype)
+            i = j
+        self.last_key = keys[-1]
 
     def add_ref(self, rec: RefRecord) -> None:
         if not (self.min_ui <= rec.update_index <= self.max_ui):
@@ -335,8 +398,67 @@ def write_table(
         hash_name, min_update_index, max_update_index, block_size, restart_interval, version, index_objects,
         exact_log_message,
     )  # fmt: skip
-    for rec in sorted(refs, key=lambda r: r.name):
-        w.add_ref(rec)
-    for rec in sorted(logs, key=lambda r: (r.name, -r.update_index)):
-        w.add_log(rec)
+    refs = sorted(refs, key=_by_name)
+    lo, hi = min_update_index, max_update_index
+    hashes = [] if index_objects else None
+    values = []
+    deltas: dict[int, bytes] = {}
+    for rec in refs:
+        ui = rec.update_index
+        if not (lo <= ui <= hi):
+            raise ValueError(f"update index {ui} outside {lo}..{hi}")
+        vt = rec.value_type
+        if vt == VALUE_DELETION:
+            v = deltas.get(ui)
+            if v is None:
+                v = deltas[ui] = put_varint(ui - lo)
+            values.append(v)
+            if hashes is not None:
+                hashes.append(())
+            continue
+        values.append(encode_ref_value(rec, lo))
+        if hashes is not None:
+            if vt == VALUE_VAL1:
+                hashes.append((unhexlify(rec.value),))
+            elif vt == VALUE_VAL2:
+                hashes.append((unhexlify(rec.value), unhexlify(rec.peeled)))
+            else:
+                hashes.append(())
+    w.add_sorted(BLOCK_REF, [r.name for r in refs], [r.value_type for r in refs], values, hashes)
+    logs = sorted(logs, key=_log_order)
+    if logs:
+        if w.bw is not None and w.bw.type == BLOCK_REF:
+            w._finish_public_section()
+        w.next -= w.pending_padding
+        w.pending_padding = 0
+        hs = w.hash_size
+        keys = []
+        types = []
+        values = []
+        rev = 0xFFFFFFFFFFFFFFFF
+        for rec in logs:
+            lt = rec.log_type
+            ui = rec.update_index
+            keys.append(rec.name + b"\0" + (rev - ui).to_bytes(8, "big"))
+            types.append(lt)
+            if lt == LOG_DELETION:
+                values.append(b"")
+                continue
+            if ui > hi:
+                raise ValueError(f"log update index {ui} above max {hi}")
+            if not exact_log_message:
+                msg = rec.message.rstrip(b"\n")
+                if b"\n" in msg:
+                    raise ValueError(f"multi-line reflog message for {rec.name!r}")
+                rec = rec._replace(message=msg + b"\n")
+            values.append(encode_log_value(rec, hs))
+        w.add_sorted(BLOCK_LOG, keys, types, values)
     return w.close()
+
+
+def _by_name(rec: RefRecord) -> bytes:
+    return rec.name
+
+
+def _log_order(rec: LogRecord) -> tuple[bytes, int]:
+    return (rec.name, -rec.update_index)
