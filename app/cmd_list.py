@@ -153,6 +153,13 @@ class _Patterns:
 _JSON_PLAIN = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')  # bytes JSON takes as they are
 
 
+_JSON_OPEN = b'{"oid": "'
+_JSON_MID = b'", "name": "'
+_JSON_END = b'", "peeled": null, "target": null}\n'
+_JSON_LINE = _JSON_OPEN + b"%s" + _JSON_MID + b"%s" + _JSON_END  # one plain ref, from (oid, name)
+_PLAIN_LINE = b"%s %s\n"
+
+
 def _jstr(b: bytes | None) -> bytes:
     if b is None:
         return b"null"
@@ -245,20 +252,35 @@ class _Lister:
 
     # -- column batches (reftable) -----------------------------------------------------------------------
     def columns(self, intervals: list[tuple[bytes, bytes | None]]) -> None:
-        """Batches of (names, oids, peeled, targets) from the store: a batch of plain refs with plain
-        names becomes its output with one join; anything else goes row by row."""
+        """Batches from the store (``iter_bulk``): a batch of pairs (plain refs with plain names) becomes
+        its output with one ``%`` over a repeated line template; column batches of plain refs with one
+        join; anything else goes row by row."""
         import bisect
 
-        from refscope.backend.formats.packed import JSON_END, JSON_MID, JSON_OPEN
         from refscope.backend.model import Location, Ref
 
         snap = self.snap
         add = self.out.add
         loc = Location("table", "")
-        sep = JSON_END + JSON_OPEN
+        sep = _JSON_END + _JSON_OPEN
+        line = _JSON_LINE if self.as_json else _PLAIN_LINE
         for lo, hi in intervals:
             done = False
-            for names, oids, peeled, targets in snap.iter_columns(lo):
+            for pairs, cols in snap.iter_bulk(lo):
+                if pairs is not None:
+                    if hi is not None and pairs[-1] >= hi:
+                        k = bisect.bisect_left(pairs[1::2], hi)
+                        pairs = pairs[: 2 * k]
+                        done = True
+                    if not pairs:
+                        break
+                    if self.matcher is None:
+                        add((line * (len(pairs) >> 1)) % tuple(pairs))
+                        if done:
+                            break
+                        continue
+                    cols = (pairs[1::2], pairs[0::2], None, None)
+                names, oids, peeled, targets = cols
                 if hi is not None and names and names[-1] >= hi:
                     k = bisect.bisect_left(names, hi)
                     names, oids = names[:k], oids[:k]
@@ -275,7 +297,9 @@ class _Lister:
                 if plain and self.matcher is None:
                     if self.as_json:
                         add(
-                            JSON_OPEN + sep.join(map(JSON_MID.join, zip(oids, names, strict=True))) + JSON_END
+                            _JSON_OPEN
+                            + sep.join(map(_JSON_MID.join, zip(oids, names, strict=True)))
+                            + _JSON_END
                         )
                     else:
                         add(b"\n".join(map(b" ".join, zip(oids, names, strict=True))) + b"\n")

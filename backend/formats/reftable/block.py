@@ -267,10 +267,137 @@ class RefBlock:
         return RefRecord(self.names[i], self.update_index(i), t, self.oid(i), self.peeled(i), self.target(i))
 
 
+def _decode_fast(data, pos: int, end: int, restarts: tuple, hs: int):
+    """The common shape of a ref block, decoded with as little work per record as Python allows: every
+    record a value type 1 or 2 with a one-byte prefix length, a one- or two-byte suffix/type varint and a
+    one- or two-byte update-index delta, the first record at the first restart point. Returns (names,
+    meta, peeled count, big-delta count), or None as soon as anything else is seen (another shape, or any
+    inconsistency: corrupt input then goes through ``_decode_checked``, which names the fault).
+
+    It accepts exactly what ``_decode_checked`` accepts for these shapes and yields the same lists. Records
+    are walked restart group by restart group: each group must end exactly at the next restart point (so
+    every restart point is a record boundary) and start with prefix length 0; every read position lies
+    below the final position of its group, so nothing past ``end`` is ever taken for record bytes."""
+    if restarts[0] != pos:
+        return None
+    names: list[bytes] = []
+    meta: list[int] = []
+    add_name = names.append
+    add_meta = meta.append
+    hs1 = hs + 1
+    peeled = 0
+    big = 0
+    try:
+        for nr in restarts[1:] + (end,):
+            last = b""
+            while pos < nr:
+                p = data[pos]
+                x = data[pos + 1]
+                if (p | x) < 0x80:
+                    s = pos + 2
+                else:
+                    y = data[pos + 2]
+                    if p >= 0x80 or y >= 0x80:
+                        return None
+                    x = (((x & 0x7F) + 1) << 7) | y
+                    s = pos + 3
+                e = s + (x >> 3)
+                if p > len(last):  # also rejects a restart record (last == b"") with a prefix
+                    return None
+                last = last[:p] + data[s:e]
+                add_name(last)
+                vt = x & 7
+                add_meta((e << 3) | vt)
+                if data[e] < 0x80:
+                    pos = e + hs1
+                elif data[e + 1] < 0x80:
+                    pos = e + 1 + hs1
+                    big += 1
+                else:
+                    return None
+                if vt != 1:
+                    if vt != 2:
+                        return None
+                    pos += hs
+                    peeled += 1
+            if pos != nr:
+                return None
+    except IndexError:
+        return None
+    if not all(names):
+        return None
+    return names, meta, peeled, big
+
+
+def ref_block_pairs(blk: Block) -> list[bytes] | None:
+    """For bulk listing: ``[oid0, name0, oid1, name1, ...]`` (hex oids) of a ref block whose records are
+    all value type 1 in the shape ``_decode_fast`` takes, else None (the caller then decodes the block
+    the general way). The same walk as there, with no per-record work beyond the two slices; the oids
+    are cut from one hexlify of the whole block. Accepts exactly what ``decode_ref_block`` accepts for
+    this shape."""
+    data = blk.data
+    pos = blk.header_off + 4
+    restarts = blk.restarts
+    if restarts[0] != pos:
+        return None
+    hs1 = blk.hash_size + 1
+    h2 = 2 * blk.hash_size
+    hx = hexlify(data)
+    out: list[bytes] = []
+    add = out.append
+    try:
+        for nr in restarts[1:] + (blk.restart_off,):
+            last = b""
+            while pos < nr:
+                p = data[pos]
+                x = data[pos + 1]
+                if (p | x) < 0x80:
+                    s = pos + 2
+                else:
+                    y = data[pos + 2]
+                    if p >= 0x80 or y >= 0x80:
+                        return None
+                    x = (((x & 0x7F) + 1) << 7) | y
+                    s = pos + 3
+                e = s + (x >> 3)
+                if p > len(last) or x & 7 != 1:
+                    return None
+                last = last[:p] + data[s:e]
+                if data[e] < 0x80:
+                    pos = e + hs1
+                elif data[e + 1] < 0x80:
+                    e += 1
+                    pos = e + hs1
+                else:
+                    return None
+                e += e + 2
+                add(hx[e : e + h2])
+                add(last)
+            if pos != nr:
+                return None
+    except IndexError:
+        return None
+    if not all(out):
+        return None
+    return out
+
+
 def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
     """Decode every record key of a ref block (checks every length against the block).
 
-    The hot path of refscope: one pass, single-byte varints inline, two list appends per record."""
+    The hot path of refscope: the common shape goes through ``_decode_fast``; anything else (tombstones,
+    symrefs, long varints, corruption) through the fully checked decoder."""
+    got = _decode_fast(blk.data, blk.header_off + 4, blk.restart_off, blk.restarts, blk.hash_size)
+    if got is None:
+        return _decode_checked(blk, min_update_index)
+    names, meta, peeled, big = got
+    rb = RefBlock(blk, names, meta, min_update_index)
+    rb.simple = not (peeled or big)
+    return rb
+
+
+def _decode_checked(blk: Block, min_update_index: int) -> RefBlock:
+    """Every record shape, every check (errors name the fault and its offset)."""
     data = blk.data
     end = blk.restart_off
     hs = blk.hash_size

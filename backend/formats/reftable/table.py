@@ -355,6 +355,27 @@ class Table:
             yield rb, i
             off = blk.offset + blk.full_size
 
+    def iter_ref_raw_blocks(self, start: bytes = b"") -> Iterator[Block]:
+        """The parsed (not decoded) ref blocks from the one that may hold ``start`` onwards: for bulk paths
+        that decode a block their own way (``block.ref_block_pairs``) and fall back to ``ref_block``."""
+        off = self._ref_start_block(start)
+        if off is None:
+            return
+        while True:
+            blk = self.block_at(off)
+            if blk is None or blk.type != BLOCK_REF:
+                return
+            yield blk
+            off = blk.offset + blk.full_size
+
+    def decode_ref(self, blk: Block) -> RefBlock:
+        """``blk`` decoded (the cached decode when there is one; not cached otherwise, as in a scan)."""
+        rb = self._refcache.get(blk.offset)
+        if rb is None:
+            rb = decode_ref_block(blk, self.min_update_index)
+            rb.hidden = self.hidden_cache.get(blk.offset)
+        return rb
+
     def iter_refs(self, start: bytes = b"") -> Iterator[RefRecord]:
         """Ref records (tombstones included) in name order from the first name >= ``start``."""
         for rb, i in self.iter_ref_blocks(start):

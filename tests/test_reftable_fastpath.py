@@ -1,0 +1,186 @@
+"""The fast ref-block decoders (``_decode_fast``, ``ref_block_pairs``) against the fully checked one.
+
+They must agree byte for byte with ``_decode_checked`` on every block it accepts, and on every block it
+rejects they must give up (None), so that ``decode_ref_block`` raises exactly the checked decoder's
+CorruptStore. Tables come from refscope's writer (git's layout); corruption is random byte damage.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from refscope.backend.errors import CorruptStore
+from refscope.backend.formats.reftable.block import (
+    _decode_checked,
+    _decode_fast,
+    decode_ref_block,
+    ref_block_pairs,
+)
+from refscope.backend.formats.reftable.record import RefRecord
+from refscope.backend.formats.reftable.table import Table
+from refscope.backend.formats.reftable.writer import write_table
+from refscope.backend.refname import is_valid_refname
+from refscope.backend.stores.reftable import _block_names_suspect, _pairs_plain
+
+_HS = {"sha1": 20, "sha256": 32}
+
+
+def _table(names: list[bytes], kinds: list[int], deltas: list[int], hash_name: str, block_size: int) -> Table:
+    hs = _HS[hash_name]
+    refs = []
+    for k, (name, kind, d) in enumerate(zip(names, kinds, deltas, strict=True)):
+        oid = (b"%02x" % (k % 251 + 1)) * hs
+        if kind == 0:
+            refs.append(RefRecord(name, 1 + d, 0))
+        elif kind == 1:
+            refs.append(RefRecord(name, 1 + d, 1, oid))
+        elif kind == 2:
+            refs.append(RefRecord(name, 1 + d, 2, oid, (b"%02x" % (k % 13 + 3)) * hs))
+        else:
+            refs.append(RefRecord(name, 1 + d, 3, None, None, b"refs/heads/t%d" % k))
+    data = write_table(
+        refs,
+        [],
+        hash_name=hash_name,
+        min_update_index=1,
+        max_update_index=1 + max(deltas, default=0),
+        block_size=block_size,
+        version=2 if hash_name == "sha256" else 1,
+    )
+    return Table.from_bytes(data, "t.ref")
+
+
+def _blocks(t: Table):
+    return [t.block_at(off) for off in t.ref_block_offsets()]
+
+
+def _expected_pairs(rb) -> list[bytes] | None:
+    if any(m & 7 != 1 for m in rb.meta):
+        return None
+    out = []
+    for j, name in enumerate(rb.names):
+        out += [rb.oid(j), name]
+    return out
+
+
+def _agree(blk, min_ui: int = 1) -> None:
+    """Fast paths equal the checked decoder, or give up; errors are the checked decoder's."""
+    try:
+        want = _decode_checked(blk, min_ui)
+    except CorruptStore as e:
+        assert (
+            _decode_fast(blk.data, blk.header_off + 4, blk.restart_off, blk.restarts, blk.hash_size) is None
+        )
+        assert ref_block_pairs(blk) is None
+        with pytest.raises(CorruptStore) as got:
+            decode_ref_block(blk, min_ui)
+        assert (got.value.file, str(got.value), got.value.offset) == (e.file, str(e), e.offset)
+        return
+    got = decode_ref_block(blk, min_ui)
+    assert (got.names, got.meta, got.tombstones, got.symrefs, got.simple) == (
+        want.names,
+        want.meta,
+        want.tombstones,
+        want.symrefs,
+        want.simple,
+    )
+    pairs = ref_block_pairs(blk)
+    if pairs is not None:
+        assert pairs == _expected_pairs(want)
+
+
+_name_part = st.text("abz-_./@{~", min_size=1, max_size=6).map(str.encode)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(_name_part, min_size=1, max_size=4),
+            st.sampled_from([0, 1, 1, 1, 1, 2, 3]),
+            st.sampled_from([0, 1, 5, 127, 128, 300, 16383, 16384, 70000]),
+        ),
+        min_size=1,
+        max_size=120,
+        unique_by=lambda r: tuple(r[0]),
+    ),
+    st.sampled_from(["sha1", "sha256"]),
+    st.sampled_from([1024, 4096]),
+    st.integers(0, 200),
+)
+def test_fast_decoders_agree(recs, hash_name, block_size, pad):
+    """Short and long names (prefixes over 127 bytes), suffixes over 15 bytes, all value types,
+    update-index deltas of 1, 2 and 3 varint bytes, both hashes."""
+    long = b"refs/" + b"x" * pad + b"/"
+    names = sorted({long + b"/".join(parts) for parts, _k, _d in recs})
+    kinds = {long + b"/".join(parts): k for parts, k, _d in recs}
+    deltas = {long + b"/".join(parts): d for parts, _k, d in recs}
+    t = _table(names, [kinds[n] for n in names], [deltas[n] for n in names], hash_name, block_size)
+    seen = []
+    for blk in _blocks(t):
+        _agree(blk)
+        seen += decode_ref_block(blk, 1).names
+    assert seen == names
+
+
+def test_fast_paths_taken_for_common_blocks():
+    """A table like git's pack-refs output takes the fast paths (the point of them)."""
+    names = sorted(b"refs/heads/feature/team-%02d/branch-%07d" % (i % 41, i) for i in range(3000))
+    t = _table(names, [1] * len(names), [i % 200 for i in range(len(names))], "sha1", 4096)
+    for blk in _blocks(t):
+        fast = _decode_fast(blk.data, blk.header_off + 4, blk.restart_off, blk.restarts, 20)
+        assert fast is not None and fast[0] == _decode_checked(blk, 1).names
+        assert ref_block_pairs(blk) == _expected_pairs(_decode_checked(blk, 1))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_decoders_on_damaged_blocks(seed):
+    """Random byte damage anywhere in a block: the fast paths never accept what the checked decoder
+    rejects, and agree with it where it accepts."""
+    rnd = random.Random(seed)
+    names = sorted(b"refs/%s/%07d" % (rnd.choice([b"heads", b"tags", b"pull/x"]), i) for i in range(600))
+    kinds = [rnd.choice([1, 1, 1, 1, 2, 0, 3]) for _ in names]
+    deltas = [rnd.choice([0, 3, 200, 20000]) for _ in names]
+    t = _table(names, kinds, deltas, "sha1", 1024)
+    blocks = _blocks(t)
+    for _ in range(400):
+        blk = rnd.choice(blocks)
+        data = bytearray(blk.data)
+        for _k in range(rnd.randint(1, 3)):
+            p = rnd.randrange(blk.header_off + 4, blk.restart_off)
+            data[p] = rnd.choice([0, 1, 0x7F, 0x80, 0x81, 0xFF, rnd.randrange(256)])
+        damaged = type(blk)(
+            blk.file,
+            blk.offset,
+            blk.type,
+            blk.header_off,
+            blk.block_len,
+            bytes(data),
+            blk.restart_off,
+            blk.restarts,
+            blk.full_size,
+            blk.hash_size,
+        )
+        _agree(damaged)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.binary(max_size=12).map(lambda b: b"refs/" + b)
+        | st.sampled_from(
+            [b"@", b".x", b"a.", b"/a", b"", b"refs/a/", b"refs//a", b"refs/x.lock", b'refs/"q']
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_plain_check_never_misses(names):
+    """``_pairs_plain`` passes only valid names of printable ASCII without '"'; ``_block_names_suspect``
+    never passes an invalid name."""
+    if _pairs_plain(names):
+        assert all(is_valid_refname(n) and all(0x20 < c < 0x7F and c != 0x22 for c in n) for n in names)
+    assert _block_names_suspect(names) or all(is_valid_refname(n) for n in names)
