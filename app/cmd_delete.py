@@ -133,8 +133,7 @@ def run(argv: list[str]) -> int:
 
     txn = Transaction(store, args.engine, no_deref=args.no_deref, allow_checked_out=args.allow_checked_out)
     try:
-        for name, old in args.refs:
-            txn.delete(name, old)
+        txn.delete_many(args.refs)
         result = txn.commit()
     except RefscopeError as err:
         if args.json:

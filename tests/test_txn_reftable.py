@@ -78,3 +78,54 @@ def test_empty_transaction_touches_nothing(tmp_path: Path, fmt: str) -> None:
     result = Transaction(open_txn_store(repo)).commit()
     assert result.committed and result.deleted == []
     assert tree_bytes(repo) == before
+
+
+@pytest.fixture
+def many(tmp_path: Path) -> Path:
+    """200 branches (more than one batched read) and a symref to the checked-out branch among them."""
+    repo = init_repo(tmp_path / "many", fmt="reftable")
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    data = b"".join(b"create refs/heads/m%03d %s\n" % (i, oid) for i in range(200))
+    git(repo, "update-ref", "--stdin", input=data)
+    git(repo, "symbolic-ref", "refs/heads/m100x", git(repo, "symbolic-ref", "HEAD").strip().decode())
+    return repo
+
+
+def test_delete_many_refuses_like_delete(many: Path) -> None:
+    """The batched guard read (one pass) refuses the same name with the same words as one-by-one deletes."""
+    names = [b"refs/heads/m%03d" % i for i in range(150)] + [b"refs/heads/m100x", b"refs/heads/zz"]
+    errors = []
+    for batched in (False, True):
+        txn = Transaction(open_txn_store(many))
+        with pytest.raises(TransactionRefused) as info:
+            if batched:
+                txn.delete_many([(n, None) for n in names])
+            else:
+                for n in names:
+                    txn.delete(n)
+        errors.append(info.value.what)
+        assert len(txn.deletions) == 150
+    assert errors[0] == errors[1] and "cannot delete branch" in errors[0]
+
+
+def test_delete_many_reuses_records_and_checks_old_values(many: Path) -> None:
+    """Records read before the lock are reused when the stack is unchanged; stale values still refuse and a
+    stack changed meanwhile is read again under the lock."""
+    oid = git(many, "rev-parse", "HEAD").strip()
+    names = [b"refs/heads/m%03d" % i for i in range(0, 200, 2)]
+    txn = Transaction(open_txn_store(many))
+    txn.delete_many([(n, b"1" * 40 if n == names[-1] else oid) for n in names])
+    before = tree_bytes(many)
+    with pytest.raises(TransactionRefused, match="but expected 1111"):
+        txn.commit()
+    assert tree_bytes(many) == before
+    txn = Transaction(open_txn_store(many))
+    txn.delete_many([(n, oid) for n in names])
+    git(many, "update-ref", "-d", "refs/heads/m010")  # a new table after the snapshot: read again
+    with pytest.raises(TransactionRefused, match="m010"):
+        txn.commit()
+    txn = Transaction(open_txn_store(many))
+    txn.delete_many([(n, oid) for n in names if n != b"refs/heads/m010"])
+    assert txn.commit().deleted == [n for n in names if n != b"refs/heads/m010"]
+    left = {r[0] for r in for_each_ref(many)}
+    assert not left & set(names) and b"refs/heads/m001" in left

@@ -100,7 +100,7 @@ def snapshot_stack(snapshot, directory: str):
 
 class ReftableCommit:
     def __init__(
-        self, store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b""
+        self, store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None
     ) -> None:
         self.store = store
         self.repo = store.repo
@@ -110,6 +110,7 @@ class ReftableCommit:
         self.message = reflog_message(message) if message else b""
         self.zero = zero_oid(self.repo.hash_name)
         self.stacks: dict[str, Stack] = {}
+        self.known = known  # (dir, table names, {name: RefRecord | None}) read before the lock, or None
         self.updates: list[_Upd] = []
         self.names: set[bytes] = set()
         self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
@@ -154,7 +155,15 @@ class ReftableCommit:
         # one batched read per stack for the names asked for (symref targets are looked up one by one)
         pre: dict[bytes, RefRecord | None] = {}
         for st in self.stacks.values():
-            pre.update(st.lookup_many([u.name for u in self.updates if u.stack is st]))
+            names = [u.name for u in self.updates if u.stack is st]
+            known = self.known
+            if known is not None and known[0] == st.dir and known[1] == st.names:
+                # the stack is the one those records were read from (tables never change): reuse them
+                records = known[2]
+                pre.update((n, records[n]) for n in names if n in records)
+                names = [n for n in names if n not in records]
+            if names:
+                pre.update(st.lookup_many(names))
         i = 0
         while i < len(self.updates):
             u = self.updates[i]
@@ -248,19 +257,27 @@ class ReftableCommit:
             names = [u.name for u in self.queued if u.stack is st and not u.is_symref]
             if names:
                 indexes[st.dir] = st.log_indexes(names)
+        new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
+        log_tail = (b"", b"", b"", b"", 0, 0, b"")  # a deletion record's empty data fields
+        dupes = False
         for u in self.queued:
             st = u.stack
-            refs, logs = per_stack.setdefault(st.dir, ([], []))
-            ts = st.next_update_index()
+            got = per_stack.get(st.dir)
+            if got is None:
+                got = per_stack[st.dir] = ([], [], st.next_update_index())
+            refs, logs, ts = got
+            name = u.name
+            if u.log_only or u.is_symref:
+                dupes = True
             if not u.is_symref:
-                for ui in indexes[st.dir].get(u.name, ()):
-                    logs.append(LogRecord(u.name, ui, LOG_DELETION))
-            elif mode == "always" or should_autocreate_reflog(mode, u.name) or st.has_log(u.name):
+                for ui in indexes[st.dir].get(name, ()):
+                    logs.append(new(LogRecord, (name, ui, LOG_DELETION, *log_tail)))
+            elif mode == "always" or should_autocreate_reflog(mode, name) or st.has_log(name):
                 if ident is None:
                     ident = committer_ident(self.repo)
                 logs.append(
                     LogRecord(
-                        u.name,
+                        name,
                         ts,
                         LOG_UPDATE,
                         u.current or self.zero,
@@ -274,17 +291,17 @@ class ReftableCommit:
                 )
             if u.log_only:
                 continue
-            refs.append(RefRecord(u.name, ts, VALUE_DELETION))
-            self.deleted.append(u.name)
+            refs.append(new(RefRecord, (name, ts, VALUE_DELETION, None, None, None)))
+            self.deleted.append(name)
         do_fsync = fsync_references(self.repo)
-        for d, (refs, logs) in per_stack.items():
+        for d, (refs, logs, _ts) in per_stack.items():
             st = self.stacks[d]
             if not refs and not logs:
                 continue
             ts = st.next_update_index()
             data = write_table(
                 refs,
-                _dedupe_logs(logs),
+                _dedupe_logs(logs) if dupes else logs,  # one entry per (name, index) unless symrefs logged
                 hash_name=self.repo.hash_name,
                 min_update_index=ts,
                 max_update_index=ts,
@@ -329,11 +346,14 @@ def _dedupe_logs(logs: list[LogRecord]) -> list[LogRecord]:
     return out
 
 
-def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b""):
-    """Commit the deletions; then auto-compact. Returns (deleted names, [compaction OpReport...])."""
+def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None):
+    """Commit the deletions; then auto-compact. Returns (deleted names, [compaction OpReport...]).
+
+    ``known``: (stack dir, its table names, {name: RefRecord | None}) read from the snapshot; used when
+    the stack under the lock still lists exactly those tables."""
     if not deletions:
         return [], []  # git takes no lock at all for an empty transaction
-    c = ReftableCommit(store, deletions, snapshot=snapshot, no_deref=no_deref, message=message)
+    c = ReftableCommit(store, deletions, snapshot=snapshot, no_deref=no_deref, message=message, known=known)
     deleted = c.run()
     extra = []
     if c.written and config_bool(c.repo, "reftable.autoCompaction", True):

@@ -329,9 +329,13 @@ def merged_lookup(tables, names) -> dict[bytes, RefRecord | None]:
 def _restart_key(data, r: int) -> bytes:
     """The key of the record at restart offset ``r`` (a restart stores its key whole: prefix length 0)."""
     x = data[r + 1]
-    p = r + 2
-    if x & 0x80:
-        x, p = get_varint(data, r + 1, len(data))
+    if x < 0x80:
+        return data[r + 2 : r + 2 + (x >> 3)]
+    y = data[r + 2]
+    if y < 0x80:  # two bytes: a log key or a long ref name
+        x = (((x & 0x7F) + 1) << 7) | y
+        return data[r + 3 : r + 3 + (x >> 3)]
+    x, p = get_varint(data, r + 1, len(data))
     return data[p : p + (x >> 3)]
 
 
