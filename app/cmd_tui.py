@@ -1,4 +1,4 @@
-"""``refscope [-C PATH] [--demo] [--engine native|git]``: the Textual app (the default command).
+"""``refscope [-C PATH] [--demo [files|reftable]] [--engine native|git] [--no-watch]``: the Textual app (the default command).
 
 Textual is imported here and only here, lazily: headless commands never pay for it.
 """
@@ -14,7 +14,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="refscope", description="Browse, watch and edit git refs.")
     parser.add_argument("-C", dest="path", default=None, help="run as if started in PATH")
     parser.add_argument(
-        "--demo", action="store_true", help="build a demo repository in a temp dir and open it"
+        "--demo",
+        nargs="?",
+        const="files",
+        choices=("files", "reftable"),
+        help="build the demo repositories (both formats) in a temp dir and open one (default: files)",
     )
     parser.add_argument("--engine", choices=("native", "git"), default="native", help="engine for commits")
     parser.add_argument("--no-watch", action="store_true", help="do not follow changes live")
@@ -34,7 +38,7 @@ def build_app(args: argparse.Namespace, meter=None):
     sys.setswitchinterval(0.001)
     path = args.path
     if args.demo:
-        path = demo_repo()
+        path = demo_repo(args.demo)
     repo = discover(path)
     store = open_store(repo)
     shown = repo.worktree or repo.gitdir
@@ -43,15 +47,16 @@ def build_app(args: argparse.Namespace, meter=None):
     )
 
 
-def demo_repo(base: str | None = None) -> str:
-    """Build the demo repository (no git needed) under a fresh temp dir; return the path to open."""
+def demo_repo(fmt: str = "files", base: str | None = None) -> str:
+    """Build the demo repository in both formats (no git needed) under ``base`` (a fresh temp dir by
+    default) and return the path of the ``fmt`` one."""
     import tempfile
 
     from refscope.backend.demo import build_demo
 
     base = base or tempfile.mkdtemp(prefix="refscope-demo-")
-    result = build_demo(base)
-    return os.fspath(result) if isinstance(result, (str, os.PathLike)) else base
+    paths = {f: build_demo(os.path.join(base, f), f) for f in ("files", "reftable")}
+    return paths[fmt]
 
 
 def run(argv: list[str]) -> int:

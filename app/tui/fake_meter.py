@@ -18,7 +18,7 @@ _TABLE = {
     "refresh": (0.75, 0.5, {"newfstatat": 6, "openat": 1, "read": 1, "close": 1}),
     "filter": (12.5, 12.0, {}),
     "lookup": (0.05, 0.05, {}),
-    "commit": (1.5, 0.75, {"openat": 3, "writev": 1, "fsync": 0, "rename": 1, "unlink": 2, "close": 3}),
+    "commit": (1.5, 0.75, {"openat": 3, "writev": 1, "rename": 1, "unlink": 2, "close": 3}),
     "compaction": (3.0, 2.0, {"openat": 4, "write": 2, "rename": 1, "unlink": 3, "close": 4}),
     "other": (1.0, 1.0, {"read": 1}),
 }
