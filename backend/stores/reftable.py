@@ -472,15 +472,118 @@ class ReftableSnapshot:
             else:
                 yield cols
 
+    def _base(self) -> Table | None:
+        """The table the bulk paths stream block by block: the only table, or the oldest one of a stack
+        whose newer tables together are no bigger than it (git's geometric compaction keeps stacks so).
+        The newer tables are merged in row by row as an overlay (``_overlay``)."""
+        tables = self.tables
+        if self.worktree_stack is not None or not tables:
+            return None
+        base = tables[0]
+        if len(tables) > 1 and sum(t.size for t in tables[1:]) > base.size:
+            return None
+        return base
+
+    def _overlay(self, start: bytes) -> Iterator[tuple[bytes, Table, object, int, bool]]:
+        """The merged records of the tables above the base from ``start`` (>= ``refs/``), under refs/:
+        ``(name, table, RefBlock, index, visible)``, the newest record of each name, tombstones included
+        (``visible`` False: the name is not listed, whatever the base holds), as ``_stream`` judges them."""
+        tables = self.tables[1:]
+        if not tables:
+            return
+
+        def one(ti: int, t: Table):
+            neg = -ti
+            for rb, i in t.iter_ref_blocks(start):
+                names = rb.names
+                for j in range(i, len(names)):
+                    yield names[j], neg, rb, j
+
+        last = None
+        last_rb = None
+        hidden = _EMPTY
+        resolve = self.resolve
+        for name, neg, rb, j in heapq.merge(*(one(ti, t) for ti, t in enumerate(tables))):
+            if name == last:
+                continue
+            last = name
+            if not name.startswith(b"refs/"):
+                return
+            t = tables[-neg]
+            vt = rb.meta[j] & 7
+            visible = False
+            if vt:
+                if rb is not last_rb:
+                    last_rb = rb
+                    hidden = hidden_in(rb, t)
+                visible = j not in hidden and (vt != 3 or resolve(name) is not None)
+            yield name, t, rb, j, visible
+
+    def _block_cols(self, t: Table, rb, i: int, k: int) -> tuple[list, list, list | None, list | None]:
+        """Columns of the listed records ``i:k`` of one block of ``t`` (no merging)."""
+        names = rb.names
+        hidden = hidden_in(rb, t)
+        if rb.simple and not hidden:
+            hx2 = 2 * t.hash_size
+            hx = hexlify(rb.data)
+            return (
+                names[i:k] if (i or k < len(names)) else names,
+                [hx[2 + 2 * (m >> 3) : 2 + 2 * (m >> 3) + hx2] for m in rb.meta[i:k]],
+                None,
+                None,
+            )
+        cols: tuple[list, list, list, list] = ([], [], [], [])
+        for j in range(i, k):
+            vt = rb.meta[j] & 7
+            if vt and j not in hidden and (vt != 3 or self.resolve(names[j]) is not None):
+                cols[0].append(names[j])
+                cols[1].append(rb.oid(j))
+                cols[2].append(rb.peeled(j))
+                cols[3].append(rb.target(j))
+        return cols
+
+    @staticmethod
+    def _merge_cols(cols, over: list) -> tuple[list, list, list, list]:
+        """Base columns with overlay records merged in (an overlay record replaces or hides the base
+        record of its name)."""
+        names, oids, peeled, targets = cols
+        n = len(names)
+        if peeled is None:
+            peeled = [None] * n
+        if targets is None:
+            targets = [None] * n
+        out: tuple[list, list, list, list] = ([], [], [], [])
+        i = 0
+        for name, _t, rb, j, visible in over:
+            k = bisect_left(names, name, i)
+            if k > i:
+                out[0].extend(names[i:k])
+                out[1].extend(oids[i:k])
+                out[2].extend(peeled[i:k])
+                out[3].extend(targets[i:k])
+            i = k + 1 if k < n and names[k] == name else k
+            if visible:
+                out[0].append(name)
+                out[1].append(rb.oid(j))
+                out[2].append(rb.peeled(j))
+                out[3].append(rb.target(j))
+        out[0].extend(names[i:])
+        out[1].extend(oids[i:])
+        out[2].extend(peeled[i:])
+        out[3].extend(targets[i:])
+        return out
+
     def iter_bulk(self, start: bytes = b"", chunk: int = 1024) -> Iterator[tuple[list | None, tuple | None]]:
         """Rows from the first name >= ``start``, a batch at a time, as ``(pairs, None)`` or ``(None,
         columns)``. ``pairs`` = ``[oid0, name0, oid1, name1, ...]`` of plain refs (one oid, no peeled
         value, not a symref) whose names pass check_refname and are printable ASCII without '"', so output
         can be formatted from them with one ``%`` per batch; ``columns`` as ``iter_columns`` yields them.
-        The fast path of ``refscope list``: a common ref block of a one-table stack is decoded straight
-        into pairs (``block.ref_block_pairs``), with no per-row object beyond the two slices."""
-        t = self._single()
-        if t is None:
+
+        The fast path of ``refscope list``: the base table (``_base``) is read block by block, a common
+        block decoded straight into pairs (``block.ref_block_pairs``) with no per-row object beyond two
+        slices; only blocks that records of newer tables fall into are merged row by row."""
+        base = self._base()
+        if base is None:
             names: list = []
             oids: list = []
             peeled: list = []
@@ -497,9 +600,13 @@ class ReftableSnapshot:
                 yield None, (names, oids, peeled, targets)
             return
         start = max(start, b"refs/")
-        zero = bytes(t.hash_size)
+        over = self._overlay(start)
+        head = next(over, None)
+        zero = bytes(base.hash_size)
         first = True
-        for blk in t.iter_ref_raw_blocks(start):
+        for blk in base.iter_ref_raw_blocks(start):
+            cols = None
+            stop = False
             pairs = ref_block_pairs(blk) if zero not in blk.data else None
             if pairs is not None:
                 names = pairs[1::2]
@@ -508,44 +615,47 @@ class ReftableSnapshot:
                         i = bisect_left(names, start)
                         if i:
                             pairs = pairs[2 * i :]
-                    first = False
-                    if pairs:
+                        first = False
+                        if not pairs:
+                            continue
+                    bound = pairs[-1]
+                    if head is None or head[0] > bound:
                         yield pairs, None
+                        continue
+                    cols = (pairs[1::2], pairs[0::2], None, None)
+            if cols is None:
+                rb = base.decode_ref(blk)
+                names = rb.names
+                n = len(names)
+                i = bisect_left(names, start) if first else 0
+                first = False
+                if i >= n:
                     continue
-            rb = t.decode_ref(blk)
-            names = rb.names
-            n = len(names)
-            i = bisect_left(names, start) if first else 0
-            first = False
-            if i >= n:
-                continue
-            k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
-            if k <= i:
-                return
-            hidden = hidden_in(rb, t)
-            if rb.simple and not hidden:
-                hx2 = 2 * t.hash_size
-                hx = hexlify(rb.data)
-                cols = (
-                    names[i:k] if (i or k < n) else names,
-                    [hx[2 + 2 * (m >> 3) : 2 + 2 * (m >> 3) + hx2] for m in rb.meta[i:k]],
-                    None,
-                    None,
-                )
+                k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
+                if k <= i:
+                    break
+                stop = k < n
+                bound = names[k - 1]
+                cols = self._block_cols(base, rb, i, k)
+            if head is not None and head[0] <= bound:
+                got = []
+                while head is not None and head[0] <= bound:
+                    got.append(head)
+                    head = next(over, None)
+                cols = self._merge_cols(cols, got)
+            if cols[0]:
                 yield None, cols
-            else:
-                cols = ([], [], [], [])
-                for j in range(i, k):
-                    vt = rb.meta[j] & 7
-                    if vt and j not in hidden and (vt != 3 or self.resolve(names[j]) is not None):
-                        cols[0].append(names[j])
-                        cols[1].append(rb.oid(j))
-                        cols[2].append(rb.peeled(j))
-                        cols[3].append(rb.target(j))
+            if stop:
+                break
+        rest: list = []
+        while head is not None:
+            rest.append(head)
+            head = next(over, None)
+            if len(rest) >= chunk or head is None:
+                cols = self._merge_cols(([], [], None, None), rest)
                 if cols[0]:
                     yield None, cols
-            if k < n:
-                return
+                rest = []
 
     def iter_names(self, start: bytes = b"") -> Iterator[bytes]:
         """Just the names, fastest path for rendering."""
@@ -598,41 +708,68 @@ class ReftableSnapshot:
     def _build_all_locked(self) -> None:
         if self._rows_done:
             return
-        t = self._single()
-        if t is not None:  # rebuild block by block: faster than continuing the per-row stream
-            self._build_single(t)
+        base = self._base()
+        if base is not None:  # block by block: much faster than continuing the per-row stream
+            self._build_based(base)
             return
         self._extend_rows_locked(1 << 62)
 
-    def _build_single(self, t: Table) -> None:
-        """Row index of a one-table stack, block by block (no per-row tuples)."""
+    def _build_based(self, base: Table) -> None:
+        """The whole row index from the base table block by block (a block no newer record falls into
+        and with every record listed costs two C-speed array extends), newer tables merged in row by row.
+        The rows are exactly those of ``_stream``."""
         rbk, rr, rt = array("Q"), array("I"), array("H")  # swapped in when complete (readers may race)
-        for rb, i in t.iter_ref_blocks(b"refs/"):
+        tidx = self._tidx
+        bti = tidx[id(base)]  # 0
+        over = self._overlay(b"refs/")
+        head = next(over, None)
+        resolve = self.resolve
+        for rb, i in base.iter_ref_blocks(b"refs/"):
             names = rb.names
             n = len(names)
+            if i >= n:
+                continue
             off = rb.offset
-            if (
-                i == 0
-                and _all_visible(rb, t)
-                and names[0].startswith(b"refs/")
-                and names[-1].startswith(b"refs/")
-            ):
+            k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
+            if k <= i:
+                break
+            bound = names[k - 1]
+            if i == 0 and k == n and (head is None or head[0] > bound) and _all_visible(rb, base):
                 rr.extend(range(n))
                 rbk.extend([off] * n)
-            else:
-                stop = False
-                hidden = hidden_in(rb, t)
-                for j in range(i, n):
-                    if not names[j].startswith(b"refs/"):
-                        stop = True
-                        break
-                    vt = rb.meta[j] & 7
-                    if vt and j not in hidden and (vt != 3 or self.resolve(names[j]) is not None):
-                        rr.append(j)
-                        rbk.append(off)
-                if stop:
-                    break
-        rt.frombytes(bytes(2 * len(rr)))
+                rt.frombytes(bytes(2 * n))  # bti: the base is tables[0], table index 0
+                continue
+            hidden = hidden_in(rb, base)
+            meta = rb.meta
+            for j in range(i, k):
+                name = names[j]
+                if head is not None and head[0] <= name:
+                    while head is not None and head[0] < name:
+                        if head[4]:
+                            rt.append(tidx[id(head[1])])
+                            rbk.append(head[2].offset)
+                            rr.append(head[3])
+                        head = next(over, None)
+                    if head is not None and head[0] == name:
+                        if head[4]:
+                            rt.append(tidx[id(head[1])])
+                            rbk.append(head[2].offset)
+                            rr.append(head[3])
+                        head = next(over, None)
+                        continue
+                vt = meta[j] & 7
+                if vt and j not in hidden and (vt != 3 or resolve(name) is not None):
+                    rt.append(bti)
+                    rbk.append(off)
+                    rr.append(j)
+            if k < n:
+                break
+        while head is not None:
+            if head[4]:
+                rt.append(tidx[id(head[1])])
+                rbk.append(head[2].offset)
+                rr.append(head[3])
+            head = next(over, None)
         self._rows_iter = None
         self._rows_t, self._rows_b, self._rows_r = rt, rbk, rr
         self._rows_done = True
