@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import random
 from binascii import hexlify
 from bisect import bisect_left, bisect_right
 
@@ -30,14 +29,13 @@ from ..formats.reftable.table import Table
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
 from .crashpoint import step
 
-_rng = random.Random()
 # Up to this many names, lookups seek through each table's index; beyond, one key-only pass per table.
 SEEK_LIMIT = 64
 
 
 def table_name(min_index: int, max_index: int) -> str:
     """git's format_name: ``0x%012x-0x%012x-%08x`` with a random suffix."""
-    return f"0x{min_index:012x}-0x{max_index:012x}-{_rng.getrandbits(32):08x}"
+    return f"0x{min_index:012x}-0x{max_index:012x}-{int.from_bytes(os.urandom(4), 'big'):08x}"
 
 
 def read_list(path: str) -> list[str]:
@@ -261,6 +259,7 @@ class Stack:
 
 
 _MAX_UI = 0xFFFFFFFFFFFFFFFF
+_new = tuple.__new__  # NamedTuples without their Python-level __new__ (hot paths)
 _KEY_TOP = b"\0" + b"\xff" * 8  # a name's last possible log key suffix
 
 
@@ -441,7 +440,7 @@ def _ref_at(data, vpos: int, end: int, key: bytes, vt: int, hs: int, min_ui: int
     elif vt == 3:
         c, v = get_varint(data, v, end)
         sym = bytes(data[v : v + c])
-    return RefRecord(key, delta + min_ui, vt, val, peeled, sym)
+    return _new(RefRecord, (key, delta + min_ui, vt, val, peeled, sym))
 
 
 def _scan_log_range(blk, pos: int, end: int, lows, highs, k: int, top: int, seen) -> None:
@@ -509,8 +508,8 @@ def _scan_log_range(blk, pos: int, end: int, lows, highs, k: int, top: int, seen
 def _mkstemp(prefix: str) -> tuple[int, str]:
     """mkstemp(``prefix`` + 6 random chars) with one open call in the common case."""
     letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-    for _ in range(100):
-        path = prefix + "".join(_rng.choice(letters) for _ in range(6))
+    for _ in range(100):  # os.urandom, not the random module: one import less on the CLI path
+        path = prefix + "".join(letters[b % 62] for b in os.urandom(6))
         try:
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), path
         except FileExistsError:

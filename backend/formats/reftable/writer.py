@@ -13,6 +13,7 @@ from __future__ import annotations
 import zlib
 from binascii import unhexlify
 from collections.abc import Iterable
+from operator import itemgetter
 
 from .record import (
     BLOCK_INDEX,
@@ -398,7 +399,7 @@ def write_table(
         hash_name, min_update_index, max_update_index, block_size, restart_interval, version, index_objects,
         exact_log_message,
     )  # fmt: skip
-    refs = sorted(refs, key=_by_name)
+    refs = sorted(refs, key=_by_name)  # itemgetter: C-speed keys
     lo, hi = min_update_index, max_update_index
     hashes = [] if index_objects else None
     values = []
@@ -425,21 +426,24 @@ def write_table(
             else:
                 hashes.append(())
     w.add_sorted(BLOCK_REF, [r.name for r in refs], [r.value_type for r in refs], values, hashes)
-    logs = sorted(logs, key=_log_order)
+    logs = list(logs)
     if logs:
         if w.bw is not None and w.bw.type == BLOCK_REF:
             w._finish_public_section()
         w.next -= w.pending_padding
         w.pending_padding = 0
         hs = w.hash_size
-        keys = []
+        rev = 0xFFFFFFFFFFFFFFFF
+        # the log key (name NUL reversed index) sorts as (name, newest first): sort by it at C speed
+        unsorted = [rec.name + b"\0" + (rev - rec.update_index).to_bytes(8, "big") for rec in logs]
+        order = sorted(range(len(logs)), key=unsorted.__getitem__)
+        keys = [unsorted[i] for i in order]
+        logs = [logs[i] for i in order]
         types = []
         values = []
-        rev = 0xFFFFFFFFFFFFFFFF
         for rec in logs:
             lt = rec.log_type
             ui = rec.update_index
-            keys.append(rec.name + b"\0" + (rev - ui).to_bytes(8, "big"))
             types.append(lt)
             if lt == LOG_DELETION:
                 values.append(b"")
@@ -456,9 +460,4 @@ def write_table(
     return w.close()
 
 
-def _by_name(rec: RefRecord) -> bytes:
-    return rec.name
-
-
-def _log_order(rec: LogRecord) -> tuple[bytes, int]:
-    return (rec.name, -rec.update_index)
+_by_name = itemgetter(0)  # RefRecord.name
