@@ -176,3 +176,27 @@ async def test_corrupt_store_shown_in_place(tmp_path: Path, ref_format: str) -> 
         assert str(target.name) in status
         await pilot.press("down", "slash")  # still running, still responding
         assert app.screen.query_one("#filter").has_focus
+
+
+async def test_storage_view_keys(tmp_path: Path, ref_format: str) -> None:
+    """s, p and l open the storage views (issue 7's screens) for the ref under the cursor; escape returns."""
+    path = make_repo(tmp_path / "r", ref_format, n=3)
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await set_filter(pilot, app, "refs/heads/main")
+        await pilot.press("s")
+        want = "PackedScreen" if ref_format == "files" else "StackScreen"
+        await wait_for(pilot, lambda: type(app.screen).__name__ == want)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ReflogScreen")
+        assert app.screen.ref_name == b"refs/heads/main"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen")
+        await pilot.press("p")
+        if ref_format == "files":
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "PackedScreen")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen")
+        assert app.screen.query_one(RefList).current_name() == b"refs/heads/main"

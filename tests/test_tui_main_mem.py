@@ -55,28 +55,84 @@ async def test_typing_is_never_blocked_by_a_scan() -> None:
         assert "2 of 73 shown (substring)" in count_text(app)
 
 
-@pytest.mark.parametrize(
-    ("text", "expected", "kind"),
-    [
-        ("refs/heads/", 51, "prefix"),
-        ("refs/heads/feature/001", 10, "prefix"),
-        ("refs/t", 20, "prefix"),
-        ("origin", 2, "substring"),
-        ("v1.1", 11, "substring"),
-        ("refs/tags/v1.1?", 10, "glob"),
-        ("*/00[12]*", 20, "glob"),
-        ("nothing-matches", 0, "substring"),
-    ],
-)
-async def test_filter_exact_counts(text: str, expected: int, kind: str) -> None:
+FILTERS = [
+    ("refs/heads/", 51, "prefix"),
+    ("refs/heads/feature/001", 10, "prefix"),
+    ("refs/t", 20, "prefix"),
+    ("origin", 2, "substring"),
+    ("v1.1", 11, "substring"),
+    ("refs/tags/v1.1?", 10, "glob"),
+    ("*/00[12]*", 20, "glob"),
+    ("nothing-matches", 0, "substring"),
+]
+
+
+async def test_filter_exact_counts() -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await type_filter(pilot, app, text)
+        for text, expected, kind in FILTERS:
+            await type_filter(pilot, app, text)
+            reflist = app.screen.query_one(RefList)
+            assert len(reflist.view) == expected, text
+            assert f"{expected:,} of 73 shown ({kind})" in count_text(app)
+            names = [app.snapshot.name_at(i) for i in reflist.view]
+            assert names == sorted(names)
+
+
+@pytest.mark.parametrize(("text", "expected", "kind"), FILTERS)
+def test_filter_views_match_brute_force(text: str, expected: int, kind: str) -> None:
+    from fnmatch import fnmatchcase
+
+    from refscope.app.tui.widgets import filtering
+
+    snap = sample()
+    pattern = filtering.parse(text)
+    assert pattern.kind == kind
+    view = filtering.compute(snap, pattern)
+    names = [snap.name_at(i) for i in view]
+    if kind == "prefix":
+        want = [n for n in snap.names if n.startswith(text.encode())]
+    elif kind == "substring":
+        want = [n for n in snap.names if text.encode() in n]
+    else:
+        glob = text if text.startswith("refs/") else f"*{text}*"
+        want = [n for n in snap.names if fnmatchcase(n.decode(), glob)]
+    assert names == want and len(names) == expected
+    seen = []
+    assert filtering.compute(snap, pattern, lambda: True) in (None, view)  # cancelled scans return None
+    filtering.compute(snap, pattern, progress=lambda done, total: seen.append((done, total)))
+    if kind in ("substring", "glob"):
+        assert seen[-1][0] == seen[-1][1]
+
+
+async def test_engine_switch_help_and_palette_jump() -> None:
+    from refscope.app.tui.screens.help import HelpScreen
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("e")
+        assert app.engine == "git"
+        assert " git " in str(app.screen.query_one("#status").render())
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+        for key in ["v", "1", "full_stop", "1", "5"]:
+            await pilot.press(key)
+        await wait_for(
+            pilot,
+            lambda: (
+                "jump: refs/tags/v1.15"
+                in str(app.screen.query_one("CommandList").get_option_at_index(0).prompt)
+            ),
+        )
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "MainScreen")
         reflist = app.screen.query_one(RefList)
-        assert len(reflist.view) == expected
-        assert f"{expected:,} of 73 shown ({kind})" in count_text(app)
-        names = [app.snapshot.name_at(i) for i in reflist.view]
-        assert names == sorted(names)
+        assert reflist.current_name() == b"refs/tags/v1.15"
 
 
 async def test_escape_clears_filter_and_enter_focuses_list() -> None:
