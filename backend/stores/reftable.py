@@ -14,9 +14,9 @@ lazily, only as far as needed, and cached in the snapshot.
 
 from __future__ import annotations
 
+import _thread
 import heapq
 import os
-import threading
 import time
 from array import array
 from binascii import hexlify
@@ -29,7 +29,6 @@ from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..model import TABLE, Location, LogEntry, Ref
-from ..refname import is_safe_refname, is_valid_refname
 
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
@@ -80,6 +79,8 @@ def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
     names = rb.names
     bad: set[int] = set()
     if names and _block_names_suspect(names):
+        from ..refname import is_safe_refname, is_valid_refname  # rarely needed: not on the startup path
+
         meta = rb.meta
         for j, n in enumerate(names):
             if meta[j] & 7 and not is_valid_refname(n):
@@ -339,7 +340,7 @@ class ReftableSnapshot:
         self._rows_r = array("I")
         self._rows_iter = None
         self._rows_done = False
-        self._rows_lock = threading.Lock()  # the row index grows lazily; views and watchers share snapshots
+        self._rows_lock = _thread.allocate_lock()  # the row index grows lazily; views and watchers share them
 
     # --- routing -----------------------------------------------------------------------------------------
 

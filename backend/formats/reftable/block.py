@@ -8,7 +8,6 @@ violation raises ``CorruptStore(file, what, offset)``.
 
 from __future__ import annotations
 
-import zlib
 from binascii import hexlify
 from collections.abc import Iterator
 
@@ -141,6 +140,8 @@ def parse_block(
 
 def _inflate(mm, off: int, header_off: int, block_len: int, data_end: int, file: str) -> tuple[bytes, int]:
     """Inflate a log block: (header + inflated bytes, compressed byte count)."""
+    import zlib  # only log blocks need it (not imported on the listing path)
+
     skip = header_off + 4
     want = block_len - skip
     start = off + skip

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import zlib
+from binascii import crc32
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -33,6 +33,8 @@ FOOTER_SIZE = {1: 68, 2: 72}
 HASH_IDS = {b"sha1": ("sha1", 20), b"s256": ("sha256", 32)}
 HASH_ID_OF = {"sha1": b"sha1", "sha256": b"s256"}
 HASH_SIZE = {"sha1": 20, "sha256": 32}
+_BLOCK_TYPES = frozenset((BLOCK_REF, BLOCK_LOG, BLOCK_OBJ, BLOCK_INDEX))
+BLOCK_TYPES_END = -1  # "type" past the table data
 _REF_CACHE = 64  # decoded ref blocks kept per table
 _LOG_CACHE = 32  # decoded log blocks kept per table
 
@@ -180,7 +182,7 @@ class Table:
         f = hs
         vals = [int.from_bytes(footer[f + 8 * i : f + 8 * i + 8], "big") for i in range(5)]
         crc = int.from_bytes(footer[fs - 4 : fs], "big")
-        computed = zlib.crc32(footer[: fs - 4])
+        computed = crc32(footer[: fs - 4])  # binascii's: zlib's CRC-32 without importing zlib
         if computed != crc:
             raise CorruptStore(
                 path, f"footer CRC-32 mismatch (stored {crc:08x}, computed {computed:08x})", foot_at + fs - 4
@@ -246,7 +248,16 @@ class Table:
                 self._blocks[off] = blk
         return blk
 
+    def _other_section(self, off: int, btype: int) -> bool:
+        """Does the block at ``off`` (> 0) have a valid type other than ``btype``? Then a walk over the
+        ``btype`` blocks ends there without parsing it (a log block would be inflated just to be skipped).
+        An invalid type byte is left to ``block_at``, which reports it."""
+        t = self._mm[off] if off < self.data_end else BLOCK_TYPES_END
+        return t != btype and (t in _BLOCK_TYPES or t == BLOCK_TYPES_END)
+
     def _next_of(self, blk: Block, btype: int) -> Block | None:
+        if self._other_section(blk.offset + blk.full_size, btype):
+            return None
         nxt = self.block_at(blk.offset + blk.full_size)
         if nxt is None or nxt.type != btype:
             return None
@@ -343,6 +354,8 @@ class Table:
             return
         first = True
         while True:
+            if off and self._other_section(off, BLOCK_REF):
+                return
             blk = self.block_at(off)
             if blk is None or blk.type != BLOCK_REF:
                 return
@@ -362,6 +375,8 @@ class Table:
         if off is None:
             return
         while True:
+            if off and self._other_section(off, BLOCK_REF):
+                return
             blk = self.block_at(off)
             if blk is None or blk.type != BLOCK_REF:
                 return
