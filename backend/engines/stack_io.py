@@ -203,6 +203,11 @@ class Stack:
             if not t.has_logs:
                 continue
             off = t.footer.log_position
+            seek = getattr(t, "_seek_indexed", None)  # the log index, when the table offers it
+            if seek is not None and t.footer.log_index_position:
+                off = seek(t.footer.log_index_position, ordered[0] + b"\0", BLOCK_LOG)
+                if off is None:
+                    continue
             top_name = ordered[-1]
             while True:
                 blk = t.block_at(off)
@@ -211,8 +216,11 @@ class Stack:
                 try:
                     if _restart_key(blk.data, blk.restarts[0])[:-9] > top_name:
                         break  # past every wanted name
-                    for rs, re_, k, top in _wanted_ranges(blk, ordered):
-                        _scan_log_range(blk, rs, re_, lows, highs, k, top, seen)
+                    ranges = _wanted_ranges(blk, ordered)
+                    if ranges:
+                        cont = blk.data.translate(_CONT)
+                        for rs, re_, k, top in ranges:
+                            _scan_log_range(blk, rs, re_, lows, highs, k, top, seen, cont)
                 except (IndexError, VarintError) as e:
                     raise CorruptStore(t.path, f"log block does not decode ({e})", blk.offset) from None
                 off = blk.offset + blk.full_size
@@ -266,7 +274,7 @@ _KEY_TOP = b"\0" + b"\xff" * 8  # a name's last possible log key suffix
 def _wanted_ranges(blk, names: list[bytes]) -> list[tuple[int, int, int, int]]:
     """(start, end, first, last) of the restart intervals of log block ``blk`` that can hold one of
     ``names`` (sorted): byte range and the indexes into ``names`` of the first and last name that may be
-    there; adjacent intervals merged.
+    there.
 
     A restart record stores its key whole, so interval j holds names between those of restarts j and
     j + 1: intervals with no wanted name in that span are never parsed (a prefix of 10k refs touches a
@@ -293,10 +301,7 @@ def _wanted_ranges(blk, names: list[bytes]) -> list[tuple[int, int, int, int]]:
         else:
             s, e = restarts[j], end
             top = nn - 1
-        if out and out[-1][1] == s:
-            out[-1] = (out[-1][0], e, out[-1][2], top)
-        else:
-            out.append((s, e, i, top))
+        out.append((s, e, i, top))  # not merged: each interval stops after its own last wanted name
     return out
 
 
@@ -443,11 +448,13 @@ def _ref_at(data, vpos: int, end: int, key: bytes, vt: int, hs: int, min_ui: int
     return _new(RefRecord, (key, delta + min_ui, vt, val, peeled, sym))
 
 
-def _scan_log_range(blk, pos: int, end: int, lows, highs, k: int, top: int, seen) -> None:
+def _scan_log_range(blk, pos: int, end: int, lows, highs, k: int, top: int, seen, cont: bytes) -> None:
     """Record (name, update_index) -> log type of the records of wanted names from ``pos`` to ``end``
     (values skipped, never decoded), a merge against the sorted key ranges ``lows``/``highs`` of the wanted
-    names ``k``..``top``; stops at the first key past the last one's."""
+    names ``k``..``top``; stops at the first key past the last one's. ``cont``: the block's bytes through
+    ``_CONT`` (0 where a byte ends a varint), so a time varint is skipped by one C-level find."""
     data = blk.data
+    find = cont.find
     hs2 = 2 * blk.hash_size
     last = b""
     lo = lows[k]
@@ -492,9 +499,9 @@ def _scan_log_range(blk, pos: int, end: int, lows, highs, k: int, top: int, seen
             else:
                 c, pos = get_varint(data, pos, end)
                 pos += c
-            while data[pos] & 0x80:  # time
-                pos += 1
-            pos += 3  # last time byte + tz
+            pos = find(0, pos) + 3  # time (its last byte) + tz
+            if pos < 3:
+                raise IndexError("log record runs past the block")
             c = data[pos]  # message
             if c < 0x80:
                 pos += 1 + c
@@ -503,6 +510,9 @@ def _scan_log_range(blk, pos: int, end: int, lows, highs, k: int, top: int, seen
                 pos += c
         else:
             pos = npos
+
+
+_CONT = bytes(0 if b < 0x80 else 1 for b in range(256))
 
 
 def _mkstemp(prefix: str) -> tuple[int, str]:
