@@ -200,3 +200,20 @@ async def test_storage_view_keys(tmp_path: Path, ref_format: str) -> None:
             await pilot.press("escape")
             await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen")
         assert app.screen.query_one(RefList).current_name() == b"refs/heads/main"
+
+
+async def test_bench_runs_queue_on_scratch_copies(tmp_path: Path) -> None:
+    """b runs the queued transaction through both engines on scratch copies; the repository is untouched."""
+    from refscope.app.tui.screens.operations import BenchScreen
+
+    path = make_repo(tmp_path / "r", "files", n=3)
+    before = tree_bytes(path / ".git")
+    app = make_app(path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await set_filter(pilot, app, "refs/heads/topic/")
+        await pilot.press("space", "b")
+        await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen), timeout=60)
+        body = str(app.screen.body)
+        assert "refscope bench: delete refs/heads/topic/000" in body
+        assert "native " in body and "git " in body
+    assert tree_bytes(path / ".git") == before

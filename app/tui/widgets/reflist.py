@@ -83,6 +83,7 @@ class RefList(ScrollView, can_focus=True):
         self.changed: set[bytes] = set()
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._styles: columns.Styles | None = None
+        self._extra: tuple | None = None  # (marked, changed, cursor) styles, looked up once per style change
 
     # -- data -------------------------------------------------------------------------------------------
     def set_view(self, snapshot, view: View, *, keep: bytes | None = None) -> None:
@@ -203,14 +204,17 @@ class RefList(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self.view))
 
     def on_focus(self) -> None:
+        self._extra = None
         self.refresh_rows()
 
     def on_blur(self) -> None:
+        self._extra = None
         self.refresh_rows()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles = None
+        self._extra = None
         self._cache.clear()
 
     def _get_styles(self) -> columns.Styles:
@@ -249,15 +253,21 @@ class RefList(ScrollView, can_focus=True):
             marked = ref.name in self.queue
             text = columns.row_text(ref, width, marked, styles)
             extra = Style()
+            if self._extra is None:
+                get = self.get_component_rich_style
+                self._extra = (get("reflist--marked"), get("reflist--changed"), get("reflist--cursor"))
             if marked:
-                extra += self.get_component_rich_style("reflist--marked")
+                extra += self._extra[0]
             if ref.name in self.changed:
-                extra += self.get_component_rich_style("reflist--changed")
+                extra += self._extra[1]
         segments = list(text.render(self.app.console))
         strip = Strip(segments).crop_extend(0, width, None).apply_style(base)
         if extra:
             strip = columns.overlay(strip, extra)
         if selected:
-            strip = columns.overlay(strip, self.get_component_rich_style("reflist--cursor"))
+            if self._extra is None:
+                get = self.get_component_rich_style
+                self._extra = (get("reflist--marked"), get("reflist--changed"), get("reflist--cursor"))
+            strip = columns.overlay(strip, self._extra[2])
         self._cache[key] = strip
         return strip
