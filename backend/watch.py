@@ -427,9 +427,9 @@ class Watcher:
                     new = self.store.snapshot()
                     result = ([], EMPTY, self._observe(new, paths, initial=True))
                 else:
+                    # (the files store re-reads racily clean files itself: a rewrite keeping inode,
+                    # size and mtime is never served stale, so no second look at the touched files)
                     new = self.store.refresh(prev)
-                    if self.format == "files" and not self._fresh(prev, new, paths):
-                        new = self.store.snapshot()
                     result = self._classify(prev, new, paths)
             except Exception as exc:  # a corrupt or half-written store must not kill the watcher
                 err = exc
@@ -539,40 +539,6 @@ class Watcher:
         if ref is None:
             return None
         return b"ref: " + ref.target if ref.target is not None else ref.oid
-
-    def _fresh(self, prev, new, paths: set[str]) -> bool:
-        """Did the files refresh really see every file the events touched?
-
-        FilesStore reuses a file whose (dev, inode, size, mtime) did not change. ext4 hands a freed inode
-        straight back and mtime ticks every few ms, so a ref rewritten twice between two refreshes can
-        look untouched. Touched files are few: re-read them and compare with what the snapshot holds.
-        """
-        from .formats.loose import read_loose_file
-
-        hexlen = getattr(new, "hexlen", 40)
-        pp = os.path.join(self.commondir, "packed-refs")
-        for p in paths:
-            if p.endswith(".lock"):
-                continue
-            if p == pp:
-                new_p = getattr(new, "packed", None)
-                if new_p is not None and new_p is getattr(prev, "packed", None):
-                    data = _read_small(p, len(new_p.buf) + 1) or b""
-                    if data != bytes(new_p.buf):
-                        return False
-                continue
-            if p == os.path.join(self.gitdir, "HEAD"):
-                now, had = read_loose_file(p, b"HEAD", hexlen), getattr(new, "head_file", None)
-            else:
-                name = _diff.loose_name(p, self.gitdir, self.commondir)
-                if name is None or not hasattr(new, "loose_value"):
-                    continue
-                now, had = read_loose_file(p, name, hexlen), new.loose_value(name)
-            seen = (now.kind, now.value) if now is not None else None
-            held = (had.kind, had.value) if had is not None else None
-            if seen != held:
-                return False
-        return True
 
     def _classify(self, prev, new, paths: set[str]) -> tuple[list[Change], Diff, dict]:
         state = self._observe(new, paths)
