@@ -35,6 +35,7 @@ from .operations import BenchScreen, OperationScreen
 MARK_ALL_CONFIRM = 1000  # marking more than this many refs at once asks first
 FLASH_SECONDS = 3.0
 BENCH_RUNS = 3
+MAX_OVERRIDES = 10_000  # changed refs laid over the old rows at once (more: wait for the swap)
 PREVIEW_ROWS = 300  # rows streamed for the first screen while the snapshot is indexed
 
 
@@ -321,6 +322,7 @@ class MainScreen(Screen):
         diff = update.diff
         if diff is not None:
             changed = set(getattr(diff, "added", ()) or ()) | set(getattr(diff, "changed", ()) or ())
+            self._show_changed_values(update.snapshot, getattr(diff, "changed", ()) or ())
             if changed:
                 self.ref_list.set_changed(changed)
                 if self._flash_timer is not None:
@@ -329,6 +331,21 @@ class MainScreen(Screen):
         self.query_one(QueuePanel).sync()
         self.ref_list.refresh_rows()
         self.update_status()
+
+    def _show_changed_values(self, snapshot, names) -> None:
+        """Values that changed show at once: looked up by name in the new snapshot (no row index needed)
+        and laid over the rows still shown from the previous one until the worker swaps the new one in."""
+        if snapshot is None or not names or len(names) > MAX_OVERRIDES:
+            return
+        overrides = {}
+        try:
+            for name in names:
+                ref = snapshot.lookup(name)
+                if ref is not None:
+                    overrides[name] = ref
+        except RefscopeError:
+            return
+        self.ref_list.overrides.update(overrides)
 
     def action_refresh(self) -> None:
         if self.app.store is not None:

@@ -79,6 +79,9 @@ class RefList(ScrollView, can_focus=True):
         self.snapshot = None
         self.view: View = range(0)
         self.preview: list | None = None  # first refs of a snapshot still being indexed (streamed)
+        # name -> Ref from a newer snapshot whose row index is still being built: a change of value shows
+        # at once (looked up by name, no index needed) while the rows keep their positions
+        self.overrides: dict[bytes, object] = {}
         self.queue = queue if queue is not None else {}
         self.changed: set[bytes] = set()
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
@@ -91,6 +94,7 @@ class RefList(ScrollView, can_focus=True):
         self.snapshot = snapshot
         self.view = view
         self.preview = None
+        self.overrides = {}
         self._cache.clear()
         self.virtual_size = Size(self.size.width, len(view))
         if keep is not None and len(view):
@@ -112,9 +116,10 @@ class RefList(ScrollView, can_focus=True):
         self.refresh()
 
     def _ref_at(self, index: int):
-        if self.preview is not None:
-            return self.preview[index]
-        return self.snapshot.row(self.view[index])
+        ref = self.preview[index] if self.preview is not None else self.snapshot.row(self.view[index])
+        if self.overrides:
+            return self.overrides.get(ref.name, ref)
+        return ref
 
     def _name_at(self, index: int) -> bytes:
         if self.preview is not None:

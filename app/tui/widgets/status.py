@@ -47,7 +47,9 @@ class StatusLine(Static):
         text.append("refscope ", "bold")
         text.append(short_repo(repo))
         if snapshot is not None:
-            refs = "refs unreadable" if count is None else f"{count:,} refs"
+            refs = (
+                f"{count:,} refs" if count is not None else ("refs unreadable" if error else "counting refs…")
+            )
             text.append(f" · {snapshot.format} · {snapshot.hash_name} · {refs}")
         text.append(" · engine ")
         text.append(f" {engine} ", "bold reverse")
