@@ -8,7 +8,9 @@ CorruptStore. Tables come from refscope's writer (git's layout); corruption is r
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -294,3 +296,113 @@ def test_overlay_stack_list_equals_git(overlay_repo, as_json):
         assert [r["target"] for r in rows if r["target"]] == ["refs/heads/b/03000"]
     else:
         assert out == git(overlay_repo, "for-each-ref", "--format=%(objectname) %(refname)")
+
+
+# --- refscope list on two cores ---------------------------------------------------------------------------
+
+
+def _list_split(capfd, path: Path, as_json: bool, split: bytes | None) -> bytes:
+    from refscope.app import cmd_list
+
+    snap = ReftableStore(discover(str(path))).snapshot()
+    out = cmd_list._Out()
+    if split is None:
+        cmd_list._Lister(snap, as_json, out, None).columns([(b"", None)])
+        out.flush()
+    else:
+        cmd_list._split_listing(snap, as_json, out, split)
+    return capfd.readouterr().out.encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_split_listing_equals_one_process(overlay_repo, capfd, as_json):
+    """Any split point (inside the base, at its start, after its end, a name that is not a ref) gives
+    the same bytes as one process, in order."""
+    whole = _list_split(capfd, overlay_repo, as_json, None)
+    if not as_json:
+        assert whole == git(overlay_repo, "for-each-ref", "--format=%(objectname) %(refname)")
+    snap = ReftableStore(discover(str(overlay_repo))).snapshot()
+    assert snap.split_name(min_size=0) is not None
+    for split in (
+        snap.split_name(min_size=0),
+        b"refs/heads/b/02051",
+        b"refs/",
+        b"refs/zzz",
+        b"refs/heads/b/0",
+    ):
+        assert _list_split(capfd, overlay_repo, as_json, split) == whole
+    assert not _has_children()
+
+
+def _has_children() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def test_split_listing_second_half_corrupt(overlay_repo, tmp_path, capfd):
+    """A corrupt block in the child's half: the parent lists that half itself and raises the same error
+    as one process would, after the first half."""
+    path = tmp_path / "r"
+    shutil.copytree(overlay_repo, path, symlinks=True)
+    snap = ReftableStore(discover(str(path))).snapshot()
+    base = snap.tables[0]
+    offs = base.ref_block_offsets()
+    victim = offs[-2]
+    blk = base.block_at(victim)
+    raw = bytearray(Path(base.path).read_bytes())
+    raw[victim + blk.restart_off] = 0xFF  # the first restart offset now points past the records
+    Path(base.path).write_bytes(bytes(raw))
+    split = ReftableStore(discover(str(path))).snapshot().tables[0].ref_block(offs[len(offs) // 2]).names[-1]
+    errors = []
+    for how in (None, split):
+        try:
+            _list_split(capfd, path, True, how)
+        except CorruptStore as e:
+            errors.append((e.file, str(e), e.offset, capfd.readouterr().out.count("\n")))
+    assert len(errors) == 2 and errors[0][:3] == errors[1][:3]
+    assert not _has_children()
+
+
+def test_split_listing_reader_gone(overlay_repo, capfd):
+    """The reader closes the pipe: BrokenPipeError (the CLI exits quietly on it), the child reaped."""
+    from refscope.app import cmd_list
+
+    snap = ReftableStore(discover(str(overlay_repo))).snapshot()
+    r, w = os.pipe()
+    saved = os.dup(1)
+    os.close(r)
+    os.dup2(w, 1)
+    try:
+        out = cmd_list._Out()
+        out.stream = open(1, "wb", closefd=False)  # noqa: SIM115
+        with pytest.raises(BrokenPipeError):
+            cmd_list._split_listing(snap, True, out, snap.split_name(min_size=0))
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(w)
+    assert not _has_children()
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_list_command_splits(overlay_repo, capfd, monkeypatch, as_json):
+    """``refscope list`` itself takes the split path on a big enough table and prints what git does."""
+    from refscope.app import cmd_list
+
+    calls = []
+    real = cmd_list._split_listing
+    monkeypatch.setattr(cmd_list, "_SPLIT_MIN", 0)
+    monkeypatch.setattr(cmd_list, "_split_listing", lambda *a: calls.append(a[3]) or real(*a))
+    monkeypatch.setattr(cmd_list, "_cores", lambda: 2)
+    assert cmd_list.run([*(["--json"] if as_json else []), "-C", str(overlay_repo)]) == 0
+    got = capfd.readouterr().out.encode()
+    assert calls
+    if as_json:
+        got = b"".join(
+            b"%s %s\n" % (r["oid"].encode(), r["name"].encode()) for r in map(json.loads, got.splitlines())
+        )
+    assert got == git(overlay_repo, "for-each-ref", "--format=%(objectname) %(refname)")
+    assert not _has_children()

@@ -485,6 +485,16 @@ class ReftableSnapshot:
             return None
         return base
 
+    def split_name(self, min_size: int = 1 << 20) -> bytes | None:
+        """A ref name near the middle of the listing (the base table's ref index says where), so a bulk
+        reader can list ``< name + NUL`` and ``>=`` it separately, or None when the base table is smaller
+        than ``min_size`` bytes or has no ref index."""
+        base = self._base()
+        if base is None or base.size < min_size:
+            return None
+        key = base.middle_ref_key()
+        return key if key is not None and key.startswith(b"refs/") else None
+
     def _overlay(self, start: bytes) -> Iterator[tuple[bytes, Table, object, int, bool]]:
         """The merged records of the tables above the base from ``start`` (>= ``refs/``), under refs/:
         ``(name, table, RefBlock, index, visible)``, the newest record of each name, tombstones included

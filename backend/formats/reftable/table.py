@@ -426,6 +426,39 @@ class Table:
         rb = self.ref_block(nxt.offset)
         return (rb, 0) if rb.names and rb.names[0] == name else None
 
+    def middle_ref_key(self) -> bytes | None:
+        """The last name of a ref block near the middle of the ref section, read from the ref index (a
+        few index blocks, no ref block), or None when the table has no ref index. For splitting a scan."""
+        pos = self.footer.ref_index_position
+        if not pos or not self.has_refs:
+            return None
+        blk = self.block_at(pos)
+        if blk is None or blk.type != BLOCK_INDEX:
+            return None
+        keys: list[bytes] = []
+        poss: list[int] = []
+        while blk is not None:  # the top level may span several index blocks
+            k, p = self._index_records(blk)
+            keys += k
+            poss += p
+            blk = self._next_of(blk, BLOCK_INDEX)
+        frac = 0.5
+        for _depth in range(64):
+            if not keys:
+                return None
+            x = frac * len(keys)
+            c = min(int(x), len(keys) - 1)
+            frac = x - c
+            child = self.block_at(poss[c])
+            if child is None:
+                return None
+            if child.type == BLOCK_REF:
+                return keys[c]
+            if child.type != BLOCK_INDEX:
+                return None
+            keys, poss = self._index_records(child)
+        return None
+
     def ref_block_offsets(self) -> list[int]:
         """File offsets of every ref block, in order (walks the block headers once; cached)."""
         if self._ref_offsets is None:
