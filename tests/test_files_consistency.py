@@ -441,3 +441,26 @@ def test_duplicate_names_in_sorted_file_are_refused(base) -> None:
     p = PackedRefs.from_bytes(data)
     with pytest.raises(CorruptStore, match="packedRefUnsorted: refname 'refs/heads/a' is less than previous"):
         p.starts()
+
+
+def test_dangerous_packed_name_refused_by_every_sequence_operation(base, tmp_path) -> None:
+    repo = _copy(base[0], tmp_path / "r")
+    o = base[1][0]
+    gd = repo / ".git"
+    (gd / "refs/heads/main").unlink()
+    _write(gd / "packed-refs", SORTED + o + b" refs/heads/../evil\n" + o + b" refs/heads/a\n")
+    proc = _run_git(repo, "for-each-ref")
+    assert proc.returncode == 128
+    want = proc.stderr.decode().strip().removeprefix("fatal: ")
+    assert want == "packed refname is dangerous: refs/heads/../evil"
+    snap = _store(repo).snapshot()
+    assert len(snap.packed) == 2  # the storage summary still counts records
+    for op in (
+        lambda: list(snap),
+        lambda: len(snap),
+        lambda: snap.row(0),
+        lambda: snap.prefix_range(b"refs/"),
+    ):
+        with pytest.raises(CorruptStore) as ei:
+            op()
+        assert (ei.value.file, ei.value.what, ei.value.offset) == (str(gd / "packed-refs"), want, len(SORTED))

@@ -69,6 +69,7 @@ class PackedRefs:
         "_rfd",
         "read_ns",
         "_hidden",
+        "_scan_error",
         "__weakref__",
     )
 
@@ -88,6 +89,7 @@ class PackedRefs:
         self._rfd: int | None = None
         self.read_ns = 0  # fs clock before the file was opened (see formats.loose.is_racy); 0: unknown
         self._hidden: list[int] | None = None  # rows (name order) whose names git hides, lazily
+        self._scan_error: CorruptStore | None = None  # what the hidden-name scan hit (raised by hidden_rows)
         self._parse_header()
         self.hexlen = hexlen if hexlen else self._detect_hexlen()
         self._check_tail()
@@ -507,12 +509,15 @@ class PackedRefs:
         broken name"). A dangerous name raises CorruptStore as git dies. Cached; usually empty."""
         if self._hidden is None:
             self._scan()
+        if self._scan_error is not None:
+            raise self._scan_error
         return self._hidden
 
     def _scan(self) -> None:
         """Count the records and find the hidden ones in one chunked pass. Each chunk (whole records)
         gets C-speed checks that no name in it can be invalid (``_maybe_hidden``); only a chunk that
-        fails them is decoded record by record."""
+        fails them is decoded record by record. A corrupt record found on the way is kept for
+        ``hidden_rows`` to raise; the count stays the plain line count (``len`` never raised)."""
         from ..refname import is_safe_refname, is_valid_refname
 
         hidden: list[int] = []
@@ -527,9 +532,12 @@ class PackedRefs:
 
         if self._names is not None:  # sorted in memory: every record was decoded at open
             starts, record_at = self._starts, self.record_at
-            for row, name in enumerate(self._names):
-                if not is_valid_refname(name):
-                    judge(record_at(starts[row]), row)
+            try:
+                for row, name in enumerate(self._names):
+                    if not is_valid_refname(name):
+                        judge(record_at(starts[row]), row)
+            except CorruptStore as err:
+                self._scan_error = err
             self._hidden = hidden
             return
         size = self.size
@@ -539,14 +547,18 @@ class PackedRefs:
             end = self._chunk_end(pos, 1 << 22)
             data = self.read(pos, end)
             nl = data.count(b"\n")
-            nc = data.count(b"^")
-            if _maybe_hidden(data, nl, nc):
-                p = pos
-                while p < end:
-                    rec = self.record_at(p)
-                    judge(rec, row)
-                    row += 1
-                    p += rec.length
+            nc = data.count(b"^") if b"^" in data else 0
+            if _maybe_hidden(data, nl, nc) and self._scan_error is None:
+                row0, p = row, pos
+                try:
+                    while p < end:
+                        rec = self.record_at(p)
+                        judge(rec, row)
+                        row += 1
+                        p += rec.length
+                except CorruptStore as err:
+                    self._scan_error = err
+                    row = row0 + nl - nc
             else:
                 row += nl - nc
             pos = end
@@ -611,12 +623,11 @@ _NAMECHK = bytes(_NAMECHK)
 def _maybe_hidden(data: bytes, nl: int, nc: int) -> bool:
     """Might a record in ``data`` (whole records; ``nl`` LFs, ``nc`` carets) have a name git rejects?
     Never False when one does (property-tested against check_refname); True sends the chunk down the
-    exact record-by-record path. ``^`` only as peeled-line starts; one space per ref line (a space or
-    ``^`` inside a name breaks either count); no forbidden byte; no two adjacent separators; no ``@{``,
-    lone ``@`` or ``.lock`` component end."""
-    if nc and data.count(b"\n^") != nc:
-        return True
-    if data.count(b" ") != nl - nc:
+    exact record-by-record path. Spaces plus carets equal lines: a ref line holds one space and no
+    caret, a peeled line one caret (its first byte) and no space, so a space or caret inside any name
+    (which never cancel: both only add) breaks the equality. No forbidden byte; no two adjacent
+    separators; no ``@{``, lone ``@`` or ``.lock`` component end."""
+    if data.count(b" ") + nc != nl:
         return True
     t = data.translate(_NAMECHK)
     if b"!" in t or b"SS" in t:
