@@ -87,6 +87,7 @@ class RefList(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._styles: columns.Styles | None = None
         self._extra: tuple | None = None  # (marked, changed, cursor) styles, looked up once per style change
+        self._base = None
 
     # -- data -------------------------------------------------------------------------------------------
     def set_view(self, snapshot, view: View, *, keep: bytes | None = None) -> None:
@@ -220,6 +221,7 @@ class RefList(ScrollView, can_focus=True):
         super().notify_style_update()
         self._styles = None
         self._extra = None
+        self._base = None
         self._cache.clear()
 
     def _get_styles(self) -> columns.Styles:
@@ -239,7 +241,9 @@ class RefList(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        if self._base is None:
+            self._base = self.rich_style  # inherited background etc.: computed once per style change
+        base = self._base
         if self.snapshot is None or index >= len(self.view):
             return Strip.blank(width, base)
         row = self.view[index] if self.preview is None else -1 - index
