@@ -105,3 +105,39 @@ def test_operation_breakdown(snap_compare) -> None:
         await wait_for(pilot, lambda: pilot.app.screen.__class__.__name__ == "OperationScreen")
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_refusal_message(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        from refscope.backend.errors import StaleValue
+
+        app = pilot.app
+        await settle(pilot)
+        await pilot.press("space")
+        err = StaleValue(
+            "/srv/demo/.git",
+            "cannot lock ref 'refs/heads/feature/0000': is at 1111111111111111111111111111111111111111 "
+            "but expected 0000000000000000000000000000000000000000",
+        )
+        app.screen._commit_refused(err)
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "Message")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_mark_all_confirmation(snap_compare) -> None:
+    from refscope.app.tui.screens import main
+
+    async def run_before(pilot) -> None:
+        main.MARK_ALL_CONFIRM = 10
+        await settle(pilot)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: pilot.app.screen.__class__.__name__ == "Confirm")
+        await pilot.pause()
+
+    old = main.MARK_ALL_CONFIRM
+    try:
+        assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+    finally:
+        main.MARK_ALL_CONFIRM = old
