@@ -728,28 +728,42 @@ class ReftableSnapshot:
     def _build_based(self, base: Table) -> None:
         """The whole row index from the base table block by block (a block no newer record falls into
         and with every record listed costs two C-speed array extends), newer tables merged in row by row.
-        The rows are exactly those of ``_stream``."""
+        The rows are exactly those of ``_stream``. The base table remembers which of its blocks are listed
+        whole (``Table.listed_cache``: offset -> (record count, last name)), so the next snapshot that
+        shares the table (a refresh after another process wrote) indexes them without decoding them."""
         rbk, rr, rt = array("Q"), array("I"), array("H")  # swapped in when complete (readers may race)
         tidx = self._tidx
         bti = tidx[id(base)]  # 0
         over = self._overlay(b"refs/")
         head = next(over, None)
         resolve = self.resolve
-        for rb, i in base.iter_ref_blocks(b"refs/"):
-            names = rb.names
-            n = len(names)
-            if i >= n:
-                continue
-            off = rb.offset
-            k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
-            if k <= i:
-                break
-            bound = names[k - 1]
-            if i == 0 and k == n and (head is None or head[0] > bound) and _all_visible(rb, base):
+        listed = base.listed_cache
+        for off in base.ref_block_offsets():
+            got = listed.get(off)
+            if got is not None and (head is None or head[0] > got[1]):
+                n = got[0]
                 rr.extend(range(n))
                 rbk.extend([off] * n)
                 rt.frombytes(bytes(2 * n))  # bti: the base is tables[0], table index 0
                 continue
+            rb = base.decode_ref(base.block_at(off))
+            names = rb.names
+            n = len(names)
+            i = bisect_left(names, b"refs/")
+            if i >= n:
+                continue
+            k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
+            if k <= i:
+                break
+            bound = names[k - 1]
+            whole = i == 0 and k == n and _all_visible(rb, base)
+            if whole:
+                listed[off] = (n, bound)
+                if head is None or head[0] > bound:
+                    rr.extend(range(n))
+                    rbk.extend([off] * n)
+                    rt.frombytes(bytes(2 * n))
+                    continue
             hidden = hidden_in(rb, base)
             meta = rb.meta
             for j in range(i, k):

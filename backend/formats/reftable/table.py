@@ -93,6 +93,7 @@ class Table:
         "_ref_offsets",
         "_counts",
         "hidden_cache",
+        "listed_cache",
         "__weakref__",
     )
 
@@ -125,6 +126,7 @@ class Table:
         t._ref_offsets = None
         t._counts = None
         t.hidden_cache = {}
+        t.listed_cache = {}
         t._parse_header_footer()
         return t
 
@@ -146,6 +148,7 @@ class Table:
         t._ref_offsets = None
         t._counts = None
         t.hidden_cache = {}
+        t.listed_cache = {}
         t._parse_header_footer()
         return t
 
