@@ -406,3 +406,24 @@ def test_list_command_splits(overlay_repo, capfd, monkeypatch, as_json):
         )
     assert got == git(overlay_repo, "for-each-ref", "--format=%(objectname) %(refname)")
     assert not _has_children()
+
+
+def test_overlay_names_and_shared_table_index(overlay_repo):
+    """iter_names of a base + overlay stack equals the stream; a second snapshot over the same tables
+    (as a refresh makes) builds the same row index from the base table's listed-block cache."""
+    from refscope.backend.stores.reftable import ReftableSnapshot
+
+    store = ReftableStore(discover(str(overlay_repo)))
+    snap = store.snapshot()
+    streamed = [n for n, _t, _rb, _j in snap._stream(b"")]
+    assert list(snap.iter_names()) == streamed
+    assert list(snap.iter_names(b"refs/heads/b/02050")) == [n for n in streamed if n >= b"refs/heads/b/02050"]
+    assert len(snap) == len(streamed)
+    assert snap.tables[0].listed_cache
+    again = ReftableSnapshot(store, snap.stack, snap.worktree_stack)
+    assert len(again) == len(snap)
+    assert (list(again._rows_t), list(again._rows_b), list(again._rows_r)) == (
+        list(snap._rows_t),
+        list(snap._rows_b),
+        list(snap._rows_r),
+    )

@@ -674,6 +674,10 @@ class ReftableSnapshot:
         if t is not None:
             yield from _names_single(t, max(start, b"refs/"), self.resolve)
             return
+        if self._base() is not None:  # a big table under small ones: block by block, overlay merged in
+            for pairs, cols in self.iter_bulk(start):
+                yield from pairs[1::2] if pairs is not None else cols[0]
+            return
         for name, _t, _rb, _j in self._stream(start):
             yield name
 
