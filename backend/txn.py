@@ -14,7 +14,7 @@ byte on disk as it was. The cost of the commit (first lock to last unlink) is me
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from collections import namedtuple
 
 from .engines.common import HEXSZ, Deletion
 from .errors import CorruptStore, InvalidRefName, TransactionRefused
@@ -26,12 +26,12 @@ _BATCH = 64  # delete_many reads the values of more names than this in one pass
 _HEX = frozenset(b"0123456789abcdef")
 
 
-class CommitResult(NamedTuple):
-    committed: bool
-    engine: str
-    deleted: list[bytes]
-    report: OpReport  # the commit itself: first lock to last unlink (including git's child process)
-    phases: list[OpReport]  # snapshot (when taken here), commit, auto-compaction (reftable), ...
+class CommitResult(namedtuple("CommitResult", "committed engine deleted report phases")):
+    """``committed`` (bool), ``engine`` (str), ``deleted`` (list of names), ``report``: the OpReport of the
+    commit itself (first lock to last unlink, including git's child process), ``phases``: OpReports of the
+    snapshot (when taken here), the commit, auto-compaction (reftable), ..."""
+
+    __slots__ = ()
 
 
 def _text(name: bytes) -> str:

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import os
 import time
-from typing import NamedTuple
+from collections import namedtuple
 
 HEXSZ = {"sha1": 40, "sha256": 64}
 _PER_WORKTREE = (b"refs/worktree/", b"refs/bisect/", b"refs/rewritten/")
 
 
-class Deletion(NamedTuple):
-    """One queued deletion: the name as the user gave it and the value it was seen at (None = unchecked)."""
+class Deletion(namedtuple("Deletion", "name old_oid")):
+    """One queued deletion: ``name`` (bytes) as the user gave it and ``old_oid`` the value it was seen at
+    (hex bytes; None = unchecked). collections.namedtuple: the CLI path never needs ``typing``."""
 
-    name: bytes
-    old_oid: bytes | None
+    __slots__ = ()
 
 
 def zero_oid(hash_name: str) -> bytes:
@@ -97,13 +97,10 @@ def _local_tz(now: float) -> str:
     return f"{sign}{offset // 60:02d}{offset % 60:02d}"
 
 
-class Ident(NamedTuple):
-    """git_committer_info(): who and when a reflog entry is written by."""
+class Ident(namedtuple("Ident", "name email time tz")):
+    """git_committer_info(): who (``name``, ``email``: bytes) and when (``time``: int, ``tz``: "+hhmm")."""
 
-    name: bytes
-    email: bytes
-    time: int
-    tz: str  # "+hhmm"
+    __slots__ = ()
 
     def line(self) -> bytes:
         return b"%s <%s> %d %s" % (self.name, self.email, self.time, self.tz.encode())

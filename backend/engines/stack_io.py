@@ -33,9 +33,20 @@ from .crashpoint import step
 SEEK_LIMIT = 64
 
 
+# Names need only be unlikely to collide (git uses rand()): a 64-bit LCG seeded once at import, so that
+# neither the random module's import nor a getrandom() call lands on the CLI path / in the commit window.
+_seed = [int.from_bytes(os.urandom(8), "big") ^ os.getpid()]
+
+
+def _rand32() -> int:
+    x = (_seed[0] * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+    _seed[0] = x
+    return x >> 32
+
+
 def table_name(min_index: int, max_index: int) -> str:
     """git's format_name: ``0x%012x-0x%012x-%08x`` with a random suffix."""
-    return f"0x{min_index:012x}-0x{max_index:012x}-{int.from_bytes(os.urandom(4), 'big'):08x}"
+    return f"0x{min_index:012x}-0x{max_index:012x}-{_rand32():08x}"
 
 
 def read_list(path: str) -> list[str]:
@@ -518,8 +529,9 @@ _CONT = bytes(0 if b < 0x80 else 1 for b in range(256))
 def _mkstemp(prefix: str) -> tuple[int, str]:
     """mkstemp(``prefix`` + 6 random chars) with one open call in the common case."""
     letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-    for _ in range(100):  # os.urandom, not the random module: one import less on the CLI path
-        path = prefix + "".join(letters[b % 62] for b in os.urandom(6))
+    for _ in range(100):
+        r = _rand32() << 32 | _rand32()
+        path = prefix + "".join(letters[(r >> (6 * i)) % 62] for i in range(6))
         try:
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), path
         except FileExistsError:
