@@ -204,6 +204,12 @@ async def test_storage_view_keys(tmp_path: Path, ref_format: str) -> None:
             await pilot.press("escape")
             await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen")
         assert app.screen.query_one(RefList).current_name() == b"refs/heads/main"
+        await set_filter(pilot, app, "refs/heads/topic/001")
+        await pilot.press("enter")  # where it lives: packed-refs record / reftable table
+        want = "PackedScreen" if ref_format == "files" else "TableScreen"
+        await wait_for(pilot, lambda: type(app.screen).__name__ == want)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "MainScreen")
 
 
 async def test_bench_runs_queue_on_scratch_copies(tmp_path: Path) -> None:

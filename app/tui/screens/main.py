@@ -7,12 +7,14 @@ cursor stays on the same name, and changed rows flash.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from itertools import islice
 
 from refscope.backend.display import escape_name
 from refscope.backend.errors import RefscopeError
+from refscope.backend.model import PACKED, TABLE
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -93,6 +95,7 @@ class MainScreen(Screen):
         Binding("s", "app.view('stack')", "Stack"),
         Binding("p", "app.view('packed')", "Packed", show=False),
         Binding("l", "app.view('reflog')", "Reflog", show=False),
+        Binding("enter", "open_location", "Where it lives", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
@@ -561,6 +564,28 @@ class MainScreen(Screen):
         except Exception as err:  # scratch copy or git failure: shown, never a crash
             body = Text(f"bench failed: {type(err).__name__}: {err}", "bold red")
         app.call_from_thread(app.push_screen, BenchScreen(body))
+
+    def action_open_location(self) -> None:
+        """enter on a ref: its packed-refs record, or the reftable table holding it (the storage views)."""
+        ref = self.ref_list.current_ref()
+        if ref is None:
+            return
+        loc = ref.location
+        if loc.kind == PACKED:
+            self.app.action_view("packed")
+        elif loc.kind == TABLE:
+            base = os.path.basename(loc.file)
+            tables = getattr(self.app.snapshot, "tables", None) or []
+            table = next((t for t in tables if os.path.basename(getattr(t, "path", "")) == base), None)
+            if table is None:
+                self.notify(f"table {base} is no longer in the stack", severity="warning", timeout=3)
+                return
+            from .table import TableScreen
+
+            self.app.push_screen(TableScreen(table))
+        else:
+            where = escape_name(os.fsencode(loc.file))
+            self.notify(Text(f"loose ref: {where}"), title="where it lives", timeout=4)
 
     def run_action_by_name(self, name: str) -> None:
         getattr(self, f"action_{name}")()
