@@ -177,7 +177,7 @@ def test_refresh_of_files_written_long_ago_reads_nothing(base, tmp_path) -> None
     gitdir = repo / ".git"
     files = [gitdir / "HEAD", gitdir / "packed-refs", *sorted((gitdir / "refs/heads").iterdir())]
     # racily clean right now: timestamps in the future (as a write in the tick of the read leaves them)
-    future = time.time_ns() + 300_000_000
+    future = time.time_ns() + 1_000_000_000
     for f in files:
         os.utime(f, ns=(future, future))
     store = _store(repo)
@@ -192,7 +192,8 @@ def test_refresh_of_files_written_long_ago_reads_nothing(base, tmp_path) -> None
     )
     assert s1.head_file is not head  # ...but every racy file was read again (its read time renewed)
     assert s1.packed is packed
-    time.sleep(0.35)  # the files are now older than the clock: one more read of each renews it...
+    time.sleep(max(0.0, (future - time.time_ns()) / 1e9 + 0.05))  # now older than the clock: one more
+    # read of each renews it...
     assert store.refresh(s1) is s1
     entries = dict(s1.loose)
     head, packed_read = s1.head_file, s1.packed.read_ns
