@@ -7,7 +7,7 @@ checked against the bytes present and failures raise ``CorruptStore(file, what, 
 from __future__ import annotations
 
 from binascii import unhexlify
-from typing import NamedTuple
+from collections import namedtuple
 
 # Block types.
 BLOCK_REF = ord("r")
@@ -26,19 +26,24 @@ LOG_DELETION = 0
 LOG_UPDATE = 1
 
 
-class RefRecord(NamedTuple):
-    """One ref record. ``value`` is the oid (hex bytes) for types 1/2, ``peeled`` for type 2,
-    ``target`` the symref target for type 3; unused fields are None. Type 0 is a tombstone."""
+# Records are collections.namedtuple classes, not typing.NamedTuple: no ``typing`` import on the CLI path.
+class RefRecord(
+    namedtuple("RefRecord", "name update_index value_type value peeled target", defaults=(None,) * 3)
+):
+    """One ref record: ``name`` (bytes), ``update_index``, ``value_type``; ``value`` is the oid (hex
+    bytes) for types 1/2, ``peeled`` for type 2, ``target`` the symref target for type 3; unused fields
+    are None. Type 0 is a tombstone."""
 
-    name: bytes
-    update_index: int
-    value_type: int
-    value: bytes | None = None
-    peeled: bytes | None = None
-    target: bytes | None = None
+    __slots__ = ()
 
 
-class LogRecord(NamedTuple):
+class LogRecord(
+    namedtuple(
+        "LogRecord",
+        "name update_index log_type old new ident_name email time tz message",
+        defaults=(b"", b"", b"", b"", 0, 0, b""),
+    )
+):
     """One log record (``log_type`` 1 = reflog entry, 0 = deletion of the entry with this update index).
     ``old``/``new`` are hex bytes; for log_type 0 the data fields are empty.
 
@@ -46,16 +51,7 @@ class LogRecord(NamedTuple):
     (``+0130`` -> 130, ``-0800`` -> -800; refs/reftable-backend.c), not minutes as reftable.adoc says.
     ``tz_minutes``/``tz_from_minutes`` convert."""
 
-    name: bytes
-    update_index: int
-    log_type: int
-    old: bytes = b""
-    new: bytes = b""
-    ident_name: bytes = b""
-    email: bytes = b""
-    time: int = 0
-    tz: int = 0
-    message: bytes = b""
+    __slots__ = ()
 
 
 def tz_minutes(tz: int) -> int:
@@ -72,18 +68,17 @@ def tz_from_minutes(minutes: int) -> int:
     return -v if minutes < 0 else v
 
 
-class ObjRecord(NamedTuple):
-    """Obj record: an abbreviated (binary) oid prefix and the positions of ref blocks holding it."""
+class ObjRecord(namedtuple("ObjRecord", "prefix positions")):
+    """Obj record: an abbreviated (binary) oid ``prefix`` and the ``positions`` (tuple) of ref blocks
+    holding it."""
 
-    prefix: bytes
-    positions: tuple[int, ...]
+    __slots__ = ()
 
 
-class IndexRecord(NamedTuple):
-    """Index record: the last key of a block and that block's file position."""
+class IndexRecord(namedtuple("IndexRecord", "last_key position")):
+    """Index record: the ``last_key`` of a block and that block's file ``position``."""
 
-    last_key: bytes
-    position: int
+    __slots__ = ()
 
 
 # --- varints ---------------------------------------------------------------------------------------------

@@ -9,12 +9,26 @@ from __future__ import annotations
 
 import errno
 import os
-import re
-from typing import NamedTuple
+from collections import namedtuple
 
 from ...errors import CorruptStore
 
-TABLE_NAME_RE = re.compile(rb"0x[0-9a-f]{12}-0x[0-9a-f]{12}-[0-9a-f]{8}\.ref\Z")
+_HEX = b"0123456789abcdef"
+
+
+def is_table_name(name: bytes) -> bool:
+    """``0x<12 hex>-0x<12 hex>-<8 hex>.ref`` (lowercase), the only table names git writes. By hand, not
+    with a regex: ``re`` stays off the CLI path."""
+    return (
+        len(name) == 42
+        and name[:2] == b"0x"
+        and name[14:17] == b"-0x"
+        and name[29:30] == b"-"
+        and name[38:] == b".ref"
+        and not (name[2:14] + name[17:29] + name[30:38]).translate(None, _HEX)
+    )
+
+
 DEFAULT_GEOMETRIC_FACTOR = 2
 _HEADER = {"sha1": 24, "sha256": 28}
 _FOOTER = {1: 68, 2: 72}
@@ -31,7 +45,7 @@ def parse_tables_list(data: bytes, path: str) -> list[str]:
             raise CorruptStore(path, "last line does not end in LF", pos)
         line = data[pos:nl]
         if line:
-            if not TABLE_NAME_RE.match(line):
+            if not is_table_name(line):
                 shown = line[:80].decode("utf-8", "backslashreplace")
                 raise CorruptStore(path, f"invalid table name {shown!r}", pos)
             names.append(line.decode("ascii"))
@@ -100,15 +114,11 @@ def suggest_compaction_segment(
     return (start, end) if end - start > 0 else None
 
 
-class CompactionStep(NamedTuple):
-    """One line of the explanation: table ``index`` with its policy ``size``; ``accumulated`` = bytes merged
-    so far when the backwards walk compares this table; ``violates`` = size < previous * factor."""
+class CompactionStep(namedtuple("CompactionStep", "index size compared_with violates in_segment")):
+    """One line of the explanation: table ``index`` with its policy ``size``; ``compared_with`` = the size
+    the backwards walk compared it with; ``violates`` = size < that * factor; ``in_segment`` (bool)."""
 
-    index: int
-    size: int
-    compared_with: int
-    violates: bool
-    in_segment: bool
+    __slots__ = ()
 
 
 def explain_compaction(sizes: list[int], factor: int = DEFAULT_GEOMETRIC_FACTOR) -> tuple[
@@ -145,14 +155,11 @@ def explain_compaction(sizes: list[int], factor: int = DEFAULT_GEOMETRIC_FACTOR)
     return seg, steps
 
 
-class Forecast(NamedTuple):
+class Forecast(namedtuple("Forecast", "sizes segment steps factor")):
     """What git's auto-compaction would do to a stack now: ``sizes`` (policy sizes, oldest first),
     ``segment`` ([start, end) or None), ``steps`` (see ``explain_compaction``), ``factor``."""
 
-    sizes: list[int]
-    segment: tuple[int, int] | None
-    steps: list[CompactionStep]
-    factor: int
+    __slots__ = ()
 
 
 def forecast(tables, hash_name: str, factor: int | None = None) -> Forecast:

@@ -12,9 +12,8 @@ import mmap
 import os
 from binascii import crc32
 from bisect import bisect_left
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from ...errors import CorruptStore, RefscopeError, UnsupportedFormat
 from .block import (
@@ -39,28 +38,25 @@ _REF_CACHE = 64  # decoded ref blocks kept per table
 _LOG_CACHE = 32  # decoded log blocks kept per table
 
 
-class Footer(NamedTuple):
-    ref_index_position: int
-    obj_position: int
-    obj_id_len: int
-    obj_index_position: int
-    log_position: int
-    log_index_position: int
-    crc: int
+class Footer(
+    namedtuple(
+        "Footer",
+        "ref_index_position obj_position obj_id_len obj_index_position log_position log_index_position crc",
+    )
+):
+    """The footer's fields (positions are file offsets, 0 when the section is absent)."""
+
+    __slots__ = ()
 
 
-class BlockInfo(NamedTuple):
-    """One block as laid out in the file: ``offset`` of the block (0 for the first, which begins with the
-    file header), ``length`` = bytes it occupies on disk (padding included; for log blocks the compressed
-    size), ``block_len`` as stored (inflated size for logs), ``restart_count``, ``record_count``."""
+class BlockInfo(namedtuple("BlockInfo", "type section offset length block_len restart_count record_count")):
+    """One block as laid out in the file: ``type`` ("r", "g", "o", "i"), ``section`` ("ref",
+    "ref_index", "obj", "obj_index", "log", "log_index"), ``offset`` of the block (0 for the first, which
+    begins with the file header), ``length`` = bytes it occupies on disk (padding included; for log blocks
+    the compressed size), ``block_len`` as stored (inflated size for logs), ``restart_count``,
+    ``record_count``. (collections.namedtuple: no ``typing`` import on the CLI path.)"""
 
-    type: str  # "r", "g", "o", "i"
-    section: str  # "ref", "ref_index", "obj", "obj_index", "log", "log_index"
-    offset: int
-    length: int
-    block_len: int
-    restart_count: int
-    record_count: int
+    __slots__ = ()
 
 
 class Table:
