@@ -20,7 +20,7 @@ import os
 from array import array
 from collections.abc import Iterator
 from itertools import accumulate, islice
-from operator import itemgetter
+from operator import itemgetter, lt
 from typing import NamedTuple
 
 from ..display import escape_name
@@ -484,7 +484,7 @@ class PackedRefs:
                 names = list(map(itemgetter(slice(hexlen + 1, None)), lines))
                 if prev is not None:
                     names.insert(0, prev)
-                if not all(map(bytes.__lt__, names, islice(names, 1, None))):
+                if not all(map(lt, names, islice(names, 1, None))):
                     self._find_disorder(he)
                 prev = names[-1] if names else prev
             out.extend(acc)
@@ -617,6 +617,7 @@ for _c in [*range(0x00, 0x20), 0x7F, *b"~:?[\\*"]:
     _NAMECHK[_c] = ord("!")
 for _c in b"/. \n":
     _NAMECHK[_c] = ord("S")
+_NAMECHK[ord("k")] = ord("k")  # no "k" in a chunk: no ".lock" either (skips that search)
 _NAMECHK = bytes(_NAMECHK)
 
 
@@ -634,7 +635,7 @@ def _maybe_hidden(data: bytes, nl: int, nc: int) -> bool:
         return True
     if b"@" in data and (b"@{" in data or b" @\n" in data):
         return True
-    return b".lock" in data and (b".lock/" in data or b".lock\n" in data)
+    return b"k" in t and b".lock" in data and (b".lock/" in data or b".lock\n" in data)
 
 
 def _prefix_successor(prefix: bytes) -> bytes | None:
