@@ -80,8 +80,11 @@ def _parse(argv: list[str]) -> _Args | None:
 
 
 def _stdin_refs() -> list[tuple[bytes, bytes | None]] | None:
+    data = sys.stdin.buffer.read()
+    if not any(c in data for c in _BLANKS):  # names only (no OLD_OID, no blanks): one C-level split
+        return [(line, None) for line in data.split(b"\n") if line]
     out = []
-    for line in sys.stdin.buffer.read().split(b"\n"):
+    for line in data.split(b"\n"):
         line = line.rstrip(b"\r")
         if not line.strip():
             continue
@@ -90,6 +93,9 @@ def _stdin_refs() -> list[tuple[bytes, bytes | None]] | None:
             return None
         out.append((parts[0], parts[1] if len(parts) == 2 else None))
     return out
+
+
+_BLANKS = (b" ", b"\t", b"\r", b"\v", b"\f")
 
 
 def _emit(obj: dict) -> None:
