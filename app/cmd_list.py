@@ -438,7 +438,10 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes) -> None:
     finally:
         os.close(r_st)
         os.close(w_go)  # a child still waiting sees EOF and exits without writing
-        if not reaped:
+        if not reaped:  # we failed (corrupt first half, reader gone, ^C): its half is not wanted
+            import signal
+
+            os.kill(pid, signal.SIGKILL)  # not reaped yet, so the pid is still our child's
             os.waitpid(pid, 0)
 
 
