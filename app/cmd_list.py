@@ -11,7 +11,10 @@ glob where ``*`` stops at ``/``.
 
 Why it looks like this: whole-process time over a million refs is the target (within 1.5x of git), so
 imports are few and lazy, output goes out in big chunks, and runs of plain packed records are turned
-into output with a handful of C-speed byte operations (``formats.packed.bulk_json``).
+into output with a handful of C-speed byte operations (``formats.packed.bulk_json``). A reftable ref block
+of plain refs is decoded straight into ``[oid, name, ...]`` pairs and printed with one ``%`` over a
+repeated line template (``ReftableSnapshot.iter_bulk``); a big reftable listing runs on two cores, the
+second half in a forked child (``_split_listing``).
 """
 
 from __future__ import annotations
