@@ -162,6 +162,9 @@ _JSON_MID = b'", "name": "'
 _JSON_END = b'", "peeled": null, "target": null}\n'
 _JSON_LINE = _JSON_OPEN + b"%s" + _JSON_MID + b"%s" + _JSON_END  # one plain ref, from (oid, name)
 _PLAIN_LINE = b"%s %s\n"
+_JSON_LINE_PEELED = (
+    _JSON_OPEN + b'%s", "name": "%s", "peeled": %s, "target": null}\n'
+)  # peeled: null or "hex"
 
 
 def _jstr(b: bytes | None) -> bytes:
@@ -296,12 +299,26 @@ class _Lister:
                     done = True
                 if not names:
                     break
+                has_peeled = peeled is not None and any(peeled)
                 plain = (
-                    (peeled is None or not any(peeled))
-                    and (targets is None or not any(targets))
+                    (targets is None or not any(targets))
+                    and None not in oids
                     and not b"".join(names).translate(None, _JSON_PLAIN)
                 )
-                if plain and self.matcher is None:
+                if plain and has_peeled and self.matcher is None:  # annotated tags: one % for the batch
+                    n = len(names)
+                    if self.as_json:
+                        cells: list = [None] * (3 * n)
+                        cells[0::3] = oids
+                        cells[1::3] = names
+                        cells[2::3] = [b"null" if p is None else b'"' + p + b'"' for p in peeled]
+                        add((_JSON_LINE_PEELED * n) % tuple(cells))
+                    else:
+                        cells = [None] * (2 * n)
+                        cells[0::2] = oids
+                        cells[1::2] = names
+                        add((_PLAIN_LINE * n) % tuple(cells))
+                elif plain and self.matcher is None:
                     if self.as_json:
                         add(
                             _JSON_OPEN

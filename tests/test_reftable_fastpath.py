@@ -216,7 +216,10 @@ def overlay_repo(tmp_path_factory, git_bin) -> Path:
     head = git(path, "rev-parse", "HEAD").strip().decode()
     _gitnc(path, "commit", "-q", "--allow-empty", "-m", "second")
     second = git(path, "rev-parse", "HEAD").strip().decode()
+    git(path, "tag", "-a", "-m", "annotated", "t0", head)
+    tag = git(path, "rev-parse", "t0").strip().decode()
     lines = "".join(f"create refs/heads/b/{i:05d} {head}\n" for i in range(0, 6000, 2))
+    lines += "".join(f"create refs/tags/many/{i:04d} {tag}\n" for i in range(400))  # peeled records
     git(path, "update-ref", "--stdin", input=lines.encode())
     git(path, "pack-refs")
     batches = [

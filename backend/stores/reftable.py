@@ -543,6 +543,21 @@ class ReftableSnapshot:
                 None,
                 None,
             )
+        if not (rb.tombstones or rb.symrefs or hidden):  # peeled tags and long deltas: one oid slice each
+            hs = t.hash_size
+            hx2 = 2 * hs
+            hx = hexlify(rb.data)
+            data = rb.data
+            end = len(data)
+            oids: list = []
+            peeled: list = []
+            for m in rb.meta[i:k]:
+                p = m >> 3
+                p = p + 1 if data[p] < 0x80 else get_varint(data, p, end)[1]
+                q = p + p
+                oids.append(hx[q : q + hx2])
+                peeled.append(hx[q + hx2 : q + hx2 + hx2] if m & 7 == 2 else None)
+            return names[i:k], oids, peeled, None
         cols: tuple[list, list, list, list] = ([], [], [], [])
         for j in range(i, k):
             vt = rb.meta[j] & 7
