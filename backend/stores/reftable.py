@@ -757,7 +757,7 @@ class ReftableSnapshot:
         head = next(over, None)
         resolve = self.resolve
         listed = base.listed_cache
-        for off in base.ref_block_offsets():
+        for off, blk in base.iter_ref_offsets():
             got = listed.get(off)
             if got is not None and (head is None or head[0] > got[1]):
                 n = got[0]
@@ -765,7 +765,7 @@ class ReftableSnapshot:
                 rbk.extend([off] * n)
                 rt.frombytes(bytes(2 * n))  # bti: the base is tables[0], table index 0
                 continue
-            rb = base.decode_ref(base.block_at(off))
+            rb = base.decode_ref(blk or base.block_at(off))
             names = rb.names
             n = len(names)
             i = bisect_left(names, b"refs/")

@@ -458,6 +458,20 @@ class Table:
             keys, poss = self._index_records(child)
         return None
 
+    def iter_ref_offsets(self) -> Iterator[tuple[int, Block | None]]:
+        """(offset, parsed block or None) of every ref block in order: from the cached offsets (block
+        None: parse it when needed) or, the first time, from one walk that parses each block once and
+        fills the cache."""
+        if self._ref_offsets is not None:
+            for off in self._ref_offsets:
+                yield off, None
+            return
+        offs = []
+        for blk in self.iter_ref_raw_blocks(b""):
+            offs.append(blk.offset)
+            yield blk.offset, blk
+        self._ref_offsets = offs
+
     def ref_block_offsets(self) -> list[int]:
         """File offsets of every ref block, in order (walks the block headers once; cached)."""
         if self._ref_offsets is None:
