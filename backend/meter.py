@@ -54,6 +54,7 @@ Import cost matters (the CLI's whole-process targets): this module imports only 
 from __future__ import annotations
 
 import _thread
+import _weakref
 import os
 import time
 from _operator import sub as _sub
@@ -351,6 +352,8 @@ class _Counters:
             self.names.append(_CPU)
         self._size = 8 * (len(self.fds) + 1)
         self.last = [0] * len(self.fds)
+        _live[id(self)] = _weakref.ref(self)  # weak: a finished thread's set must still be collected
+        _ensure_exit_hook()
 
     @property
     def nreads(self) -> int:
@@ -369,14 +372,96 @@ class _Counters:
 
     def close(self) -> None:
         fds, self.fds = self.fds, []
-        for fd in reversed(fds):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        _live.pop(id(self), None)
+        _retire(fds)
 
     def __del__(self) -> None:
         self.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Closing counters without paying for it.
+#
+# Releasing the last perf user of a tracepoint waits for RCU grace periods in the closing task: measured here
+# ~35 ms per tracepoint, ~2 s for a full set of 57. Paid by a CLI process at exit (the kernel closes its fds)
+# that would make every `refscope delete` take two seconds longer than its work; paid by a TUI worker thread
+# it would stall it. So counters are never closed by the thread that used them: their descriptors are
+# retired, and handed to a forked child that closes them after this process has dropped its own references
+# (at exit, or whenever many have been retired). The grace periods then pass in that child, which nobody
+# waits for; it holds no other descriptor (no pipe or terminal stays open on its account).
+
+_retired: list[int] = []
+_RETIRED_MAX = 1024
+_live: dict[int, _weakref.ref] = {}  # every open counter set, of every thread
+_exit_hook = False
+
+
+def _ensure_exit_hook() -> None:
+    global _exit_hook
+    if not _exit_hook:
+        import atexit
+
+        atexit.register(_at_exit)
+        _exit_hook = True
+
+
+def _at_exit() -> None:
+    for ref in list(_live.values()):
+        ctr = ref()
+        if ctr is not None:
+            ctr.close()
+    _hand_off_retired()
+
+
+def _retire(fds: list[int]) -> None:
+    if fds:
+        _retired.extend(fds)
+        if len(_retired) > _RETIRED_MAX:
+            _hand_off_retired()
+
+
+def _hand_off_retired() -> None:
+    """Give every retired descriptor to a detached grandchild that closes them once we no longer hold them."""
+    fds = _retired[:]
+    del _retired[:]
+    if not fds:
+        return
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+    except OSError:
+        for fd in fds:
+            _close_quietly(fd)
+        return
+    if pid == 0:  # child: fork the closer and leave at once, so the parent reaps us without waiting
+        try:
+            if os.fork() == 0:
+                keep = sorted({*fds, r})
+                low = 0
+                for fd in keep:
+                    os.closerange(low, fd)
+                    low = fd + 1
+                os.closerange(low, 1 << 20)
+                os.read(r, 1)  # EOF: the parent has closed its copies; ours are the last references
+                for fd in fds:
+                    _close_quietly(fd)
+        finally:
+            os._exit(0)
+    os.close(r)
+    for fd in fds:
+        _close_quietly(fd)
+    os.close(w)
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _event_budget(wanted: int) -> int:
@@ -514,6 +599,12 @@ def _io(children: bool) -> _IoFile | None:
 def _after_fork_in_child() -> None:
     """Counters and /proc files belong to the parent's thread and process: forget them in a forked child."""
     global _tls, _proc_self_io, _setup
+    for ref in _live.values():  # the parent still holds them: our copies close cheaply with this process
+        ctr = ref()
+        if ctr is not None:
+            ctr.fds = []
+    _live.clear()
+    del _retired[:]
     _tls = _thread._local()
     _proc_self_io = None
     if _setup is not None and not _setup.ok:
