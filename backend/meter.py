@@ -58,8 +58,8 @@ import _weakref
 import os
 import time
 from _operator import sub as _sub
+from collections import namedtuple
 from itertools import compress as _compress
-from typing import NamedTuple
 
 SOURCES = ("perf", "strace", "proc")
 
@@ -87,18 +87,16 @@ _IOC_DISABLE = 0x2401  # _IO('$', 1)
 _NR_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241, "arm64": 241, "i686": 336, "riscv64": 241}
 
 
-class OpReport(NamedTuple):
-    """The cost of one operation (see the module docstring for what each source counts)."""
+class OpReport(
+    namedtuple(
+        "OpReport",
+        "name wall_ms cpu_ms syscalls_total syscalls_by_name bytes_read bytes_written source children",
+    )
+):
+    """The cost of one operation (see the module docstring for what each source counts):
+    ``syscalls_by_name`` is a dict name -> count; times in ms; ``children``: whether child processes count."""
 
-    name: str
-    wall_ms: float
-    cpu_ms: float
-    syscalls_total: int
-    syscalls_by_name: dict[str, int]
-    bytes_read: int
-    bytes_written: int
-    source: str
-    children: bool
+    __slots__ = ()
 
     def syscalls_json(self) -> dict:
         """The DESIGN.md shape of the syscall figures: ``{"total", "by_name", "source"}``."""
@@ -372,8 +370,11 @@ class _Counters:
 
     def close(self) -> None:
         fds, self.fds = self.fds, []
-        _live.pop(id(self), None)
-        _retire(fds)
+        try:
+            _live.pop(id(self), None)
+            _retire(fds)
+        except (AttributeError, TypeError):  # interpreter teardown (globals gone): the kernel closes them
+            pass
 
     def __del__(self) -> None:
         self.close()

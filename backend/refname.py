@@ -8,15 +8,10 @@ never a pattern. git only answers "bad"; the reason strings are refscope's, nami
 
 from __future__ import annotations
 
-import re
-
-# Bytes git rejects anywhere in a name: controls, DEL, space and ``~ ^ : ? [ \ *`` (NUL ends a C string;
-# in bytes it can only be an error).
-_BAD_BYTE = re.compile(rb"[\x00-\x20\x7f~^:?\[\\*]")
-# Everything that can make a name invalid, for the one-search fast path.
-_ANY_PROBLEM = re.compile(
-    rb"[\x00-\x20\x7f~^:?\[\\*]|\.\.|@\{|//|/\.|\.lock(?:/|\Z)|\A\.|\A/|/\Z|\.\Z|\A@\Z|\A\Z"
-)
+# Bytes git rejects anywhere in a name: controls, space, DEL and ``~ ^ : ? [ \ *`` (NUL ends a C string;
+# in bytes it can only be an error). No ``re``: this module is on every CLI path and ``re`` costs ~6 ms to
+# import; a translate plus a few substring tests run at C speed too.
+_BAD_BYTES = bytes(range(0x21)) + b"\x7f~^:?[\\*"
 
 
 def _byte_reason(ch: int) -> str:
@@ -31,7 +26,7 @@ def _byte_reason(ch: int) -> str:
 
 def check_refname(name: bytes) -> str | None:
     """None when git accepts ``name`` (onelevel allowed, no pattern), else why it does not."""
-    if _ANY_PROBLEM.search(name) is None:
+    if is_valid_refname(name):
         return None
     if name == b"":
         return "is empty"
@@ -40,9 +35,8 @@ def check_refname(name: bytes) -> str | None:
     for comp in name.split(b"/"):
         if not comp:
             return "has an empty component (leading, trailing or double '/')"
-        m = _BAD_BYTE.search(comp)
-        if m is not None:
-            return _byte_reason(comp[m.start()])
+        if len(comp.translate(None, _BAD_BYTES)) != len(comp):
+            return _byte_reason(next(ch for ch in comp if ch in _BAD_BYTES))
         if b".." in comp:
             return "contains '..'"
         if b"@{" in comp:
@@ -58,7 +52,19 @@ def check_refname(name: bytes) -> str | None:
 
 def is_valid_refname(name: bytes) -> bool:
     """check_refname(name) is None, without building a reason."""
-    return _ANY_PROBLEM.search(name) is None
+    return not (
+        not name
+        or len(name.translate(None, _BAD_BYTES)) != len(name)
+        or b".." in name
+        or b"@{" in name
+        or b"//" in name
+        or b"/." in name
+        or b".lock/" in name
+        or name.endswith(b".lock")
+        or name[0] in b"./"
+        or name[-1] in b"./"
+        or name == b"@"
+    )
 
 
 def is_safe_refname(name: bytes) -> bool:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import stat as _stat
+from collections import namedtuple
 from collections.abc import Mapping
-from typing import NamedTuple
 
-from .config import Config, load_protected, load_repo_config, parse_bool_env, read_file_entries
+from .config import load_protected, load_repo_config, parse_bool_env, read_file_entries
 from .errors import DubiousOwnership, NotARepository, UnsupportedFormat
 
 _GITFILE_MAX = 1 << 20
@@ -24,14 +24,14 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 PER_WORKTREE_PREFIXES = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 
 
-class Repo(NamedTuple):
-    gitdir: str  # absolute, this worktree's git dir
-    commondir: str  # absolute, the shared git dir
-    worktree: str | None  # absolute, or None for bare repos
-    bare: bool
-    ref_storage: str  # "files" | "reftable"
-    hash_name: str  # "sha1" | "sha256"
-    config: Config
+class Repo(namedtuple("Repo", "gitdir commondir worktree bare ref_storage hash_name config")):
+    """A discovered repository. ``gitdir``: absolute, this worktree's git dir; ``commondir``: absolute, the
+    shared git dir; ``worktree``: absolute, or None for bare repos; ``bare``: bool; ``ref_storage``: "files" |
+    "reftable"; ``hash_name``: "sha1" | "sha256"; ``config``: Config.
+
+    (``collections.namedtuple``, not ``typing.NamedTuple``: see model.py on import cost.)"""
+
+    __slots__ = ()
 
     @property
     def hash_hexlen(self) -> int:

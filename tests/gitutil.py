@@ -48,9 +48,7 @@ def git_env(home: Path | None = None) -> dict[str, str]:
 
 def git(cwd: Path | str, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
     """Run git in ``cwd`` and return its stdout bytes (raises CalledProcessError with stderr)."""
-    proc = subprocess.run(
-        [git_binary(), *args], cwd=cwd, input=input, capture_output=True, env=git_env()
-    )
+    proc = subprocess.run([git_binary(), *args], cwd=cwd, input=input, capture_output=True, env=git_env())
     if check and proc.returncode != 0:
         raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout, proc.stderr)
     return proc.stdout

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 import subprocess
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from refscope.backend.refname import check_refname, is_safe_refname, is_valid_refname
 
 from tests.gitutil import git_binary, git_env
@@ -20,23 +22,26 @@ CURATED = [
 ]  # fmt: skip
 
 
+_ALPHABET = [
+    b"a",
+    b".",
+    b"/",
+    b"@",
+    b"{",
+    b"lock",
+    b".lock",
+    b"*",
+    b" ",
+    b"\x01",
+    b"\xc3\xa9",
+    b"~",
+    b"..",
+    b"z",
+]
+
+
 def _names() -> list[bytes]:
-    alphabet = [
-        b"a",
-        b".",
-        b"/",
-        b"@",
-        b"{",
-        b"lock",
-        b".lock",
-        b"*",
-        b" ",
-        b"\x01",
-        b"\xc3\xa9",
-        b"~",
-        b"..",
-        b"z",
-    ]
+    alphabet = _ALPHABET
     rnd = random.Random(11)
     out = set(CURATED)
     while len(out) < 160:
@@ -71,3 +76,11 @@ def test_refname_is_safe() -> None:
     ):
         assert not is_safe_refname(bad), bad
     assert is_safe_refname(b"refs/heads/a..b")  # invalid but safe: git hides it rather than dying
+
+
+@given(st.binary(max_size=24) | st.lists(st.sampled_from(_ALPHABET), max_size=8).map(b"".join))
+@settings(max_examples=500, deadline=None)
+def test_fast_check_and_reasons_agree(name: bytes) -> None:
+    reason = check_refname(name)
+    assert is_valid_refname(name) == (reason is None)
+    assert reason != "is not a valid ref name", name  # every rejection names the rule that failed

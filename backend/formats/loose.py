@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import stat as _stat
 import time
+from collections import namedtuple
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from ..errors import CorruptStore
 from ..model import LogEntry
@@ -31,17 +31,17 @@ SYMREF = "symref"
 BROKEN = "broken"  # unreadable or unparsable content: git hides the ref (REF_ISBROKEN)
 
 
-class LooseRef(NamedTuple):
-    """One loose ref file: its value and the identity of the file it came from."""
+class LooseRef(
+    namedtuple("LooseRef", "name kind value path ident bad_name ctime_ns read_ns", defaults=(False, 0, 0))
+):
+    """One loose ref file: its value and the identity of the file it came from.
 
-    name: bytes
-    kind: str  # OID | SYMREF | BROKEN
-    value: bytes | None  # oid hex (lowercase) for OID, target name for SYMREF
-    path: str
-    ident: tuple[int, int, int, int]  # (dev, ino, size, mtime_ns) from lstat
-    bad_name: bool = False  # fails check_refname: git hides it
-    ctime_ns: int = 0  # st_ctime_ns from the same lstat
-    read_ns: int = 0  # file-system clock (coarse) just before the lstat: see is_racy
+    ``kind``: OID | SYMREF | BROKEN; ``value``: oid hex (lowercase) for OID, target name for SYMREF;
+    ``ident``: (dev, ino, size, mtime_ns) from lstat; ``bad_name``: fails check_refname (git hides it);
+    ``ctime_ns``: st_ctime_ns from the same lstat; ``read_ns``: file-system clock (coarse) just before the
+    lstat (see is_racy)."""
+
+    __slots__ = ()
 
 
 # The clock file systems stamp mtime/ctime with (the kernel's coarse wall clock, 5 on Linux): a file

@@ -18,10 +18,10 @@ from __future__ import annotations
 import mmap
 import os
 from array import array
+from collections import namedtuple
 from collections.abc import Iterator
 from itertools import accumulate, islice
 from operator import itemgetter, lt
-from typing import NamedTuple
 
 from ..display import escape_name
 from ..errors import CorruptStore
@@ -32,14 +32,10 @@ _HEXDIGITS = b"0123456789abcdefABCDEF"
 _LOWERHEX = b"0123456789abcdef"
 
 
-class PackedRecord(NamedTuple):
+class PackedRecord(namedtuple("PackedRecord", "offset length name oid peeled")):
     """One record: byte offset and length (ref line plus its ``^`` line), name, oid, peeled oid or None."""
 
-    offset: int
-    length: int
-    name: bytes
-    oid: bytes
-    peeled: bytes | None
+    __slots__ = ()
 
 
 def _line_excerpt(buf, pos: int, end: int) -> str:
