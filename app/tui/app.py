@@ -118,7 +118,11 @@ class RefscopeApp(App[None]):
             self.live = "off (no watcher)"
             return
         try:
-            self.watcher = Watcher(self.store, lambda ev: self.post_message(self.WatchEvent(ev)))
+            # the watcher refreshes from the app's own snapshot: the new snapshot then shares its tables /
+            # packed-refs, and with them the row index already built (a refresh re-indexes only the change)
+            self.watcher = Watcher(
+                self.store, lambda ev: self.post_message(self.WatchEvent(ev)), snapshot=self.snapshot
+            )
             self.watcher.start()
         except Exception as err:  # the app keeps running without live updates
             self.live = f"error: {err}"

@@ -18,9 +18,10 @@ import _thread
 import heapq
 import os
 import time
+import weakref
 from array import array
 from binascii import hexlify
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from ..errors import CorruptStore
@@ -312,6 +313,82 @@ def _names_single(t: Table, start: bytes, resolve) -> Iterator[bytes]:
                     yield name
 
 
+# A base table's own row candidates, shared by every snapshot whose stack starts with that table (see
+# ``_base_rows``). Keyed weakly: a table compacted away takes its index with it.
+_BASE_ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BASE_LOCK = _thread.allocate_lock()
+# Row-index work counters (tests check that a refresh reuses the base's rows instead of walking its blocks).
+INDEX_STATS = {"base_builds": 0, "base_blocks_decoded": 0, "spliced": 0, "walked": 0}
+# Above this many overlay records a snapshot's index is walked block by block instead (each spliced record
+# costs one seek into the base table).
+SPLICE_MAX = 4096
+
+
+class BaseRows:
+    """The rows a base table contributes on its own, in name order: ``blocks``/``recs`` (block offset and
+    record index of every record under refs/ that is neither a tombstone nor hidden) and ``symrefs``
+    (positions among them of symrefs, whose visibility depends on the whole stack). Immutable once built."""
+
+    __slots__ = ("blocks", "recs", "symrefs", "__weakref__")
+
+    def __init__(self, blocks: array, recs: array, symrefs: list[int]) -> None:
+        self.blocks = blocks
+        self.recs = recs
+        self.symrefs = symrefs
+
+
+def _base_rows(base: Table) -> BaseRows:
+    """``base``'s BaseRows, built once per Table object (one walk; blocks known to be listed whole are
+    taken from ``Table.listed_cache`` without decoding) and then shared."""
+    got = _BASE_ROWS.get(base)
+    if got is not None:
+        return got
+    with _BASE_LOCK:
+        got = _BASE_ROWS.get(base)
+        if got is not None:
+            return got
+        INDEX_STATS["base_builds"] += 1
+        rbk, rr = array("Q"), array("I")
+        sym: list[int] = []
+        listed = base.listed_cache
+        for off, blk in base.iter_ref_offsets():
+            whole = listed.get(off)
+            if whole is not None:
+                n = whole[0]
+                rr.extend(range(n))
+                rbk.extend([off] * n)
+                continue
+            rb = base.decode_ref(blk or base.block_at(off))
+            INDEX_STATS["base_blocks_decoded"] += 1
+            names = rb.names
+            n = len(names)
+            i = bisect_left(names, b"refs/")
+            if i >= n:
+                continue
+            k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
+            if k <= i:
+                break
+            if i == 0 and k == n and _all_visible(rb, base):
+                listed[off] = (n, names[-1])
+                rr.extend(range(n))
+                rbk.extend([off] * n)
+                continue
+            hidden = hidden_in(rb, base)
+            meta = rb.meta
+            for j in range(i, k):
+                vt = meta[j] & 7
+                if vt and j not in hidden:
+                    if vt == 3:
+                        sym.append(len(rr))
+                    rbk.append(off)
+                    rr.append(j)
+            if k < n:
+                break
+        got = BaseRows(rbk, rr, sym)
+        _BASE_ROWS[base] = got
+        return got
+
+
 class ReftableSnapshot:
     """An immutable merged view (see the module docstring). Attributes for the transaction engine:
     ``tables`` (common stack, oldest first), ``worktree_tables`` (this linked worktree's stack, or []),
@@ -341,6 +418,7 @@ class ReftableSnapshot:
         self._rows_iter = None
         self._rows_done = False
         self._rows_lock = _thread.allocate_lock()  # the row index grows lazily; views and watchers share them
+        self.index_method: str | None = None  # how the complete row index was built: "spliced" or "walked"
 
     # --- routing -----------------------------------------------------------------------------------------
 
@@ -739,10 +817,84 @@ class ReftableSnapshot:
         if self._rows_done:
             return
         base = self._base()
-        if base is not None:  # block by block: much faster than continuing the per-row stream
-            self._build_based(base)
+        if base is not None:
+            # the base table's own rows (built once per table, shared by every refresh that keeps it) with
+            # the few records of the newer tables spliced in: time proportional to the overlay
+            if self._build_spliced(base):
+                INDEX_STATS["spliced"] += 1
+                return
+            self._build_based(base)  # a big overlay: block by block, much faster than the per-row stream
+            INDEX_STATS["walked"] += 1
             return
         self._extend_rows_locked(1 << 62)
+
+    def _build_spliced(self, base: Table) -> bool:
+        """The row index as the base's ``BaseRows`` with the overlay applied: each overlay record replaces
+        or hides the base record of its name (one seek into the base each), base symrefs that do not
+        resolve in this snapshot are dropped, the rest is copied as array slices. False (nothing done)
+        when the overlay has more than SPLICE_MAX records. The rows are exactly those of ``_stream``."""
+        over = []
+        for item in self._overlay(b"refs/"):
+            over.append(item)
+            if len(over) > SPLICE_MAX:
+                return False
+        rows = _base_rows(base)
+        brbk, brr = rows.blocks, rows.recs
+        n = len(brr)
+        drop: set[int] = set()
+        resolve = self.resolve
+        for p in rows.symrefs:
+            if resolve(base.ref_block(brbk[p]).names[brr[p]]) is None:
+                drop.add(p)
+        inserts: dict[int, list] = {}
+        tidx = self._tidx
+        for name, t, rb, j, visible in over:
+            p = self._base_position(base, rows, name)
+            if p < n and base.ref_block(brbk[p]).names[brr[p]] == name:
+                drop.add(p)
+            if visible:
+                inserts.setdefault(p, []).append((tidx[id(t)], rb.offset, j))
+        if not drop and not inserts:
+            rbk, rr = brbk, brr  # shared: never mutated once complete
+            rt = array("H", bytes(2 * n))
+        else:
+            rbk, rr, rt = array("Q"), array("I"), array("H")
+            cur = 0
+            for p in sorted(drop.union(inserts)):
+                if p > cur:
+                    rbk.extend(brbk[cur:p])
+                    rr.extend(brr[cur:p])
+                    rt.frombytes(bytes(2 * (p - cur)))
+                    cur = p
+                for ti, off, j in inserts.get(p, ()):
+                    rt.append(ti)
+                    rbk.append(off)
+                    rr.append(j)
+                if p in drop:
+                    cur = p + 1
+            if cur < n:
+                rbk.extend(brbk[cur:])
+                rr.extend(brr[cur:])
+                rt.frombytes(bytes(2 * (n - cur)))
+        self._rows_iter = None
+        self._rows_t, self._rows_b, self._rows_r = rt, rbk, rr
+        self._rows_done = True
+        self.index_method = "spliced"
+        return True
+
+    @staticmethod
+    def _base_position(base: Table, rows: BaseRows, name: bytes) -> int:
+        """Position among ``rows`` of the first base row whose name is >= ``name``: one seek in the base
+        table to (block, record), then C-speed bisections of the row arrays."""
+        for rb, i in base.iter_ref_blocks(name):
+            if i < len(rb.names):
+                off = rb.offset
+                break
+        else:
+            return len(rows.recs)
+        lo = bisect_left(rows.blocks, off)
+        hi = bisect_right(rows.blocks, off, lo)
+        return bisect_left(rows.recs, i, lo, hi)
 
     def _build_based(self, base: Table) -> None:
         """The whole row index from the base table block by block (a block no newer record falls into
@@ -817,6 +969,7 @@ class ReftableSnapshot:
         self._rows_iter = None
         self._rows_t, self._rows_b, self._rows_r = rt, rbk, rr
         self._rows_done = True
+        self.index_method = "walked"
 
     def _row_block(self, i: int):
         if i < 0:
