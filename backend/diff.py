@@ -45,6 +45,7 @@ import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from .formats.packed import changed_span
 from .model import Ref
 
 # How a Diff was computed (reported, so tests and benchmarks can check the cost is the change's).
@@ -243,72 +244,6 @@ def table_candidates(plan: TablePlan, old_tables: list, new_tables: list) -> set
 # --- packed-refs ---------------------------------------------------------------------------------------
 
 
-def _common_prefix(a, b) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n:
-        j = min(i + _CHUNK, n)
-        if a[i:j] != b[i:j]:
-            lo, hi = i, j
-            while hi - lo > 64:
-                mid = (lo + hi) // 2
-                if a[lo:mid] == b[lo:mid]:
-                    lo = mid
-                else:
-                    hi = mid
-            while lo < hi and a[lo] == b[lo]:
-                lo += 1
-            return lo
-        i = j
-    return n
-
-
-def _common_suffix(a, b, limit: int) -> int:
-    """Length of the common tail of a and b, at most ``limit``."""
-    la, lb = len(a), len(b)
-    s = 0
-    while s < limit:
-        t = min(s + _CHUNK, limit)
-        if a[la - t : la - s] != b[lb - t : lb - s]:
-            lo, hi = s, t  # common tail length is in [lo, hi)
-            while hi - lo > 64:
-                mid = (lo + hi) // 2
-                if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
-                    lo = mid
-                else:
-                    hi = mid
-            while lo < hi and a[la - lo - 1] == b[lb - lo - 1]:
-                lo += 1
-            return lo
-        s = t
-    return limit
-
-
-def _record_start(a, b, pos: int) -> int:
-    """Start of the record containing byte ``pos`` in both files (which share bytes ``[0, pos)``).
-
-    A ``^peeled`` line belongs to the record above it, in either file.
-    """
-    start = a.rfind(b"\n", 0, pos) + 1 if pos > 0 else 0
-    while start > 0 and b"^" in (a[start : start + 1], b[start : start + 1]):
-        start = a.rfind(b"\n", 0, start - 1) + 1
-    return start
-
-
-def _next_record_start(buf, pos: int, end: int) -> int:
-    """First record start after the first LF at or after ``pos``.
-
-    ``buf[pos:end]`` is a tail both files share byte for byte, but the byte before ``pos`` may differ: only
-    an LF inside the shared tail marks a line start that is one in both files.
-    """
-    nl = buf.find(b"\n", pos, end)
-    pos = end if nl < 0 else nl + 1
-    while pos < end and buf[pos : pos + 1] == b"^":
-        nl = buf.find(b"\n", pos, end)
-        pos = end if nl < 0 else nl + 1
-    return pos
-
-
 def _names_in(buf, start: int, end: int, out: set[bytes]) -> None:
     for line in bytes(buf[start:end]).split(b"\n"):
         if not line or line[:1] in (b"#", b"^"):
@@ -318,25 +253,18 @@ def _names_in(buf, start: int, end: int, out: set[bytes]) -> None:
             out.add(line[sp + 1 :])
 
 
-def packed_candidates(old_buf, new_buf) -> set[bytes]:
+def packed_candidates(old_buf, new_buf, span: tuple[int, int, int] | None = None) -> set[bytes]:
     """Names of packed-refs records that are not byte-identical in both files (see module docstring).
 
     ``old_buf``/``new_buf``: the whole files as bytes-like objects supporting slicing, ``find``/``rfind``
     (bytes or mmap). Records in the common prefix or suffix are identical in both files, so their packed
-    values did not change; every other record is a candidate.
+    values did not change; every other record is a candidate. ``span``: ``changed_span(old_buf, new_buf)``
+    when the caller has it already (``PackedRefs.span_from`` caches it for the row index too).
     """
-    p = _common_prefix(old_buf, new_buf)
-    la, lb = len(old_buf), len(new_buf)
-    if p == la == lb:
-        return set()
-    start = _record_start(old_buf, new_buf, p)
-    s = _common_suffix(old_buf, new_buf, min(la, lb) - start)
-    a_end = _next_record_start(old_buf, la - s, la) if s else la
-    b_end = _next_record_start(new_buf, lb - s, lb) if s else lb
-    # The tail from a_end/b_end is made of identical records in both files (aligned on the same bytes).
-    if a_end - start < 0 or b_end - start < 0:  # pragma: no cover - defensive; cannot happen with limit
-        a_end, b_end = la, lb
+    start, a_end, b_end = changed_span(old_buf, new_buf) if span is None else span
     out: set[bytes] = set()
+    if start == a_end == b_end:
+        return out
     _names_in(old_buf, start, a_end, out)
     _names_in(new_buf, start, b_end, out)
     return out

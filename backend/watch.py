@@ -625,7 +625,8 @@ class Watcher:
                 changes.append(Change(PACKED_REWRITTEN, pp))
                 return _diff.full_diff(prev, new)
         elif old_p is not new_p:  # (a fresh snapshot maps the same file anew: then only bytes tell)
-            more = _diff.packed_candidates(old_p.buf, new_p.buf)
+            span = new_p.span_from(old_p) if hasattr(new_p, "span_from") else None
+            more = _diff.packed_candidates(old_p.buf, new_p.buf, span)
             if more or old_p.identity() != new_p.identity():
                 changes.append(Change(PACKED_REWRITTEN, pp))
             cands |= more

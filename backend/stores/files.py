@@ -90,6 +90,7 @@ class FilesStore:
                 packed.read_ns = fresh.read_ns  # racy but unchanged: keep the mapping and its caches
                 fresh.close()
             else:
+                fresh.follow(packed)  # its row index can then be derived from packed's (time ~ the change)
                 packed = fresh
         loose = read_loose_refs(self.gitdir, self.commondir, self.hexlen, previous=previous.loose)
         head = self._read_head(previous)
