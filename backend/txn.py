@@ -205,6 +205,8 @@ class Transaction:
             from .engines import files as engine
         else:
             from .engines import reftable as engine
+        if self.engine != "git" and store.format == "files":
+            self._check_packed(snap)
         try:
             with measure("commit", children=children) as m:
                 extra: list[OpReport] = []
@@ -229,6 +231,20 @@ class Transaction:
         self._done = True
         report = m.report
         return CommitResult(True, self.engine, deleted, report, [*self._phases, report, *extra])
+
+    def _check_packed(self, snap) -> None:
+        """Refuse to rewrite a damaged packed-refs: the native splice copies unchanged records through
+        unparsed, so the whole file is checked first (once per mapping; the engine re-checks under the lock
+        only a file that changed since). Its own phase: the commit window stays the commit."""
+        packed = getattr(snap, "packed", None)
+        if packed is None:
+            return
+        with measure("check packed-refs") as m:
+            try:
+                packed.validate()
+            except CorruptStore as err:
+                raise TransactionRefused(err.file, err.what, err.offset) from None
+        self._phases.append(m.report)
 
     def _existing(self, snap) -> list[bytes]:
         out = []

@@ -119,7 +119,9 @@ def test_corruption(case, bases, tmp_path, capfd):
         target = corruptions.delete_target(case, bases).decode()
         rc, out, err = run(capfd, "delete", "-C", str(repo), target)
         assert "Traceback" not in err
-        if rc == 0 and case.delete_may_pass:
+        # A packed-refs git's reader rejects is never rewritten (the splice would copy the damage through).
+        may_pass = case.delete_may_pass and (damaged.name != "packed-refs" or git_names(repo)[0] == 0)
+        if rc == 0 and may_pass:
             if damaged.name == "packed-refs":
                 assert damaged.read_bytes() == without_record(damaged_before, target.encode())
             elif damaged.exists():

@@ -369,6 +369,11 @@ class FilesCommit:
         snap_view = _snapshot_packed(self.snapshot, path)
         if snap_view is not None and snap_view.ident == identity(st):
             return snap_view
+        # Changed since the snapshot (or none was given): the new file is checked whole before its records
+        # are spliced through, as Transaction checks the snapshot's.
+        from ..formats.packed import PackedRefs
+
+        PackedRefs.open(path, self.repo.hash_name).validate()
         return PackedView.open(path, st)
 
     # -- finish --------------------------------------------------------------------------------------
