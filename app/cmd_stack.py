@@ -16,27 +16,9 @@ USAGE = "usage: refscope stack [-C PATH] [--json]"
 
 
 def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
-    path: str | None = None
-    as_json = False
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--json":
-            as_json = True
-        elif arg == "-C":
-            if i + 1 >= len(argv):
-                return None
-            path = argv[i + 1]
-            i += 1
-        elif arg.startswith("-C") and len(arg) > 2:
-            path = arg[2:]
-        elif arg in ("-h", "--help"):
-            sys.stdout.write(USAGE + "\n")
-            sys.exit(0)
-        else:
-            return None
-        i += 1
-    return path, as_json
+    from .args import parse_path_json
+
+    return parse_path_json(argv, USAGE)
 
 
 def table_info(t) -> dict:
