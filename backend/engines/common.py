@@ -9,6 +9,8 @@ import os
 import time
 from collections import namedtuple
 
+from ..errors import TransactionRefused
+
 HEXSZ = {"sha1": 40, "sha256": 64}
 _PER_WORKTREE = (b"refs/worktree/", b"refs/bisect/", b"refs/rewritten/")
 
@@ -147,3 +149,21 @@ def committer_ident(repo) -> Ident:
 def reflog_message(msg: bytes) -> bytes:
     """git's copy_reflog_msg: whitespace runs become one space, leading/trailing whitespace dropped."""
     return b" ".join(msg.split())
+
+
+def split_symref_update(txn, u, target: bytes, make) -> None:
+    """git's split_symref_update: a deletion through symref ``u`` becomes a deletion of ``target`` (made by
+    ``make(name, old, no_deref)``) plus a log-only update of ``u``; both engines share it, and git's refusal
+    when the transaction also names ``target`` itself."""
+    if target in txn.names:
+        raise TransactionRefused(
+            txn.repo.gitdir,
+            f"multiple updates for '{target.decode('utf-8', 'replace')}' (including one via symref "
+            f"'{u.name.decode('utf-8', 'replace')}') are not allowed",
+        )
+    child = make(target, u.old, txn.no_deref)
+    child.parent = u
+    child.via_head = u.via_head or u.name == b"HEAD"
+    u.log_only = True
+    u.no_deref = True
+    txn._add(child)

@@ -36,6 +36,7 @@ from .common import (
     ref_path,
     reflog_message,
     should_autocreate_reflog,
+    split_symref_update,
     zero_oid,
 )
 from .crashpoint import step
@@ -269,18 +270,7 @@ class FilesCommit:
                 u.referent = value
                 if u.no_deref:
                     continue  # resolved (and checked) in phase 2
-                if value in self.names:
-                    raise TransactionRefused(
-                        self.repo.gitdir,
-                        f"multiple updates for '{value.decode(errors='replace')}' (including one via symref "
-                        f"'{u.name.decode(errors='replace')}') are not allowed",
-                    )
-                child = _Update(value, u.old, self.no_deref)
-                child.parent = u
-                child.via_head = u.via_head or u.name == b"HEAD"
-                u.log_only = True
-                u.no_deref = True
-                self._add(child)
+                split_symref_update(self, u, value, _Update)
             elif kind == REGULAR:
                 u.loose_oid = value
         # Phase 2: packed-refs under its lock; effective values; expected values.

@@ -39,6 +39,7 @@ from .common import (
     log_all_ref_updates,
     reflog_message,
     should_autocreate_reflog,
+    split_symref_update,
     zero_oid,
 )
 from .compaction import auto_compact
@@ -200,19 +201,7 @@ class ReftableCommit:
                             self.repo.gitdir, f"cannot lock ref '{_text(u.name)}': error reading reference"
                         )
                 else:
-                    target = rec.target
-                    if target in self.names:
-                        raise TransactionRefused(
-                            self.repo.gitdir,
-                            f"multiple updates for '{_text(target)}' (including one via symref "
-                            f"'{_text(u.name)}') are not allowed",
-                        )
-                    child = _Upd(target, u.old, self.no_deref)
-                    child.parent = u
-                    child.via_head = u.via_head or u.name == b"HEAD"
-                    u.log_only = True
-                    u.no_deref = True
-                    self._add(child)
+                    split_symref_update(self, u, rec.target, _Upd)
             else:
                 u.current = rec.value
             if u.old is not None and not u.log_only and u.current != u.old:
