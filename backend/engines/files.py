@@ -195,23 +195,37 @@ class FilesCommit:
         return TransactionRefused(path, f"cannot lock ref '{name}': unable to create directory for {path}")
 
     def _make_dirs(self, u: _Update, path: str) -> None:
-        """git's safe_create_leading_directories, remembering what we made (removed again at the end)."""
+        """git's safe_create_leading_directories, remembering what we made (removed again at the end).
+
+        mkdir first, deepest directory first, climbing only on ENOENT: one syscall when one level is missing
+        (checking each level with stat first cost three more on every commit that needs a directory)."""
         base = ref_base(self.repo, u.name)
-        parent = os.path.dirname(path)
         missing = []
-        while parent != base and not os.path.isdir(parent):
-            if os.path.lexists(parent):
-                raise self._conflict(u, path)
-            missing.append(parent)
-            parent = os.path.dirname(parent)
+        d = os.path.dirname(path)
+        while d != base:
+            if self._mkdir(u, path, d):
+                break
+            missing.append(d)
+            d = os.path.dirname(d)
         for d in reversed(missing):
-            step("mkdir", d)
-            try:
-                os.mkdir(d, 0o777)
-                u.created_dirs.append(d)
-            except FileExistsError:
-                if not os.path.isdir(d):
-                    raise self._conflict(u, path) from None
+            if not self._mkdir(u, path, d):
+                raise self._conflict(u, path)
+
+    def _mkdir(self, u: _Update, path: str, d: str) -> bool:
+        """Make ``d``; False when its parent is missing. A file in the way is git's conflict."""
+        step("mkdir", d)
+        try:
+            os.mkdir(d, 0o777)
+        except FileNotFoundError:
+            return False
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise self._conflict(u, path) from None
+        except NotADirectoryError:
+            raise self._conflict(u, path) from None
+        else:
+            u.created_dirs.append(d)
+        return True
 
     def _check_old(self, u: _Update, current: bytes | None, report: _Update) -> None:
         if u.old is None or u.log_only:
