@@ -718,14 +718,20 @@ class PackedRefs:
             return
         size, hexlen = self.size, self.hexlen
         pos = self.header_end
+        names_ok = True  # every chunk plain and every name under refs/: nothing hidden, nothing dangerous
         while pos < size:
             end = self._chunk_end(pos, 1 << 22)
-            if hexlen is None or bulk_run(self.read(pos, end), hexlen, False) is None:
+            data = self.read(pos, end)
+            if hexlen is None or bulk_run(data, hexlen, False) is None:
+                names_ok = False
                 p = pos
                 while p < end:
                     p += self.record_at(p).length
+            elif names_ok:
+                names_ok = data.count(b" refs/") == data.count(b"\n") - data.count(b"\n^")
             pos = end
-        self.hidden_rows()
+        if not names_ok:
+            self.hidden_rows()
         self.starts()
         self._validated = True
 
