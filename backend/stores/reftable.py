@@ -9,7 +9,10 @@ per-worktree refs of the common stack belong to the main worktree and are skippe
 
 Opening a snapshot reads tables.list and the header and footer of each table: nothing proportional to the
 number of refs. ``iter_from`` streams through the indexes; ``row``/``len`` use a row index that is built
-lazily, only as far as needed, and cached in the snapshot.
+lazily, only as far as needed, and cached in the snapshot. When the stack is a big base table under small
+ones, the base's own rows are built once per table (``BaseRows``) and each snapshot splices the records of
+its newer tables in: after another process appends a table, the refreshed snapshot is indexed in time
+proportional to the new tables, not to the base (1M refs: ~10-20 ms instead of ~110 ms).
 """
 
 from __future__ import annotations
