@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import mmap
 import os
-import weakref
+from _weakref import ref as _weakref  # (the weakref module costs ~1 ms of CLI start-up)
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import namedtuple
@@ -473,7 +473,7 @@ class PackedRefs:
         so deleting one of 1M refs costs the comparison plus one record. Held weakly: nothing is derived
         from a version nobody keeps."""
         if previous is not self and previous.hexlen == self.hexlen:
-            self._prev = weakref.ref(previous)
+            self._prev = _weakref(previous)
 
     def span_from(self, previous: PackedRefs) -> tuple[int, int, int]:
         """``changed_span(previous.buf, self.buf)``, computed once (the watcher's diff and the derived row
@@ -482,7 +482,7 @@ class PackedRefs:
         if got is not None and got[0]() is previous:
             return got[1]
         span = changed_span(previous.buf, self.buf)
-        self._span = (weakref.ref(previous), span)
+        self._span = (_weakref(previous), span)
         return span
 
     def _derive(self) -> bool:

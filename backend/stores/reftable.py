@@ -21,7 +21,6 @@ import _thread
 import heapq
 import os
 import time
-import weakref
 from array import array
 from binascii import hexlify
 from bisect import bisect_left, bisect_right
@@ -318,7 +317,7 @@ def _names_single(t: Table, start: bytes, resolve) -> Iterator[bytes]:
 
 # A base table's own row candidates, shared by every snapshot whose stack starts with that table (see
 # ``_base_rows``). Keyed weakly: a table compacted away takes its index with it.
-_BASE_ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BASE_ROWS = None  # weakref.WeakKeyDictionary, made on first use (no weakref import on the CLI path)
 _BASE_LOCK = _thread.allocate_lock()
 # Row-index work counters (tests check that a refresh reuses the base's rows instead of walking its blocks).
 INDEX_STATS = {"base_builds": 0, "base_blocks_decoded": 0, "spliced": 0, "walked": 0}
@@ -343,11 +342,18 @@ class BaseRows:
 def _base_rows(base: Table) -> BaseRows:
     """``base``'s BaseRows, built once per Table object (one walk; blocks known to be listed whole are
     taken from ``Table.listed_cache`` without decoding) and then shared."""
-    got = _BASE_ROWS.get(base)
+    global _BASE_ROWS
+    cache = _BASE_ROWS
+    got = cache.get(base) if cache is not None else None
     if got is not None:
         return got
     with _BASE_LOCK:
-        got = _BASE_ROWS.get(base)
+        if _BASE_ROWS is None:
+            import weakref
+
+            _BASE_ROWS = weakref.WeakKeyDictionary()
+        cache = _BASE_ROWS
+        got = cache.get(base)
         if got is not None:
             return got
         INDEX_STATS["base_builds"] += 1
@@ -388,7 +394,7 @@ def _base_rows(base: Table) -> BaseRows:
             if k < n:
                 break
         got = BaseRows(rbk, rr, sym)
-        _BASE_ROWS[base] = got
+        cache[base] = got
         return got
 
 
