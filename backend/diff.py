@@ -30,7 +30,7 @@ files
       identity alone can miss a rewrite: ext4 reuses a freed inode at once, and a ref rewritten twice
       between two snapshots can come back with the same inode and size).
     - packed-refs rewritten: the two files are compared byte-wise. Their common prefix and common suffix
-      (found with slice compares in 1 MiB chunks, i.e. memcmp speed) are aligned to record boundaries and
+      (found with slice compares in 64 KiB chunks: near memcmp speed) are aligned to record boundaries and
       skipped; only records in the differing middle are parsed into candidates. Deleting one of 100k packed
       refs thus parses one record (and compares the files at memory speed: proportional to the file, but
       with a tiny constant). When the two files' bytes are not available, a full merge walk.
@@ -52,8 +52,6 @@ from .model import Ref
 NONE = "none"  # nothing could have changed: no candidates at all
 CANDIDATES = "candidates"  # looked up the candidate names only
 FULL = "full"  # merge walk over both snapshots
-
-_CHUNK = 1 << 20
 
 
 class Diff(NamedTuple):
