@@ -18,15 +18,21 @@ the time to apply a prefix filter on the indexed snapshot and render every visib
 Repositories are modified (copy the cached ones first). ``VERBOSE=1`` prints each change with the app's
 operations and when the event reached the app and when the list swapped the new snapshot in.
 
-Figures (1M refs, 2 loaded cores, 5 rounds; median / max ms from git's exit to the list showing it):
+Figures (1M refs, 2 shared cores, 5-6 rounds; median / max ms from git's exit to the list showing it;
+"before" is commit 40a5737 run with this script):
 
-    before (73320a0^)           add         del-new     del-old                       change
-    reftable                    154 / 2119  167 / 186   179 / 214                     49 / 50
-      (first event after start re-walked the base: the watcher had its own snapshot)
-    files (loose / packed)      ~80         ~100        ~1,100 (index ~1 s after git)  ~40
+    before          add         del-new     del-old                         change
+    reftable        157 / 1702  159 / 173   151 / 179                       39 / 47
+    files           78 / 907    78 / 83     1003 / 1108 (git itself 561)    41 / 45
+    (the max of "add" is the first event: the watcher refreshed from its own snapshot, so the new one
+    shared no row index with the app's and was indexed from scratch)
     after
-    reftable                    90 / 162    81 / 96     107 / 141                     43 / 59
-    files                       78 / 87     98 / 164    135 / 296 (git itself 670)    40 / 50
+    reftable        89 / 154    81 / 108    77 / 151                        41 / 49
+    files           83 / 199    83 / 89     131 / 208 (git itself 666)      42 / 54
+
+Of the ~80 ms: ~20 ms debounce before the watcher refreshes, ~12 ms until the app handles the event, then
+the prepare worker (reftable index ~10-20 ms, files ~2 ms; the packed-refs comparison, ~35-50 ms, is in the
+watcher's refresh and shared with the index) and the swap on the UI thread.
 
 Prefix jumps (filter applied + every visible line rendered): reftable 12-17 ms median, files 12-13 ms
 (prefix_range itself: reftable ~2 ms, files ~0.1 ms; the rest is rendering a screenful).
