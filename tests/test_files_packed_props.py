@@ -131,6 +131,13 @@ def test_bulk_path_accepts_plain_runs() -> None:
         assert not plain_run_ok(run + b"%040x " % 1 + bad + b"\n", 40), bad
     assert not plain_run_ok(b"%039x refs/heads/x\n" % 1, 40)
     assert not plain_run_ok(b"%040x refs/heads/x y\n" % 1, 40)
+    # a later line's oid one digit short or long, in upper case, or followed by an empty or dotted name
+    for line in (b"%039x refs/heads/y\n", b"%041x refs/heads/y\n", b"%040X refs/heads/y\n", b"%040x \n"):
+        assert not plain_run_ok(run + line % 0xABC, 40), line
+    for name in (b"refs/heads/y.", b"refs/heads/y/.z", b".refs/y", b"refs/heads//y"):
+        assert not plain_run_ok(run + b"%040x " % 1 + name + b"\n", 40), name
+    # a name holding 40 hex digits between separators cannot stand in for a broken oid field
+    assert not plain_run_ok(run + b"%039x refs/%040x/z\n" % (1, 2), 40)
 
 
 @SETTINGS
