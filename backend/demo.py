@@ -110,8 +110,10 @@ def _refs(commits: list[bytes], tags) -> dict[bytes, tuple[bytes, bytes | None]]
     for i in range(60):
         refs[b"refs/remotes/origin/release/%d.%d" % (i // 10, i % 10)] = (commits[(i * 3) % 8], None)
     refs[b"refs/remotes/origin/main"] = (commits[-2], None)
-    for i in range(1, 101):
+    for i in range(1, 2401):  # a hosting server's pull refs: a few thousand refs in all
         refs[b"refs/pull/%d/head" % i] = (commits[i % 8], None)
+        if i % 4 == 0:
+            refs[b"refs/pull/%d/merge" % i] = (commits[(i + 1) % 8], None)
     for i in range(20):
         refs[b"refs/notes/review-%02d" % i] = (commits[(i + 5) % 8], None)
     refs[BIDI_NAME] = (commits[3], None)
