@@ -22,7 +22,8 @@ import errno
 import os
 import stat as _stat
 
-from ..errors import CorruptStore, LockBusy, StaleValue, TransactionRefused
+from ..errors import LockBusy, StaleValue, TransactionRefused
+from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
 from .common import (
     HEXSZ,
@@ -40,7 +41,7 @@ from .common import (
     zero_oid,
 )
 from .crashpoint import step
-from .packed_splice import PackedView, identity, write_spliced
+from .packed_splice import identity, kept_ranges, write_spliced
 
 _HEX = frozenset(b"0123456789abcdef")
 _WS = b" \t\n\r\v\f"
@@ -299,7 +300,7 @@ class FilesCommit:
                 u.current = u.loose_oid
             elif u.kind == MISSING:
                 if u.packed is not None:
-                    u.current = view.oid_at(u.packed[0])
+                    u.current = view.record_at(u.packed[0]).oid
             else:  # symref: resolve its target for the value check / reflog entry
                 u.current = self._resolve(u.referent, view)
         for u in self.updates:
@@ -330,7 +331,7 @@ class FilesCommit:
         dropped = [u.packed for u in deleting if u.packed is not None]
         if dropped:
             self.new_path = self.packed_lock[: -len(LOCK_SUFFIX)] + ".new"
-            write_spliced(self.new_path, view, view.kept_ranges(dropped), fsync_references(self.repo))
+            write_spliced(self.new_path, view.buf, kept_ranges(view, dropped), fsync_references(self.repo))
 
     def _child_of(self, u: _Update) -> _Update | None:
         for v in self.updates:
@@ -338,7 +339,7 @@ class FilesCommit:
                 return v
         return None
 
-    def _resolve(self, target: bytes | None, view: PackedView) -> bytes | None:
+    def _resolve(self, target: bytes | None, view: PackedRefs) -> bytes | None:
         for _ in range(5):
             if target is None:
                 return None
@@ -349,11 +350,11 @@ class FilesCommit:
                 target = value
                 continue
             rng = view.locate(target)
-            return view.oid_at(rng[0]) if rng is not None else None
+            return view.record_at(rng[0]).oid if rng is not None else None
         return None
 
-    def _lock_packed(self) -> PackedView:
-        """Take packed-refs.lock; map packed-refs afresh only when it changed since the snapshot."""
+    def _lock_packed(self) -> PackedRefs:
+        """Take packed-refs.lock; read packed-refs afresh only when it changed since the snapshot."""
         path = os.path.join(self.repo.commondir, "packed-refs")
         timeout = config_int(self.repo, "core.packedRefsTimeout", 1000)
         step("lock packed-refs")
@@ -367,18 +368,17 @@ class FilesCommit:
         try:
             st = os.lstat(path)
         except FileNotFoundError:
-            return PackedView(path, b"", None, 0, True)
+            return PackedRefs.from_bytes(b"", path, self.repo.hash_name)
         if _stat.S_ISLNK(st.st_mode):
             raise TransactionRefused(path, "packed-refs is a symbolic link; refusing to rewrite it")
-        snap_view = _snapshot_packed(self.snapshot, path)
-        if snap_view is not None and snap_view.ident == identity(st):
-            return snap_view
+        packed = getattr(self.snapshot, "packed", None)
+        if packed is not None and packed.stat is not None and identity(packed.stat) == identity(st):
+            return packed
         # Changed since the snapshot (or none was given): the new file is checked whole before its records
         # are spliced through, as Transaction checks the snapshot's.
-        from ..formats.packed import PackedRefs
-
-        PackedRefs.open(path, self.repo.hash_name).validate()
-        return PackedView.open(path, st)
+        packed = PackedRefs.open(path, self.repo.hash_name)
+        packed.validate()
+        return packed
 
     # -- finish --------------------------------------------------------------------------------------
     def _append_reflog(self, u: _Update, ident_line: bytes, mode: str) -> None:
@@ -490,37 +490,6 @@ class FilesCommit:
             self.cleanup(removed=True)  # never leave our locks behind, even when a step of the finish fails
             raise
         return self.deleted
-
-
-def _snapshot_packed(snapshot, path: str) -> PackedView | None:
-    """The packed-refs mapping a files snapshot holds, as a PackedView (None if it holds none)."""
-    if snapshot is None:
-        return None
-    cached = getattr(snapshot, "_txn_packed_view", None)
-    if cached is not None:
-        return cached
-    packed = getattr(snapshot, "packed", None)
-    if packed is None:
-        return None
-    buf = getattr(packed, "buf", None)
-    st = getattr(packed, "stat", None)
-    if buf is None or st is None:
-        return None
-    header_end = getattr(packed, "header_end", None)
-    is_sorted = getattr(packed, "sorted", None)
-    if header_end is not None and is_sorted is not None:
-        # the snapshot's reader already parsed and checked the header: no second look at the bytes
-        view = PackedView(path, buf, identity(st), header_end, bool(is_sorted))
-    else:
-        try:
-            view = PackedView.wrap(path, buf, identity(st))
-        except CorruptStore:
-            return None
-    try:
-        snapshot._txn_packed_view = view
-    except AttributeError:
-        pass
-    return view
 
 
 def commit(repo, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"") -> list[bytes]:
