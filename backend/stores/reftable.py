@@ -195,15 +195,8 @@ class Stack:
                         yield names[j], 0, rb, j
             return
 
-        def one(ti: int, t: Table):
-            neg = -ti
-            for rb, i in t.iter_ref_blocks(start):
-                names = rb.names
-                for j in range(i, len(names)):
-                    yield names[j], neg, rb, j
-
         last = None
-        for name, neg, rb, j in heapq.merge(*(one(ti, t) for ti, t in enumerate(tables))):
+        for name, neg, rb, j in heapq.merge(*(_keyed_records(ti, t, start) for ti, t in enumerate(tables))):
             if name == last:
                 continue
             last = name
@@ -590,18 +583,11 @@ class ReftableSnapshot:
         if not tables:
             return
 
-        def one(ti: int, t: Table):
-            neg = -ti
-            for rb, i in t.iter_ref_blocks(start):
-                names = rb.names
-                for j in range(i, len(names)):
-                    yield names[j], neg, rb, j
-
         last = None
         last_rb = None
         hidden = _EMPTY
         resolve = self.resolve
-        for name, neg, rb, j in heapq.merge(*(one(ti, t) for ti, t in enumerate(tables))):
+        for name, neg, rb, j in heapq.merge(*(_keyed_records(ti, t, start) for ti, t in enumerate(tables))):
             if name == last:
                 continue
             last = name
@@ -1117,3 +1103,13 @@ class ReftableStore:
             else None
         )
         return ReftableSnapshot(self, common, wt)
+
+
+def _keyed_records(ti: int, t: Table, start: bytes):
+    """Table ``ti``'s ref records from ``start`` as ``(name, -ti, RefBlock, index)``: merged across tables with
+    ``heapq.merge``, equal names come newest table first."""
+    neg = -ti
+    for rb, i in t.iter_ref_blocks(start):
+        names = rb.names
+        for j in range(i, len(names)):
+            yield names[j], neg, rb, j

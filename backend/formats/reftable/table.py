@@ -109,34 +109,24 @@ class Table:
             mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         finally:
             os.close(fd)
-        t = cls.__new__(cls)
-        t.path = path
-        t.name = os.path.basename(path)
-        t.stat = (st.st_dev, st.st_ino, st.st_size)
-        t.size = st.st_size
-        t._mm = mm
-        t._blocks = {}
-        t._refcache = OrderedDict()
-        t._logcache = OrderedDict()
-        t._indexcache = {}
-        t._ref_offsets = None
-        t._counts = None
-        t.hidden_cache = {}
-        t.listed_cache = {}
-        t._parse_header_footer()
-        return t
+        return cls._over(path, (st.st_dev, st.st_ino, st.st_size), mm)
 
     @classmethod
     def from_bytes(cls, data: bytes, name: str = "<memory>") -> Table:
         """A Table over bytes (tests, dumps of in-memory tables)."""
+        if len(data) < HEADER_SIZE[2] + 1:
+            raise CorruptStore(name, f"file too small for a reftable ({len(data)} bytes)", 0)
+        return cls._over(name, (0, 0, len(data)), bytes(data))
+
+    @classmethod
+    def _over(cls, path: str, stat: tuple[int, int, int], mm) -> Table:
+        """A Table over ``mm`` (an mmap or bytes) with empty caches; header and footer parsed."""
         t = cls.__new__(cls)
-        t.path = name
-        t.name = os.path.basename(name)
-        t.stat = (0, 0, len(data))
-        t.size = len(data)
-        if t.size < HEADER_SIZE[2] + 1:
-            raise CorruptStore(name, f"file too small for a reftable ({t.size} bytes)", 0)
-        t._mm = bytes(data)
+        t.path = path
+        t.name = os.path.basename(path)
+        t.stat = stat
+        t.size = stat[2]
+        t._mm = mm
         t._blocks = {}
         t._refcache = OrderedDict()
         t._logcache = OrderedDict()
