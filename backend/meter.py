@@ -383,16 +383,26 @@ class _Counters:
 # ---------------------------------------------------------------------------------------------------------
 # Closing counters without paying for it.
 #
-# Releasing the last perf user of a tracepoint waits for RCU grace periods in the closing task: measured here
-# ~35 ms per tracepoint, ~2 s for a full set of 57. Paid by a CLI process at exit (the kernel closes its fds)
-# that would make every `refscope delete` take two seconds longer than its work; paid by a TUI worker thread
-# it would stall it. So counters are never closed by the thread that used them: their descriptors are
-# retired, and handed to a forked child that closes them after this process has dropped its own references
-# (at exit, or whenever many have been retired). The grace periods then pass in that child, which nobody
-# waits for; it holds no other descriptor (no pipe or terminal stays open on its account).
+# Releasing the last perf user of a tracepoint waits for RCU grace periods while holding the kernel's
+# event_mutex: measured here ~35 ms per tracepoint, ~2 s for a full set of 57. Registering a tracepoint
+# nobody uses costs ~0.3 ms, and waits for that mutex. So two things are expensive: closing counters nobody
+# else holds (a CLI process would exit two seconds late), and opening counters while another process is
+# closing its last ones (a `refscope delete` right after another one started 1.8 s late, every open queued
+# behind a grace period). Opening and closing counters of tracepoints another process still holds costs
+# ~30 us a set.
+#
+# Hence a keeper: counters are never closed by the thread that used them; their descriptors are retired,
+# and at exit (or whenever many have been retired) handed over. If a keeper is alive (it holds an flock on
+# :func:`_keeper_path`), every tracepoint has another user and they are closed on the spot, cheaply.
+# Otherwise a detached grandchild takes them and becomes the keeper: it holds them, and with them every
+# tracepoint, until nobody has used the meter for ``REFSCOPE_METER_LINGER`` seconds (default 60; users touch
+# the lock file), then drops the lock and closes them, the grace periods passing in a process nobody waits
+# for. It holds no other descriptor (no pipe or terminal stays open on its account) and no counter of it
+# counts anything: they belong to threads that have exited.
 
 _retired: list[int] = []
 _RETIRED_MAX = 1024
+_LINGER_S = 60.0
 _live: dict[int, _weakref.ref] = {}  # every open counter set, of every thread
 _exit_hook = False
 
@@ -421,11 +431,49 @@ def _retire(fds: list[int]) -> None:
             _hand_off_retired()
 
 
+def _keeper_path() -> str:
+    return f"{os.environ.get('XDG_RUNTIME_DIR') or '/tmp'}/refscope-meter-{os.getuid()}.keeper"
+
+
+def _linger_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get("REFSCOPE_METER_LINGER", _LINGER_S)))
+    except ValueError:
+        return _LINGER_S
+
+
+def _keeper_lock() -> int | None:
+    """The keeper's lock file, locked by us (no keeper is alive: we may become it), or None when a keeper
+    is alive (its idle clock is reset) or the file cannot be used."""
+    import fcntl
+
+    try:
+        fd = os.open(_keeper_path(), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        try:
+            os.utime(fd)
+        except OSError:
+            pass
+        os.close(fd)
+        return None
+    return fd
+
+
 def _hand_off_retired() -> None:
-    """Give every retired descriptor to a detached grandchild that closes them once we no longer hold them."""
+    """Close every retired descriptor without waiting for the kernel's grace periods (see above)."""
     fds = _retired[:]
     del _retired[:]
     if not fds:
+        return
+    linger = _linger_s()
+    lock = _keeper_lock() if linger else None
+    if linger and lock is None:  # a keeper holds every tracepoint: closing ours is cheap
+        for fd in fds:
+            _close_quietly(fd)
         return
     try:
         r, w = os.pipe()
@@ -434,28 +482,55 @@ def _hand_off_retired() -> None:
         for fd in fds:
             _close_quietly(fd)
         return
-    if pid == 0:  # child: fork the closer and leave at once, so the parent reaps us without waiting
+    if pid == 0:  # child: fork the keeper and leave at once, so the parent reaps us without waiting
         try:
             if os.fork() == 0:
-                keep = sorted({*fds, r})
-                low = 0
-                for fd in keep:
-                    os.closerange(low, fd)
-                    low = fd + 1
-                os.closerange(low, 1 << 20)
-                os.read(r, 1)  # EOF: the parent has closed its copies; ours are the last references
-                for fd in fds:
-                    _close_quietly(fd)
+                _keep(fds, r, lock, linger)
         finally:
             os._exit(0)
     os.close(r)
     for fd in fds:
         _close_quietly(fd)
+    if lock is not None:
+        os.close(lock)
     os.close(w)
     try:
         os.waitpid(pid, 0)
     except OSError:
         pass
+
+
+def _keep(fds: list[int], r: int, lock: int | None, linger: float) -> None:
+    """The detached grandchild: hold ``fds`` (while the lock says a keeper is alive) until nobody has used the
+    meter for ``linger`` seconds, then release the lock first (a newcomer then keeps its own) and close them."""
+    keep = sorted({*fds, r} | ({lock} if lock is not None else set()))
+    low = 0
+    for fd in keep:
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+    try:
+        os.setsid()  # not in the caller's process group: a ^C there is not meant for us
+    except OSError:
+        pass
+    os.read(r, 1)  # EOF: the parent has closed its copies; ours are the last references
+    os.close(r)
+    if lock is not None:
+        import fcntl
+        import time
+
+        try:
+            os.utime(lock)
+            while True:
+                idle = time.time() - os.fstat(lock).st_mtime
+                if idle >= linger:
+                    break
+                time.sleep(linger - idle + 0.05)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        except OSError:
+            pass
+    for fd in fds:
+        _close_quietly(fd)
 
 
 def _close_quietly(fd: int) -> None:

@@ -634,3 +634,53 @@ def test_cpu_time_of_the_window(git_bin: str) -> None:
     # the same work counted two ways (task-clock of the inherited set; thread clock + children's rusage)
     assert kids.report.cpu_ms > 0.3 and proc.report.cpu_ms > 0.3
     assert 0.3 < kids.report.cpu_ms / proc.report.cpu_ms < 3
+
+
+def _lock_holders(path: Path) -> list[int]:
+    """Pids with ``path`` open (the keeper holds its lock file open for its whole life)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                    pids.append(int(pid))
+                    break
+            except OSError:
+                continue
+    return pids
+
+
+def test_keeper_holds_counters_after_exit_then_leaves(tmp_path: Path) -> None:
+    """A CLI process's counters outlive it in one detached keeper (closing the last user of a tracepoint
+    costs ~35 ms of RCU grace periods, and opening one meanwhile queues behind it); the keeper holds nothing
+    else, a second process finds it alive and closes its own counters itself, and the keeper leaves once
+    nobody has used the meter for REFSCOPE_METER_LINGER seconds."""
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path), "REFSCOPE_METER_LINGER": "1.5"}
+    code = "from refscope.backend.meter import measure\nwith measure('x'):\n    pass\n"
+    lock = tmp_path / f"refscope-meter-{os.getuid()}.keeper"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, timeout=30)
+    holders = _lock_holders(lock)
+    assert len(holders) == 1, holders
+    keeper = holders[0]
+
+    def held() -> set[str]:
+        return {os.readlink(f"/proc/{keeper}/fd/{fd}") for fd in os.listdir(f"/proc/{keeper}/fd")}
+
+    deadline = time.monotonic() + 10
+    while any(f.startswith("pipe:") for f in held()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the pipe that tells it its parent is gone: closed once read
+    fds = held()
+    assert fds == {str(lock), "anon_inode:[perf_event]"}, fds
+    assert len(os.listdir(f"/proc/{keeper}/fd")) == 1 + 1 + len(meter.EVENTS) + 1  # lock, total, names, cpu
+    assert os.getsid(keeper) == keeper  # its own session: a ^C in the caller's terminal is not for it
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, timeout=30)
+    assert _lock_holders(lock) == [keeper]  # no second keeper
+    deadline = time.monotonic() + 20
+    while os.path.exists(f"/proc/{keeper}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{keeper}/fd"), "the keeper did not leave after its idle time"
+    assert _lock_holders(lock) == []
