@@ -388,8 +388,8 @@ class _Counters:
 # nobody uses costs ~0.3 ms, and waits for that mutex. So two things are expensive: closing counters nobody
 # else holds (a CLI process would exit two seconds late), and opening counters while another process is
 # closing its last ones (a `refscope delete` right after another one started 1.8 s late, every open queued
-# behind a grace period). Opening and closing counters of tracepoints another process still holds costs
-# ~30 us a set.
+# behind a grace period). With every tracepoint held by another process, a set opens in ~1.5 ms and
+# closes in ~0.15 ms.
 #
 # Hence a keeper: counters are never closed by the thread that used them; their descriptors are retired,
 # and at exit (or whenever many have been retired) handed over. If a keeper is alive (it holds an flock on
