@@ -84,3 +84,36 @@ def is_safe_refname(name: bytes) -> bool:
     if not name:
         return False
     return all(0x41 <= ch <= 0x5A or ch == 0x5F for ch in name)
+
+
+def all_valid_and_safe(names: list[bytes]) -> bool:
+    """True only when every name passes ``check_refname`` and ``is_safe_refname`` (False: at least one
+    may not; the caller then checks them one by one for the exact error). The same rules over one LF-joined
+    string: a transaction of 10k names pays a few C-speed searches instead of 20k Python calls."""
+    if not names:
+        return True
+    joined = b"\n".join(names)
+    if len(joined.translate(None, _BAD_BYTES)) != len(joined) - (len(names) - 1):
+        return False  # a forbidden byte (LF among them: the separators are the only ones allowed)
+    if (
+        b".." in joined
+        or b"@{" in joined
+        or b"//" in joined
+        or b"/." in joined
+        or b".lock/" in joined
+        or b".lock\n" in joined
+        or joined.endswith(b".lock")
+        or b"\n\n" in joined  # an empty name
+        or joined[:1] in (b"\n", b".", b"/")
+        or joined[-1:] in (b"\n", b".", b"/")
+        or b"\n." in joined
+        or b"\n/" in joined
+        or b".\n" in joined
+        or b"/\n" in joined
+        or b"@\n" in joined  # "@" alone, or a name ending in "@": the rare case goes one by one
+        or joined.endswith(b"@")
+    ):
+        return False
+    # valid names under refs/ are safe (no empty, "." or ".." component, no NUL); the others must be
+    # upper case and "_" only (HEAD, FETCH_HEAD...)
+    return all(is_safe_refname(n) for n in names if not n.startswith(b"refs/"))

@@ -19,7 +19,7 @@ from collections import namedtuple
 from .engines.common import HEXSZ, Deletion
 from .errors import CorruptStore, InvalidRefName, TransactionRefused
 from .meter import OpReport, measure
-from .refname import check_refname, is_safe_refname
+from .refname import all_valid_and_safe, check_refname, is_safe_refname
 
 ENGINES = ("native", "git")
 _BATCH = 64  # delete_many reads the values of more names than this in one pass
@@ -96,11 +96,12 @@ class Transaction:
             self._phases.append(m.report)
         return self._snapshot
 
-    def delete(self, name: bytes, old_oid: bytes | None = None) -> None:
-        """Queue the deletion of ``name`` (expected at ``old_oid`` when given). Validates immediately."""
+    def delete(self, name: bytes, old_oid: bytes | None = None, _name_checked: bool = False) -> None:
+        """Queue the deletion of ``name`` (expected at ``old_oid`` when given). Validates immediately
+        (``_name_checked``: ``delete_many`` has already checked every name of its batch at once)."""
         if not isinstance(name, bytes):
             raise TypeError("ref names are bytes")
-        if check_refname(name) is not None or not is_safe_refname(name):
+        if not _name_checked and (check_refname(name) is not None or not is_safe_refname(name)):
             raise InvalidRefName(self._where(), f"refusing to update ref with bad name '{_text(name)}'")
         if old_oid is not None:
             old_oid = old_oid.lower()
@@ -124,8 +125,10 @@ class Transaction:
         items = list(items)
         if len(items) > _BATCH and not self.no_deref and not self.allow_checked_out:
             self._prefetch([n for n, _o in items if isinstance(n, bytes)])
+        names = [n for n, _o in items]
+        checked = len(items) > _BATCH and all(type(n) is bytes for n in names) and all_valid_and_safe(names)
         for name, old in items:
-            self.delete(name, old)
+            self.delete(name, old, checked)
 
     def _prefetch(self, names: list[bytes]) -> None:
         snap = self.snapshot

@@ -7,7 +7,7 @@ import subprocess
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from refscope.backend.refname import check_refname, is_safe_refname, is_valid_refname
+from refscope.backend.refname import all_valid_and_safe, check_refname, is_safe_refname, is_valid_refname
 
 from tests.gitutil import git_binary, git_env
 
@@ -84,3 +84,29 @@ def test_fast_check_and_reasons_agree(name: bytes) -> None:
     reason = check_refname(name)
     assert is_valid_refname(name) == (reason is None)
     assert reason != "is not a valid ref name", name  # every rejection names the rule that failed
+
+
+_NAME = st.binary(max_size=24) | st.lists(
+    st.sampled_from([*_ALPHABET, b"refs/", b"HEAD", b"\n"]), max_size=8
+).map(b"".join)
+
+
+@given(st.lists(_NAME, max_size=6))
+@settings(max_examples=1000, deadline=None)
+def test_batch_check_never_passes_a_bad_name(names: list[bytes]) -> None:
+    """The batch check may only say yes when every name passes on its own (a no sends the batch one by
+    one); and for plain names under refs/ it must say yes, or it would buy nothing."""
+    one_by_one = all(check_refname(n) is None and is_safe_refname(n) for n in names)
+    if all_valid_and_safe(names):
+        assert one_by_one, names
+    plain = [b"refs/heads/" + n for n in names if n and n.isalnum() and n.isascii()]
+    assert all_valid_and_safe(plain)
+
+
+def test_batch_check_on_curated_names() -> None:
+    good = [b"refs/heads/main", b"HEAD", b"refs/tags/v1.0", b"refs/heads/a.b.c", b"refs/heads/{a}"]
+    assert all_valid_and_safe(good)
+    for bad in CURATED:
+        if check_refname(bad) is not None or not is_safe_refname(bad):
+            for at in (0, 2, len(good)):
+                assert not all_valid_and_safe([*good[:at], bad, *good[at:]]), (bad, at)

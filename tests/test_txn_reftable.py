@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from refscope.backend.errors import TransactionRefused
+from refscope.backend.errors import InvalidRefName, TransactionRefused
 from refscope.backend.txn import Transaction
 
 from tests.gitutil import for_each_ref, git, init_repo, tree_bytes
@@ -158,3 +158,22 @@ def test_batched_reads_write_gits_table(many: Path, tmp_path: Path, pick: str) -
     txn.delete_many(items)
     assert txn.commit().deleted == names
     assert reftable_files(ours) == reftable_files(theirs)
+
+
+def test_delete_many_refuses_a_bad_name_like_delete(many: Path) -> None:
+    """Names are checked for the whole batch at once; a bad one still fails as the one-by-one loop fails:
+    same words, at the same item (every earlier deletion queued, nothing after it)."""
+    names = [b"refs/heads/m%03d" % i for i in range(120)]
+    for bad in (b"refs/heads/a..b", b"refs/heads/x.lock", b"refs/heads/\x01", b"refs//heads/y", b"HEAD~"):
+        items = [(n, None) for n in names[:70]] + [(bad, None)] + [(n, None) for n in names[70:]]
+        results = []
+        for batched in (False, True):
+            txn = Transaction(open_txn_store(many))
+            with pytest.raises(InvalidRefName) as info:
+                if batched:
+                    txn.delete_many(items)
+                else:
+                    for n, o in items:
+                        txn.delete(n, o)
+            results.append((info.value.what, len(txn.deletions)))
+        assert results[0] == results[1] == (f"refusing to update ref with bad name '{bad.decode()}'", 70), bad
