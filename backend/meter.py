@@ -475,6 +475,8 @@ def _hand_off_retired() -> None:
         for fd in fds:
             _close_quietly(fd)
         return
+    import fcntl  # noqa: F401  (loaded before forking: the keeper imports nothing itself)
+
     try:
         r, w = os.pipe()
         pid = os.fork()
@@ -517,7 +519,6 @@ def _keep(fds: list[int], r: int, lock: int | None, linger: float) -> None:
     os.close(r)
     if lock is not None:
         import fcntl
-        import time
 
         try:
             os.utime(lock)
