@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 from binascii import hexlify
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 
 from ..errors import CorruptStore, TransactionRefused
 from ..formats.reftable.record import (
@@ -207,31 +207,25 @@ class Stack:
         if len(names) <= SEEK_LIMIT:
             return {n: [r.update_index for r in self.logs(n)] for n in names}
         ordered = sorted(set(names))
-        lows = [n + b"\0" for n in ordered]  # every log key of name n lies in [n NUL, n NUL ff*8]
-        highs = [n + _KEY_TOP for n in ordered]
+        targets = [n + b"\0" for n in ordered]  # every log key of name n is n NUL <8-byte index>
         seen: dict[tuple[bytes, int], int] = {}
+        skip = (_NO_IDENT, _NO_IDENT)
         for t in reversed(self.tables):
             if not t.has_logs:
                 continue
             off = t.footer.log_position
             seek = getattr(t, "_seek_indexed", None)  # the log index, when the table offers it
             if seek is not None and t.footer.log_index_position:
-                off = seek(t.footer.log_index_position, ordered[0] + b"\0", BLOCK_LOG)
+                off = seek(t.footer.log_index_position, targets[0], BLOCK_LOG)
                 if off is None:
                     continue
-            top_name = ordered[-1]
-            while True:
+            k = 0
+            while k < len(targets):
                 blk = t.block_at(off)
                 if blk is None or blk.type != BLOCK_LOG:
                     break
                 try:
-                    if _restart_key(blk.data, blk.restarts[0])[:-9] > top_name:
-                        break  # past every wanted name
-                    ranges = _wanted_ranges(blk, ordered)
-                    if ranges:
-                        cont = blk.data.translate(_CONT)
-                        for rs, re_, k, top in ranges:
-                            _scan_log_range(blk, rs, re_, lows, highs, k, top, seen, cont)
+                    k, skip = _scan_log_block(blk, targets, ordered, k, seen, skip)
                 except (IndexError, VarintError) as e:
                     raise CorruptStore(t.path, f"log block does not decode ({e})", blk.offset) from None
                 off = blk.offset + blk.full_size
@@ -279,41 +273,18 @@ class Stack:
 
 _MAX_UI = 0xFFFFFFFFFFFFFFFF
 _new = tuple.__new__  # NamedTuples without their Python-level __new__ (hot paths)
-_KEY_TOP = b"\0" + b"\xff" * 8  # a name's last possible log key suffix
+_IN_RUN = 1 << 62  # the walks' "common prefix with the wanted key" inside that key's own run: decode all
+# The log value fields last decoded (see _scan_log_block) start unset: eleven 0xff bytes never start a
+# valid value (a varint with ten continuation bytes overflows 64 bits).
+_NO_IDENT = b"\xff" * 11
 
 
-def _wanted_ranges(blk, names: list[bytes]) -> list[tuple[int, int, int, int]]:
-    """(start, end, first, last) of the restart intervals of log block ``blk`` that can hold one of
-    ``names`` (sorted): byte range and the indexes into ``names`` of the first and last name that may be
-    there.
-
-    A restart record stores its key whole, so interval j holds names between those of restarts j and
-    j + 1: intervals with no wanted name in that span are never parsed (a prefix of 10k refs touches a
-    tenth of a 100k stack's blocks and records), and a parsed one stops after its last wanted name."""
-    data = blk.data
-    end = blk.restart_off
-    restarts = blk.restarts
+def _interval_starts(blk) -> tuple[int, ...]:
+    """Where the restart intervals of ``blk`` begin. git's first record is always a restart point; a
+    block whose first record is not one is walked as one interval."""
     first = blk.header_off + 4
-    nn = len(names)
-    if not restarts or restarts[0] != first:
-        return [(first, end, 0, nn - 1)]
-    keys = [_restart_key(data, r)[:-9] for r in restarts]
-    out: list[tuple[int, int, int, int]] = []
-    n = len(restarts)
-    for j in range(n):
-        i = bisect_left(names, keys[j])
-        if i == nn:
-            break
-        if j + 1 < n:
-            if names[i] > keys[j + 1]:
-                continue
-            s, e = restarts[j], restarts[j + 1]
-            top = bisect_right(names, keys[j + 1], i) - 1
-        else:
-            s, e = restarts[j], end
-            top = nn - 1
-        out.append((s, e, i, top))  # not merged: each interval stops after its own last wanted name
-    return out
+    restarts = blk.restarts
+    return restarts if restarts and restarts[0] == first else (first,)
 
 
 def merged_lookup(tables, names) -> dict[bytes, RefRecord | None]:
@@ -379,70 +350,98 @@ def _lookup_table(t, want: list[bytes], found: dict) -> None:
 
 
 def _lookup_block(blk, want: list[bytes], k: int, kend: int, found: dict, min_ui: int) -> int:
-    """Resolve ``want[k:kend]`` (all below the next block's first key) in ``blk``; returns ``kend``."""
+    """Resolve ``want[k:kend]`` (sorted, all below the next block's first key) in ``blk``; returns ``kend``.
+
+    Restart intervals whose successor's key is not above the wanted name are skipped. Inside an interval
+    the walk keeps ``m``, the length the previous key has in common with the wanted name ``T`` (it sorts
+    below ``T``): a record sharing more than ``m`` bytes with its predecessor, or exactly ``m`` and then a
+    smaller byte than ``T``'s, sorts below ``T`` as well and is skipped without building its key. Only a
+    record that reaches ``T`` (about once per wanted name) has its key built."""
     data = blk.data
-    restarts = blk.restarts
-    nr = len(restarts)
     end = blk.restart_off
     hs = blk.hash_size
-    keys = [_restart_key(data, r) for r in restarts]
-    k = bisect_left(want, keys[0], k, kend)  # below the block's first key: absent
-    while k < kend:
-        j = bisect_right(keys, want[k], 0, nr) - 1
-        if j + 1 < nr:
-            stop = restarts[j + 1]
-            last_want = bisect_left(want, keys[j + 1], k, kend)
+    hs1 = hs + 1
+    frombytes = int.from_bytes
+    t = want[k]
+    starts = _interval_starts(blk)
+    nr = len(starts)
+    j = 0
+    while j < nr:
+        pos = starts[j]
+        j += 1
+        if j < nr:
+            stop = starts[j]
+            limit = _restart_key(data, stop)
+            if limit <= t:
+                continue  # every key of the interval sorts below the wanted name
         else:
             stop = end
-            last_want = kend
-        target = want[k]
-        pos = restarts[j]
+            limit = None
         last = b""
+        m = 0
         while pos < stop:
-            prefix = data[pos]
-            if prefix < 0x80:
-                pos += 1
+            p = data[pos]
+            x = data[pos + 1]
+            if (p | x) < 0x80:
+                s = pos + 2
             else:
-                prefix, pos = get_varint(data, pos, end)
-            x = data[pos]
-            if x < 0x80:
-                pos += 1
-            else:
-                x, pos = get_varint(data, pos, end)
-            npos = pos + (x >> 3)
-            key = last[:prefix] + data[pos:npos] if prefix else data[pos:npos]
-            last = key
+                p, x, s = _key_header(data, pos, stop)
+            e = s + (x >> 3)
             vt = x & 7
-            vpos = npos
-            pos = npos + 1 if data[npos] < 0x80 else get_varint(data, npos, end)[1]
-            if vt == 1:
-                pos += hs
-            elif vt == 2:
-                pos += hs + hs
-            elif vt == 3:
-                c = data[pos]
-                if c < 0x80:
-                    pos += 1 + c
-                else:
-                    c, pos = get_varint(data, pos, end)
-                    pos += c
-            if key < target:
-                continue
-            while key > target:  # passed it: absent
-                k += 1
-                if k == last_want:
+            pos = e + hs1 if vt == 1 and data[e] < 128 else _ref_value_end(data, e, stop, vt, hs)
+            if p > m or (p == m and s < e and data[s] < t[m]):
+                continue  # below the wanted name
+            key = last[:p] + data[s:e] if p else data[s:e]
+            last = key
+            while key >= t:
+                if key == t:
+                    found[key] = _ref_at(data, e, stop, key, vt, hs, min_ui)
+                k += 1  # found, or passed: absent
+                if k == kend:
+                    return kend
+                t = want[k]
+                if limit is not None and limit <= t:
+                    pos = stop  # the rest of the interval sorts below the next wanted name
                     break
-                target = want[k]
-            if k == last_want:
-                break
-            if key == target:
-                found[key] = _ref_at(data, vpos, end, key, vt, hs, min_ui)
-                k += 1
-                if k == last_want:
-                    break
-                target = want[k]
-        k = last_want
+            else:
+                n = len(key) if len(key) < len(t) else len(t)
+                m = n - ((frombytes(key[:n], "big") ^ frombytes(t[:n], "big")).bit_length() + 7) // 8
+        if pos != stop:
+            raise IndexError("a ref record runs past its restart interval")
     return kend
+
+
+def _key_header(data, pos: int, end: int) -> tuple[int, int, int]:
+    """(prefix length, suffix length << 3 | type, key suffix position) of the record at ``pos``: the walks'
+    slow path, for varints longer than one byte (a restart record's whole key is usually 16 bytes or more)."""
+    p = data[pos]
+    if p < 0x80:
+        pos += 1
+    else:
+        p, pos = get_varint(data, pos, end)
+    x = data[pos]
+    if x < 0x80:
+        return p, x, pos + 1
+    y = data[pos + 1]
+    if y < 0x80:
+        return p, (((x & 0x7F) + 1) << 7) | y, pos + 2
+    x, pos = get_varint(data, pos, end)
+    return p, x, pos
+
+
+def _ref_value_end(data, vpos: int, end: int, vt: int, hs: int) -> int:
+    """Where the ref value at ``vpos`` (update-index delta first) ends: the walk's slow path."""
+    pos = vpos + 1 if data[vpos] < 0x80 else get_varint(data, vpos, end)[1]
+    if vt == 1:
+        return pos + hs
+    if vt == 2:
+        return pos + 2 * hs
+    if vt == 3:
+        c, pos = get_varint(data, pos, end)
+        return pos + c
+    if vt:
+        raise IndexError(f"unknown ref value type {vt}")
+    return pos
 
 
 def _ref_at(data, vpos: int, end: int, key: bytes, vt: int, hs: int, min_ui: int) -> RefRecord:
@@ -459,71 +458,115 @@ def _ref_at(data, vpos: int, end: int, key: bytes, vt: int, hs: int, min_ui: int
     return _new(RefRecord, (key, delta + min_ui, vt, val, peeled, sym))
 
 
-def _scan_log_range(blk, pos: int, end: int, lows, highs, k: int, top: int, seen, cont: bytes) -> None:
-    """Record (name, update_index) -> log type of the records of wanted names from ``pos`` to ``end``
-    (values skipped, never decoded), a merge against the sorted key ranges ``lows``/``highs`` of the wanted
-    names ``k``..``top``; stops at the first key past the last one's. ``cont``: the block's bytes through
-    ``_CONT`` (0 where a byte ends a varint), so a time varint is skipped by one C-level find."""
+def _scan_log_block(blk, targets, names, k: int, seen: dict, skip: tuple) -> tuple[int, tuple]:
+    """Record (name, update index) -> log type of the log records of ``names[k:]`` in ``blk`` (``targets``:
+    each name + NUL, the prefix of its keys; sorted). Returns the index of the first name whose records
+    may continue past the block, and ``skip`` for the next block (see below).
+
+    The walk is ``_lookup_block``'s: intervals below the wanted name skipped, keys built only for records
+    that reach it. Values are skipped, never decoded: after the two object ids come the name, email,
+    time, tz and message. Consecutive entries mostly share them (a batch of refs written by one command)
+    or at least all but the message, so ``skip`` holds the bytes of the last value's fields after the ids
+    (``tail``) and of its name to tz (``ident``): when the bytes ahead equal one of them, that run is
+    skipped by one C-level compare (equal bytes decode equally: every field is self-delimiting)."""
     data = blk.data
-    find = cont.find
+    end = blk.restart_off
     hs2 = 2 * blk.hash_size
-    last = b""
-    lo = lows[k]
-    hi = highs[k]
-    stop = highs[top]
-    while pos < end:
-        prefix = data[pos]
-        if prefix < 0x80:
-            pos += 1
+    same = data.startswith
+    ident, tail = skip
+    li = len(ident)
+    ltail = len(tail)
+    frombytes = int.from_bytes
+    nt = len(targets)
+    t = targets[k]
+    lt = len(t)
+    starts = _interval_starts(blk)
+    nr = len(starts)
+    j = 0
+    while j < nr:
+        pos = starts[j]
+        j += 1
+        if j < nr:
+            stop = starts[j]
+            limit = _restart_key(data, stop)
+            if limit <= t:
+                continue  # every key of the interval sorts below the wanted name's
         else:
-            prefix, pos = get_varint(data, pos, end)
-        x = data[pos]
-        if x < 0x80:
-            pos += 1
-        else:
-            x, pos = get_varint(data, pos, end)
-        npos = pos + (x >> 3)
-        key = last[:prefix] + data[pos:npos] if prefix else data[pos:npos]
-        last = key
-        if key >= lo:
-            if key > stop:
-                return
-            while key > hi:
-                k += 1
-                lo = lows[k]
-                hi = highs[k]
-            if key >= lo:
-                got = (key[:-9], _MAX_UI - int.from_bytes(key[-8:], "big"))
-                if got not in seen:
-                    seen[got] = x & 7
-        if x & 7:
-            pos = npos + hs2
-            c = data[pos]  # committer name
-            if c < 0x80:
-                pos += 1 + c
+            stop = end
+            limit = None
+        last = b""
+        m = 0
+        while pos < stop:
+            p = data[pos]
+            x = data[pos + 1]
+            if (p | x) < 0x80:
+                s = pos + 2
             else:
-                c, pos = get_varint(data, pos, end)
-                pos += c
-            c = data[pos]  # email
-            if c < 0x80:
-                pos += 1 + c
+                p, x, s = _key_header(data, pos, stop)
+            e = s + (x >> 3)
+            if x & 7:
+                q = e + hs2
+                if same(tail, q):
+                    pos = q + ltail
+                else:
+                    pos = q
+                    if same(ident, pos):
+                        pos += li
+                    else:
+                        c = data[pos]  # committer name
+                        if c < 0x80:
+                            pos += 1 + c
+                        else:
+                            c, pos = get_varint(data, pos, stop)
+                            pos += c
+                        c = data[pos]  # email
+                        if c < 0x80:
+                            pos += 1 + c
+                        else:
+                            c, pos = get_varint(data, pos, stop)
+                            pos += c
+                        while data[pos] >= 0x80:  # time
+                            pos += 1
+                        pos += 3  # the time's last byte, tz
+                        ident = data[q:pos]
+                        li = pos - q
+                    c = data[pos]  # message
+                    if c < 0x80:
+                        pos += 1 + c
+                    else:
+                        c, pos = get_varint(data, pos, stop)
+                        pos += c
+                    tail = data[q:pos]
+                    ltail = pos - q
             else:
-                c, pos = get_varint(data, pos, end)
-                pos += c
-            pos = find(0, pos) + 3  # time (its last byte) + tz
-            if pos < 3:
-                raise IndexError("log record runs past the block")
-            c = data[pos]  # message
-            if c < 0x80:
-                pos += 1 + c
+                pos = e
+            if p > m or (p == m and s < e and data[s] < t[m]):
+                continue  # below the wanted name's keys
+            key = last[:p] + data[s:e] if p else data[s:e]
+            last = key
+            while key >= t:
+                if key.startswith(t):  # one of the wanted name's entries
+                    if len(key) != lt + 8:
+                        raise IndexError("log key is not name NUL update index")
+                    got = (names[k], _MAX_UI - frombytes(key[lt:], "big"))
+                    if got not in seen:
+                        seen[got] = x & 7
+                    m = _IN_RUN
+                    break
+                k += 1  # past the wanted name's entries
+                if k == nt:
+                    return k, (ident, tail)
+                t = targets[k]
+                lt = len(t)
+                if limit is not None and limit <= t:
+                    pos = stop  # the rest of the interval sorts below the next wanted name
+                    break
             else:
-                c, pos = get_varint(data, pos, end)
-                pos += c
-        else:
-            pos = npos
-
-
-_CONT = bytes(0 if b < 0x80 else 1 for b in range(256))
+                n = len(key) if len(key) < lt else lt
+                m = n - ((frombytes(key[:n], "big") ^ frombytes(t[:n], "big")).bit_length() + 7) // 8
+        if pos != stop:
+            raise IndexError("a log record runs past its restart interval")
+    return k, (ident, tail)
 
 
 def _mkstemp(prefix: str) -> tuple[int, str]:
