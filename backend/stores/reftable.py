@@ -18,7 +18,6 @@ proportional to the new tables, not to the base (1M refs: ~10-20 ms instead of ~
 from __future__ import annotations
 
 import _thread
-import heapq
 import os
 import time
 from array import array
@@ -196,7 +195,9 @@ class Stack:
             return
 
         last = None
-        for name, neg, rb, j in heapq.merge(*(_keyed_records(ti, t, start) for ti, t in enumerate(tables))):
+        from heapq import merge  # only stacks of several tables merge (and heapq.py costs ~1 ms to import)
+
+        for name, neg, rb, j in merge(*(_keyed_records(ti, t, start) for ti, t in enumerate(tables))):
             if name == last:
                 continue
             last = name
@@ -587,7 +588,9 @@ class ReftableSnapshot:
         last_rb = None
         hidden = _EMPTY
         resolve = self.resolve
-        for name, neg, rb, j in heapq.merge(*(_keyed_records(ti, t, start) for ti, t in enumerate(tables))):
+        from heapq import merge  # only stacks of several tables merge (and heapq.py costs ~1 ms to import)
+
+        for name, neg, rb, j in merge(*(_keyed_records(ti, t, start) for ti, t in enumerate(tables))):
             if name == last:
                 continue
             last = name
