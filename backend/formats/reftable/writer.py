@@ -13,7 +13,8 @@ from __future__ import annotations
 import zlib
 from binascii import unhexlify
 from collections.abc import Iterable
-from operator import itemgetter
+from itertools import islice
+from operator import itemgetter, lt
 
 from .record import (
     BLOCK_INDEX,
@@ -236,7 +237,7 @@ class _Writer:
         n = len(keys)
         if not n:
             return
-        if self.last_key >= keys[0] or any(a >= b for a, b in zip(keys, keys[1:], strict=False)):
+        if self.last_key >= keys[0] or not all(map(lt, keys, islice(keys, 1, None))):
             raise ValueError("records out of order or duplicate")
         obj_tree = self.obj_tree if hashes is not None else None
         i = 0
@@ -401,9 +402,31 @@ def write_table(
     )  # fmt: skip
     refs = sorted(refs, key=_by_name)  # itemgetter: C-speed keys
     lo, hi = min_update_index, max_update_index
-    hashes = [] if index_objects else None
+    if refs:
+        values, hashes = _ref_values(refs, lo, hi, index_objects)
+        w.add_sorted(BLOCK_REF, list(map(_by_name, refs)), list(map(_by_type, refs)), values, hashes)
+    logs = list(logs)
+    if logs:
+        if w.bw is not None and w.bw.type == BLOCK_REF:
+            w._finish_public_section()
+        w.next -= w.pending_padding
+        w.pending_padding = 0
+        keys, types, values = _log_columns(logs, max_update_index, w.hash_size, exact_log_message)
+        w.add_sorted(BLOCK_LOG, keys, types, values)
+    return w.close()
+
+
+_by_name = itemgetter(0)  # RefRecord.name
+_by_type = itemgetter(2)  # RefRecord.value_type, LogRecord.log_type
+
+
+def _ref_values(refs, lo: int, hi: int, index_objects: bool) -> tuple[list[bytes], list | None]:
+    """Each ref's value bytes (the update-index delta first) and, when objects are indexed, the raw ids
+    each points at; None instead when no record points at one (a batch of tombstones: nothing to index,
+    and no per-record pass over empty id lists)."""
     values = []
-    deltas: dict[int, bytes] = {}
+    hashes: list[tuple[bytes, ...]] = []
+    deltas: dict[int, bytes] = {}  # a tombstone's whole value: shared per update index
     for rec in refs:
         ui = rec.update_index
         if not (lo <= ui <= hi):
@@ -414,50 +437,42 @@ def write_table(
             if v is None:
                 v = deltas[ui] = put_varint(ui - lo)
             values.append(v)
-            if hashes is not None:
-                hashes.append(())
+            hashes.append(())
             continue
         values.append(encode_ref_value(rec, lo))
-        if hashes is not None:
-            if vt == VALUE_VAL1:
-                hashes.append((unhexlify(rec.value),))
-            elif vt == VALUE_VAL2:
-                hashes.append((unhexlify(rec.value), unhexlify(rec.peeled)))
-            else:
-                hashes.append(())
-    w.add_sorted(BLOCK_REF, [r.name for r in refs], [r.value_type for r in refs], values, hashes)
-    logs = list(logs)
-    if logs:
-        if w.bw is not None and w.bw.type == BLOCK_REF:
-            w._finish_public_section()
-        w.next -= w.pending_padding
-        w.pending_padding = 0
-        hs = w.hash_size
-        rev = 0xFFFFFFFFFFFFFFFF
-        # the log key (name NUL reversed index) sorts as (name, newest first): sort by it at C speed
-        unsorted = [rec.name + b"\0" + (rev - rec.update_index).to_bytes(8, "big") for rec in logs]
-        order = sorted(range(len(logs)), key=unsorted.__getitem__)
-        keys = [unsorted[i] for i in order]
-        logs = [logs[i] for i in order]
-        types = []
-        values = []
-        for rec in logs:
-            lt = rec.log_type
-            ui = rec.update_index
-            types.append(lt)
-            if lt == LOG_DELETION:
-                values.append(b"")
-                continue
-            if ui > hi:
-                raise ValueError(f"log update index {ui} above max {hi}")
-            if not exact_log_message:
-                msg = rec.message.rstrip(b"\n")
-                if b"\n" in msg:
-                    raise ValueError(f"multi-line reflog message for {rec.name!r}")
-                rec = rec._replace(message=msg + b"\n")
-            values.append(encode_log_value(rec, hs))
-        w.add_sorted(BLOCK_LOG, keys, types, values)
-    return w.close()
+        if vt == VALUE_VAL1:
+            hashes.append((unhexlify(rec.value),))
+        elif vt == VALUE_VAL2:
+            hashes.append((unhexlify(rec.value), unhexlify(rec.peeled)))
+        else:
+            hashes.append(())
+    return values, hashes if index_objects and any(hashes) else None
 
 
-_by_name = itemgetter(0)  # RefRecord.name
+def _log_columns(logs: list[LogRecord], hi: int, hs: int, exact: bool) -> tuple[list, list, list]:
+    """Keys, types and value bytes of the log records, in key order. The key (name NUL reversed update
+    index) sorts as (name, newest first): sorted by it at C speed."""
+    rev = 0xFFFFFFFFFFFFFFFF
+    unsorted = [rec.name + b"\0" + (rev - rec.update_index).to_bytes(8, "big") for rec in logs]
+    if not any(map(_by_type, logs)):  # deletion records only (a deletion batch): no values
+        return sorted(unsorted), [LOG_DELETION] * len(logs), [b""] * len(logs)
+    order = sorted(range(len(logs)), key=unsorted.__getitem__)
+    keys = [unsorted[i] for i in order]
+    types = []
+    values = []
+    for i in order:
+        rec = logs[i]
+        kind = rec.log_type
+        types.append(kind)
+        if kind == LOG_DELETION:
+            values.append(b"")
+            continue
+        if rec.update_index > hi:
+            raise ValueError(f"log update index {rec.update_index} above max {hi}")
+        if not exact:
+            msg = rec.message.rstrip(b"\n")
+            if b"\n" in msg:
+                raise ValueError(f"multi-line reflog message for {rec.name!r}")
+            rec = rec._replace(message=msg + b"\n")
+        values.append(encode_log_value(rec, hs))
+    return keys, types, values
