@@ -53,13 +53,16 @@ def stacks(draw):
                 refs.append(RefRecord(name, ui, 3, target=draw(st.sampled_from(names))))
             else:
                 refs.append(RefRecord(name, ui, 1, _oid(draw)))
+        uniform = draw(st.booleans())  # one command's batch: every entry with the same ident and message
+        shape = draw(st.sampled_from(IDENTS)), draw(st.sampled_from(MESSAGES))
         for name in draw(st.lists(st.sampled_from(names), max_size=2 * len(names))):
             at = draw(st.integers(1, ui))
             if level and draw(st.booleans()):
                 logs.append(LogRecord(name, at, 0))
                 continue
-            ident, email, when, tz = draw(st.sampled_from(IDENTS))
-            msg = draw(st.sampled_from(MESSAGES))
+            (ident, email, when, tz), msg = (
+                shape if uniform else (draw(st.sampled_from(IDENTS)), draw(st.sampled_from(MESSAGES)))
+            )
             logs.append(LogRecord(name, at, 1, _oid(draw), _oid(draw), ident, email, when, tz, msg))
         seen = set()
         logs = [
@@ -94,8 +97,17 @@ def batched():
 @given(stacks(), st.data())
 def test_batched_reads_equal_seeks(got, data) -> None:
     tables, names = got
-    absent = [n + b"!" for n in names[::3]] + [n[:-1] for n in names[::4]] + [b"HEAD", b"refs/zz", b"a"]
-    asked = sorted(set(data.draw(st.lists(st.sampled_from(names + absent), min_size=1))))
+    asked = data.draw(st.lists(st.sampled_from(names + _absent(names)), min_size=1))
+    _check(tables, asked)
+
+
+def _absent(names: list[bytes]) -> list[bytes]:
+    """Names between, before and after the present ones."""
+    return [n + b"!" for n in names[::3]] + [n[:-1] for n in names[::4]] + [b"HEAD", b"refs/zz", b"a"]
+
+
+def _check(tables: list[Table], asked: list[bytes]) -> None:
+    asked = sorted(set(asked))
     stack = Stack("/nonexistent", "sha1")
     stack.adopt([t.name for t in tables], tables)
     with batched():
@@ -104,3 +116,36 @@ def test_batched_reads_equal_seeks(got, data) -> None:
     for name in asked:
         assert refs[name] == stack.lookup(name), name
         assert sorted(logs.get(name, [])) == sorted(r.update_index for r in stack.logs(name)), name
+
+
+@st.composite
+def batch_tables(draw):
+    """A table as one command writes it: hundreds of numbered names, mostly one ident and message (the
+    log scan skips such values by comparing bytes), some entries of another shape or several per name."""
+    rng = draw(st.randoms(use_true_random=False))
+    width = draw(st.integers(2, 5))
+    stem = draw(st.sampled_from([b"refs/heads/b-", b"refs/pull/", b"refs/tags/v" + b"x" * 20 + b"/"]))
+    count = min(draw(st.integers(20, 1000)), 10**width)
+    names = [stem + b"%0*d" % (width, i) for i in sorted(rng.sample(range(10**width), count))]
+    shape = (b"C O Mitter", b"c@example.com", 1700000000, 0, draw(st.sampled_from(MESSAGES)))
+    other = (b"X", b"x@y", 7, 60, b"other\n")
+    oid = rng.randbytes(20).hex().encode()
+    logs = []
+    for name in names:
+        for at in range(1, 2 + (rng.random() < 0.2)):
+            ident, email, when, tz, msg = other if rng.random() < 0.05 else shape
+            logs.append(
+                LogRecord(name, at, 1, oid, rng.randbytes(20).hex().encode(), ident, email, when, tz, msg)
+            )
+    refs = [RefRecord(name, 2, 1, oid) for name in names]
+    data = write_table(refs, logs, min_update_index=2, max_update_index=2, block_size=4096)
+    return [Table.from_bytes(data, "t.ref")], names
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+@given(batch_tables(), st.integers(1, 12), st.integers(0, 11), st.data())
+def test_batched_reads_equal_seeks_in_batch_tables(got, step: int, start: int, data) -> None:
+    """Every step-th name (as a spread selection takes them), some absent ones among them."""
+    tables, names = got
+    _check(tables, names[start::step] + data.draw(st.lists(st.sampled_from(_absent(names)))))
