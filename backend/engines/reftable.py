@@ -117,6 +117,7 @@ class ReftableCommit:
         self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
         self.deleted: list[bytes] = []
         self.written: list[Stack] = []
+        self._ident = None  # the committer, read once when a symref's entry needs it
         self._main_dir = os.path.join(self.repo.commondir, "reftable")
         linked = self.repo.gitdir != self.repo.commondir
         self._wt_dir = os.path.join(self.repo.gitdir, "reftable") if linked else None
@@ -144,11 +145,17 @@ class ReftableCommit:
         self.names.add(u.name)
 
     def prepare(self) -> None:
-        for d in self.deletions:
-            self._add(_Upd(d.name, d.old_oid, self.no_deref))
+        no_deref = self.no_deref
+        self.updates = [_Upd(d.name, d.old_oid, no_deref) for d in self.deletions]
+        self.names.update(u.name for u in self.updates)
         # git locks every stack of the original updates first.
-        for u in list(self.updates):
-            u.stack = self._stack(u.name)
+        if self._wt_dir is None and self.updates:  # without linked worktrees one stack holds every name
+            st = self._stack(self.updates[0].name)
+            for u in self.updates:
+                u.stack = st
+        else:
+            for u in list(self.updates):
+                u.stack = self._stack(u.name)
         head_stack = self._stack(b"HEAD") if b"HEAD" in self.names else self._head_stack()
         head = head_stack.lookup(b"HEAD") if head_stack is not None else None
         head_ref = head.target if head is not None and head.value_type == VALUE_SYMREF else None
@@ -237,60 +244,21 @@ class ReftableCommit:
         return st
 
     def write(self) -> None:
+        # every stack's records are read before the first table is written: a read error changes nothing
         mode = log_all_ref_updates(self.repo)
-        ident = None
-        per_stack: dict[str, tuple[list[RefRecord], list[LogRecord]]] = {}
-        # a deletion drops the whole reflog, entry by entry: find every live entry's update index
-        indexes: dict[str, dict[bytes, list[int]]] = {}
-        for st in self.stacks.values():
-            names = [u.name for u in self.queued if u.stack is st and not u.is_symref]
-            if names:
-                indexes[st.dir] = st.log_indexes(names)
-        new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
-        log_tail = (b"", b"", b"", b"", 0, 0, b"")  # a deletion record's empty data fields
-        dupes = False
-        for u in self.queued:
-            st = u.stack
-            got = per_stack.get(st.dir)
-            if got is None:
-                got = per_stack[st.dir] = ([], [], st.next_update_index())
-            refs, logs, ts = got
-            name = u.name
-            if u.log_only or u.is_symref:
-                dupes = True
-            if not u.is_symref:
-                for ui in indexes[st.dir].get(name, ()):
-                    logs.append(new(LogRecord, (name, ui, LOG_DELETION, *log_tail)))
-            elif mode == "always" or should_autocreate_reflog(mode, name) or st.has_log(name):
-                if ident is None:
-                    ident = committer_ident(self.repo)
-                logs.append(
-                    LogRecord(
-                        name,
-                        ts,
-                        LOG_UPDATE,
-                        u.current or self.zero,
-                        self.zero,
-                        ident.name,
-                        ident.email,
-                        ident.time,
-                        ident.tz_hhmm(),
-                        self.message,
-                    )
-                )
-            if u.log_only:
-                continue
-            refs.append(new(RefRecord, (name, ts, VALUE_DELETION, None, None, None)))
-            self.deleted.append(name)
+        batches = [
+            (st, *self._records(st, [u for u in self.queued if u.stack is st], mode))
+            for st in dict.fromkeys(u.stack for u in self.queued)  # in the order the updates name them
+        ]
+        self.deleted = [u.name for u in self.queued if not u.log_only]
         do_fsync = fsync_references(self.repo)
-        for d, (refs, logs, _ts) in per_stack.items():
-            st = self.stacks[d]
+        for st, refs, logs in batches:
             if not refs and not logs:
                 continue
             ts = st.next_update_index()
             data = write_table(
                 refs,
-                _dedupe_logs(logs) if dupes else logs,  # one entry per (name, index) unless symrefs logged
+                logs,
                 hash_name=self.repo.hash_name,
                 min_update_index=ts,
                 max_update_index=ts,
@@ -309,6 +277,46 @@ class ReftableCommit:
                 raise
             st.tables.append(Table.from_bytes(data, os.path.join(st.dir, name)))
             self.written.append(st)
+
+    def _records(self, st: Stack, ups: list[_Upd], mode: str) -> tuple[list[RefRecord], list[LogRecord]]:
+        """The records of the table ``ups`` add to ``st``: a tombstone per deleted ref; a log deletion
+        record for every live entry of the reflog of each update that is not a symref (a deletion drops
+        the whole reflog, entry by entry); git's reflog entry for a symref when it is logged."""
+        ts = st.next_update_index()
+        new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
+        plain = [u.name for u in ups if not u.is_symref]
+        logs: list[LogRecord] = []
+        if plain:
+            live = st.log_indexes(plain)
+            # name, update index, type 0 and a deletion record's empty data fields
+            logs = [new(LogRecord, (n, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for n in plain for ui in live.get(n, ())]  # fmt: skip
+        for u in ups:
+            if u.is_symref and (
+                mode == "always" or should_autocreate_reflog(mode, u.name) or st.has_log(u.name)
+            ):
+                logs.append(self._symref_entry(u, ts))
+        if len(plain) < len(ups) or any(u.log_only for u in ups):
+            logs = _dedupe_logs(logs)  # one entry per (name, index) once symrefs are logged
+        refs = [new(RefRecord, (u.name, ts, VALUE_DELETION, None, None, None)) for u in ups if not u.log_only]
+        return refs, logs
+
+    def _symref_entry(self, u: _Upd, ts: int) -> LogRecord:
+        """git's reflog entry for a deletion through symref ``u``: from its value to zero."""
+        if self._ident is None:
+            self._ident = committer_ident(self.repo)
+        ident = self._ident
+        return LogRecord(
+            u.name,
+            ts,
+            LOG_UPDATE,
+            u.current or self.zero,
+            self.zero,
+            ident.name,
+            ident.email,
+            ident.time,
+            ident.tz_hhmm(),
+            self.message,
+        )
 
     def release(self) -> None:
         for st in self.stacks.values():
