@@ -445,7 +445,12 @@ def _ref_value_end(data, vpos: int, end: int, vt: int, hs: int) -> int:
 
 
 def _ref_at(data, vpos: int, end: int, key: bytes, vt: int, hs: int, min_ui: int) -> RefRecord:
-    delta, v = get_varint(data, vpos, end)
+    """The record of ``key`` whose value (update-index delta first) starts at ``vpos``."""
+    delta = data[vpos]
+    if delta < 0x80:  # one byte: the common delta
+        v = vpos + 1
+    else:
+        delta, v = get_varint(data, vpos, end)
     val = peeled = sym = None
     if vt == 1:
         val = hexlify(data[v : v + hs])
@@ -472,7 +477,6 @@ def _scan_log_block(blk, targets, names, k: int, seen: dict, skip: tuple) -> tup
     data = blk.data
     end = blk.restart_off
     hs2 = 2 * blk.hash_size
-    same = data.startswith
     ident, tail = skip
     li = len(ident)
     ltail = len(tail)
@@ -506,11 +510,12 @@ def _scan_log_block(blk, targets, names, k: int, seen: dict, skip: tuple) -> tup
             e = s + (x >> 3)
             if x & 7:
                 q = e + hs2
-                if same(tail, q):
+                # (a slice compares faster than startswith parses its arguments)
+                if data[q : q + ltail] == tail:
                     pos = q + ltail
                 else:
                     pos = q
-                    if same(ident, pos):
+                    if data[pos : pos + li] == ident:
                         pos += li
                     else:
                         c = data[pos]  # committer name
