@@ -199,14 +199,23 @@ class Stack:
         return bool(self.logs(name))
 
     def log_indexes(self, names: list[bytes]) -> dict[bytes, list[int]]:
-        """Update indexes of every live reflog entry of each of ``names`` (newest table wins per key).
+        """Update indexes of every live reflog entry of each of ``names`` (newest table wins per key;
+        names without one are left out).
 
-        Few names: one seek per name and table. Many: one pass over each table's log blocks reading keys
-        only (values are skipped, never decoded): deleting 10k of 100k refs must not decode 100k entries.
-        """
-        if len(names) <= SEEK_LIMIT:
-            return {n: [r.update_index for r in self.logs(n)] for n in names}
+        Keys only are read, values skipped, never decoded (deleting 10k of 100k refs must not decode 100k
+        entries, nor one ref's the 40-odd entries around it). Many names: one sorted pass over each table's
+        log blocks. Few: one such pass per name from its own seek through the log index (a sorted pass
+        would inflate every block between names far apart)."""
         ordered = sorted(set(names))
+        if len(ordered) > SEEK_LIMIT:
+            return self._log_pass(ordered)
+        out: dict[bytes, list[int]] = {}
+        for n in ordered:
+            out.update(self._log_pass([n]))
+        return out
+
+    def _log_pass(self, ordered: list[bytes]) -> dict[bytes, list[int]]:
+        """``log_indexes`` of ``ordered`` (sorted, distinct) in one pass over each table."""
         targets = [n + b"\0" for n in ordered]  # every log key of name n is n NUL <8-byte index>
         seen: dict[tuple[bytes, int], int] = {}
         skip = (_NO_IDENT, _NO_IDENT)

@@ -496,8 +496,16 @@ def decode_index_block(blk: Block) -> tuple[list[bytes], list[int]]:
     try:
         while pos < end:
             rec = pos
-            prefix, pos = get_varint(data, pos, end)
-            x, pos = get_varint(data, pos, end)
+            prefix = data[pos]
+            if prefix < 0x80:  # one-byte varints inline: get_varint's own checks hold (pos < end)
+                pos += 1
+            else:
+                prefix, pos = get_varint(data, pos, end)
+            x = data[pos] if pos < end else 0x80
+            if x < 0x80:
+                pos += 1
+            else:
+                x, pos = get_varint(data, pos, end)
             if rec in restarts:
                 seen += 1
                 if prefix:
