@@ -301,8 +301,8 @@ def merged_lookup(tables, names) -> dict[bytes, RefRecord | None]:
 
     Newest table first, each table resolves the names no newer table had, in one merge pass: the names
     are sorted, every ref block is entered only when it can hold the next wanted name (its successor's
-    first key decides), and inside a block only the restart intervals that can hold one are decoded,
-    each up to its last wanted name. Values are decoded for the names found only."""
+    first key decides), and inside a block only the restart intervals that can hold one are walked,
+    each up to its last wanted name (see ``_lookup_block``). Values are decoded for the names found only."""
     found: dict[bytes, RefRecord] = {}
     want = sorted(set(names))
     for t in reversed(tables):
