@@ -349,9 +349,6 @@ class Config:
     def reftable_geometric_factor(self) -> int:
         return self.get_int("reftable.geometricFactor", 2)
 
-    def reftable_auto_compaction(self) -> bool:
-        return self.get_bool("reftable.autoCompaction", True)
-
     def reftable_block_size(self) -> int:
         return self.get_int("reftable.blockSize", 4096)
 

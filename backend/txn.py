@@ -81,7 +81,7 @@ class Transaction:
         self._done = False
         # (reftable dir, table names, {name: RefRecord | None}): records read in one pass by delete_many,
         # reused by the engine when the stack is unchanged under its lock.
-        self._known: tuple[str, list[str], dict] | None = None
+        self._known = None  # engines.reftable.StackReads: what was read from the snapshot's stack
 
     # -- queueing -------------------------------------------------------------------------------------
     @property
@@ -134,6 +134,7 @@ class Transaction:
         snap = self.snapshot
         if getattr(snap, "format", None) != "reftable" or getattr(snap, "worktree_stack", True) is not None:
             return  # files: per-name lookups are cheap; linked worktrees route names to two stacks
+        from .engines.reftable import StackReads
         from .engines.stack_io import merged_lookup
 
         names = [n for n in names if not n.startswith((b"worktrees/", b"main-worktree/"))]
@@ -141,13 +142,13 @@ class Transaction:
             records = merged_lookup(snap.tables, names)
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
-        self._known = (snap.stack.dir, list(snap.stack.names), records)
+        self._known = StackReads(snap.stack.dir, list(snap.stack.names), records, frozenset(), {})
 
     def _lookup_target(self, snap, name: bytes) -> bytes | None:
         """The symref target of ``name`` in the snapshot (None: not a symref, or absent)."""
         known = self._known
         if known is not None:
-            records = known[2]
+            records = known.records
             if name in records:
                 rec = records[name]
                 return rec.target if rec is not None else None
@@ -210,6 +211,8 @@ class Transaction:
             from .engines import reftable as engine
         if self.engine != "git" and store.format == "files":
             self._check_packed(snap)
+        elif self.engine != "git":
+            self._read_ahead(snap)
         try:
             with measure("commit", children=children) as m:
                 extra: list[OpReport] = []
@@ -245,6 +248,27 @@ class Transaction:
         with measure("check packed-refs") as m:
             try:
                 packed.validate()
+            except CorruptStore as err:
+                raise TransactionRefused(err.file, err.what, err.offset) from None
+        self._phases.append(m.report)
+
+    def _read_ahead(self, snap) -> None:
+        """reftable: read what the commit needs from the snapshot -- the deleted refs' records and the
+        update indexes of their reflog entries -- before the lock, as a phase of its own. Under the lock the
+        commit checks once that tables.list still names the same tables (tables never change) and then
+        only checks and writes: the lock is held for the writes, not for scanning 100k log records. When
+        the stack moved meanwhile it reads again under the lock, as git does."""
+        if getattr(snap, "format", None) != "reftable" or getattr(snap, "worktree_stack", True) is not None:
+            return  # linked worktrees route names to two stacks: read under the lock
+        names = [d.name for d in self.deletions]
+        if not names or any(n.startswith((b"worktrees/", b"main-worktree/")) for n in names):
+            return
+        from .engines.reftable import read_ahead
+
+        with measure("read") as m:
+            try:
+                self._known = read_ahead(snap, names, self._known)  # the records, then the targets' logs
+                self._known = read_ahead(snap, names, self._known, [self._resolve(n) for n in names])
             except CorruptStore as err:
                 raise TransactionRefused(err.file, err.what, err.offset) from None
         self._phases.append(m.report)

@@ -14,7 +14,6 @@ from tests.test_txn_support import open_txn_store
 @pytest.mark.parametrize("setting", [None, "reference", "committed", "none", "pack,index"])
 def test_fsync_follows_core_fsync(tmp_path: Path, ref_format: str, setting: str | None) -> None:
     repo = init_repo(tmp_path / "repo", fmt=ref_format)
-    git(repo, "config", "reftable.autoCompaction", "false")
     git(repo, "branch", "gone")
     if ref_format == "files":
         git(repo, "pack-refs", "--all")

@@ -3,13 +3,14 @@ table's update index is newest max + 1, and a damaged stack refuses the write wi
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 from refscope.backend.errors import InvalidRefName, TransactionRefused
 from refscope.backend.txn import Transaction
 
-from tests.gitutil import for_each_ref, git, init_repo, tree_bytes
+from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo, tree_bytes
 from tests.test_txn_support import open_txn_store
 
 
@@ -20,10 +21,8 @@ def tables(repo: Path) -> list[str]:
 @pytest.fixture
 def stack(tmp_path: Path) -> Path:
     repo = init_repo(tmp_path / "repo", fmt="reftable")
-    git(repo, "config", "reftable.autoCompaction", "false")
     for i in range(4):
         git(repo, "update-ref", f"refs/heads/t{i}", "HEAD")
-    git(repo, "config", "--unset", "reftable.autoCompaction")
     return repo
 
 
@@ -143,7 +142,6 @@ def test_batched_reads_write_gits_table(many: Path, tmp_path: Path, pick: str) -
 
     from tests.test_txn_support import copy_repo, git_delete, reftable_files
 
-    git(many, "config", "reftable.autoCompaction", "false")
     for i in range(0, 200, 3):  # a second reflog entry for a third of them, in a newer table
         git(many, "update-ref", "-m", "again", f"refs/heads/m{i:03d}", "HEAD")
     git(many, "pack-refs", "--all")
@@ -177,3 +175,105 @@ def test_delete_many_refuses_a_bad_name_like_delete(many: Path) -> None:
                         txn.delete(n, o)
             results.append((info.value.what, len(txn.deletions)))
         assert results[0] == results[1] == (f"refusing to update ref with bad name '{bad.decode()}'", 70), bad
+
+
+def _count_log_scans(monkeypatch) -> list[int]:
+    """Calls of Stack.log_indexes (the reflog scan), recorded as 1 inside the commit's lock, 0 before it."""
+    from refscope.backend.engines import stack_io
+
+    calls: list[int] = []
+    orig = stack_io.Stack.log_indexes
+
+    def counted(self, names):
+        calls.append(1 if self.lock_fd >= 0 else 0)
+        return orig(self, names)
+
+    monkeypatch.setattr(stack_io.Stack, "log_indexes", counted)
+    return calls
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_reads_happen_before_the_lock(many: Path, tmp_path: Path, monkeypatch, batched: bool) -> None:
+    """The records and the reflog entries are read in a phase of their own before tables.list is locked;
+    under the lock, an unchanged stack is not scanned again, and the new table is still git's."""
+    from tests.test_txn_support import copy_repo, git_delete, reftable_files
+
+    names = [b"refs/heads/m%03d" % i for i in range(0, 200, 2)]
+    ours = copy_repo(many, tmp_path / "ours")
+    theirs = copy_repo(many, tmp_path / "theirs")
+    assert git_delete(theirs, [(n, None) for n in names]).returncode == 0
+    calls = _count_log_scans(monkeypatch)
+    txn = Transaction(open_txn_store(ours), allow_checked_out=True)
+    if batched:
+        txn.delete_many([(n, None) for n in names])
+    else:
+        for n in names:
+            txn.delete(n)
+    res = txn.commit()
+    assert calls == [0]
+    assert [p.name for p in res.phases] == ["snapshot", "read", "commit", "auto-compaction"]
+    assert reftable_files(ours) == reftable_files(theirs)  # auto-compacted as git's too
+
+
+def test_stack_changed_after_the_reads_is_read_again(many: Path, tmp_path: Path, monkeypatch) -> None:
+    """Another writer adds a table (a new reflog entry of a ref being deleted) between the read phase and
+    the lock: the commit reads the stack again under the lock, and every entry of the reflog goes, as when
+    git deletes after that writer."""
+    from refscope.backend.engines import reftable as engine
+
+    from tests.test_txn_support import copy_repo, git_delete, reftable_files
+
+    names = [b"refs/heads/m%03d" % i for i in range(0, 200, 2)]
+    other = git(many, "commit-tree", "HEAD^{tree}", "-m", "other").strip().decode()
+    theirs = copy_repo(many, tmp_path / "theirs")
+    git(theirs, "update-ref", "-m", "meanwhile", "refs/heads/m010", other)
+    assert git_delete(theirs, [(n, None) for n in names]).returncode == 0
+    calls = _count_log_scans(monkeypatch)
+    orig = engine.read_ahead
+
+    def then_git_writes(*args, **kwargs):
+        got = orig(*args, **kwargs)
+        if len(args) > 3:  # after the log read
+            git(many, "update-ref", "-m", "meanwhile", "refs/heads/m010", other)
+        return got
+
+    monkeypatch.setattr(engine, "read_ahead", then_git_writes)
+    txn = Transaction(open_txn_store(many), allow_checked_out=True)
+    for n in names:
+        txn.delete(n)
+    txn.commit()
+    assert calls == [0, 1]
+    assert for_each_ref(many) == for_each_ref(theirs)
+    assert reftable_files(many) == reftable_files(theirs)  # m010's two reflog entries both deleted
+    assert (
+        subprocess.run(
+            [git_binary(), "reflog", "exists", "refs/heads/m010"], cwd=many, env=git_env()
+        ).returncode
+        == 1
+    )
+
+
+@pytest.mark.parametrize("auto", [None, "false"])
+def test_auto_compaction_follows_gits_switch(
+    stack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, auto: str | None
+) -> None:
+    """git auto-compacts after every write (it has no config key for that); only its test variable
+    GIT_TEST_REFTABLE_AUTOCOMPACTION turns it off, for refscope's engine as for git."""
+    from tests.test_txn_support import copy_repo, reftable_files
+
+    env = {**git_env(), **({"GIT_TEST_REFTABLE_AUTOCOMPACTION": auto} if auto else {})}
+    for i in range(3):  # tables git leaves uncompacted (with the switch off) or folds together
+        subprocess.run(
+            [git_binary(), "update-ref", f"refs/heads/u{i}", "HEAD"], cwd=stack, env=env, check=True
+        )
+    theirs = copy_repo(stack, tmp_path / "theirs")
+    subprocess.run([git_binary(), "update-ref", "-d", "refs/heads/t1"], cwd=theirs, env=env, check=True)
+    if auto:
+        monkeypatch.setenv("GIT_TEST_REFTABLE_AUTOCOMPACTION", auto)
+    txn = Transaction(open_txn_store(stack))
+    txn.delete(b"refs/heads/t1")
+    res = txn.commit()
+    assert ("auto-compaction" in [p.name for p in res.phases]) == (auto is None)
+    assert [n for n, _b in reftable_files(stack)] == [n for n, _b in reftable_files(theirs)]
+    if auto:
+        assert len(tables(stack)) > 1  # nothing folded, on either side

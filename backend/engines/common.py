@@ -55,6 +55,18 @@ def config_bool(repo, key: str, default: bool) -> bool:
     return default if config is None else config.get_bool(key, default)
 
 
+def auto_compaction() -> bool:
+    """Does a write end with auto-compaction? git always compacts (there is no config key for it); only
+    its test variable GIT_TEST_REFTABLE_AUTOCOMPACTION (git_env_bool, default true) turns it off."""
+    from ..config import ConfigError, parse_bool
+
+    raw = os.environ.get("GIT_TEST_REFTABLE_AUTOCOMPACTION")
+    try:
+        return True if raw is None else parse_bool(raw, "GIT_TEST_REFTABLE_AUTOCOMPACTION")
+    except ConfigError:
+        return True
+
+
 def fsync_references(repo) -> bool:
     config = getattr(repo, "config", None)
     return bool(config is not None and config.fsync_references())

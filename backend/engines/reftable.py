@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+from collections import namedtuple
 
 from ..errors import StaleValue, TransactionRefused
 from ..formats.reftable.record import (
@@ -31,6 +32,7 @@ from ..formats.reftable.writer import write_table
 from ..meter import measure
 from .common import (
     Deletion,
+    auto_compaction,
     committer_ident,
     config_bool,
     config_int,
@@ -43,7 +45,7 @@ from .common import (
     zero_oid,
 )
 from .compaction import auto_compact
-from .stack_io import Stack
+from .stack_io import Stack, merged_lookup
 
 
 def _text(name: bytes) -> str:
@@ -99,6 +101,40 @@ def snapshot_stack(snapshot, directory: str):
     return [t.name for t in tables], tables
 
 
+class StackReads(namedtuple("StackReads", "dir names records logged logs")):
+    """What a transaction read from its snapshot's stack before taking the lock: ``records`` (name ->
+    RefRecord or None) and ``logs`` (name -> update indexes of its live reflog entries, for every name in
+    ``logged``), read from the tables ``names`` of the stack in ``dir``. Tables never change once written:
+    while the locked ``tables.list`` still names exactly these, the commit reuses them instead of reading
+    again, and holds the lock for its checks and writes only."""
+
+    __slots__ = ()
+
+
+def read_ahead(
+    snapshot, names: list[bytes], known: StackReads | None, log_names: list[bytes] | None = None
+) -> StackReads:
+    """``StackReads`` of a one-stack snapshot: the records of ``names`` (those of ``known`` kept when they
+    were read from the same tables) and, given ``log_names``, their live reflog entries."""
+    stack = snapshot.stack
+    tables = list(snapshot.tables)
+    listed = [t.name for t in tables]
+    if known is not None and known.dir == stack.dir and known.names == listed:
+        records = known.records
+        missing = [n for n in names if n not in records]
+        if missing:
+            records = {**records, **merged_lookup(tables, missing)}
+        logged, logs = known.logged, known.logs
+    else:
+        records = merged_lookup(tables, names)
+        logged, logs = frozenset(), {}
+    if log_names is not None:
+        st = Stack(stack.dir, snapshot.hash_name)
+        st.adopt(listed, tables)
+        logged, logs = frozenset(log_names), st.log_indexes(log_names)
+    return StackReads(stack.dir, listed, records, logged, logs)
+
+
 class ReftableCommit:
     def __init__(
         self, store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None
@@ -111,7 +147,7 @@ class ReftableCommit:
         self.message = reflog_message(message) if message else b""
         self.zero = zero_oid(self.repo.hash_name)
         self.stacks: dict[str, Stack] = {}
-        self.known = known  # (dir, table names, {name: RefRecord | None}) read before the lock, or None
+        self.known: StackReads | None = known  # read from the snapshot before the lock
         self.updates: list[_Upd] = []
         self.names: set[bytes] = set()
         self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
@@ -165,9 +201,9 @@ class ReftableCommit:
         for st in self.stacks.values():
             names = [u.name for u in self.updates if u.stack is st]
             known = self.known
-            if known is not None and known[0] == st.dir and known[1] == st.names:
+            if known is not None and known.dir == st.dir and known.names == st.names:
                 # the stack is the one those records were read from (tables never change): reuse them
-                records = known[2]
+                records = known.records
                 pre.update((n, records[n]) for n in names if n in records)
                 names = [n for n in names if n not in records]
             if names:
@@ -287,7 +323,16 @@ class ReftableCommit:
         plain = [u.name for u in ups if not u.is_symref]
         logs: list[LogRecord] = []
         if plain:
-            live = st.log_indexes(plain)
+            known = self.known
+            if (
+                known is not None
+                and known.dir == st.dir
+                and known.names == st.names
+                and known.logged.issuperset(plain)
+            ):
+                live = known.logs  # read before the lock from these very tables
+            else:
+                live = st.log_indexes(plain)
             # name, update index, type 0 and a deletion record's empty data fields
             logs = [new(LogRecord, (n, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for n in plain for ui in live.get(n, ())]  # fmt: skip
         for u in ups:
@@ -346,14 +391,14 @@ def _dedupe_logs(logs: list[LogRecord]) -> list[LogRecord]:
 def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None):
     """Commit the deletions; then auto-compact. Returns (deleted names, [compaction OpReport...]).
 
-    ``known``: (stack dir, its table names, {name: RefRecord | None}) read from the snapshot; used when
-    the stack under the lock still lists exactly those tables."""
+    ``known``: the ``StackReads`` read from the snapshot before the lock; used when the stack under the
+    lock still lists exactly those tables."""
     if not deletions:
         return [], []  # git takes no lock at all for an empty transaction
     c = ReftableCommit(store, deletions, snapshot=snapshot, no_deref=no_deref, message=message, known=known)
     deleted = c.run()
     extra = []
-    if c.written and config_bool(c.repo, "reftable.autoCompaction", True):
+    if c.written and auto_compaction():
         for st in c.written:
             with measure("auto-compaction") as m:
                 auto_compact(c.repo, st)
@@ -361,4 +406,4 @@ def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, m
     return deleted, extra
 
 
-__all__ = ["commit", "ReftableCommit", "VALUE_DELETION"]
+__all__ = ["commit", "read_ahead", "ReftableCommit", "StackReads", "VALUE_DELETION"]

@@ -144,7 +144,7 @@ def suggest(sizes: list[int], factor: int) -> tuple[int, int] | None:
 
 class Forecast(NamedTuple):
     factor: int
-    auto: bool  # reftable.autoCompaction
+    auto: bool  # does a write auto-compact (git: always, unless GIT_TEST_REFTABLE_AUTOCOMPACTION=false)
     sizes: list[int]  # compaction sizes of the current tables
     now: tuple[int, int] | None  # what compacting the stack as it is would merge
     next_size: int  # assumed compaction size of the next write's table
