@@ -252,6 +252,18 @@ class Transaction:
                 raise TransactionRefused(err.file, err.what, err.offset) from None
         self._phases.append(m.report)
 
+    def add_reads(self, reads) -> None:
+        """Adopt ``StackReads`` made elsewhere from this transaction's snapshot (the CLI reads the reflog
+        entries in a second process while names are checked here); ignored unless read from the same
+        tables as what this transaction already holds."""
+        known = self._known
+        if known is None:
+            self._known = reads
+        elif known.dir == reads.dir and known.names == reads.names:
+            self._known = known._replace(
+                logged=known.logged | reads.logged, logs={**known.logs, **reads.logs}
+            )
+
     def _read_ahead(self, snap) -> None:
         """reftable: read what the commit needs from the snapshot -- the deleted refs' records and the
         update indexes of their reflog entries -- before the lock, as a phase of its own. Under the lock the

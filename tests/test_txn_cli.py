@@ -154,3 +154,62 @@ def test_geometric_compaction_of_a_segment(tmp_path: Path) -> None:
     assert len(names) == 2  # the big base table untouched, the three small ones merged
     assert for_each_ref(repo) == before
     git(repo, "refs", "verify")
+
+
+@pytest.mark.parametrize("with_symref", [False, True])
+def test_big_reftable_delete_reads_logs_on_the_side(tmp_path: Path, with_symref: bool) -> None:
+    """From 1,000 names the CLI reads the reflog entries in a forked child while it checks the names: the
+    repository ends exactly as after git's own transaction (a symref among the names, whose target's log
+    the child did not read, is read in-process)."""
+    from tests.test_txn_support import copy_repo, git_delete, reftable_files
+
+    repo = init_repo(tmp_path / "repo", fmt="reftable")
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    git(
+        repo,
+        "update-ref",
+        "--stdin",
+        input=b"".join(b"create refs/heads/n%04d %s\n" % (i, oid) for i in range(1500)),
+    )
+    git(repo, "update-ref", "-m", "second", "refs/heads/n0003", oid)
+    git(repo, "symbolic-ref", "refs/heads/alias", "refs/heads/n1499")
+    names = [b"refs/heads/n%04d" % i for i in range(0, 1500, 1)][:1200]
+    if with_symref:
+        names.append(b"refs/heads/alias")
+    theirs = copy_repo(repo, tmp_path / "theirs")
+    assert git_delete(theirs, [(n, None) for n in names]).returncode == 0
+    proc = refscope(repo, "--json", "--stdin", stdin=b"".join(n + b"\n" for n in names))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [p["name"] for p in out["phases"]][:4] == ["open", "snapshot", "read", "commit"]
+    assert for_each_ref(repo) == for_each_ref(theirs)
+    assert reftable_files(repo) == reftable_files(theirs)
+    assert leftovers(repo) == []
+
+
+def test_side_reads_reach_the_transaction(tmp_path: Path) -> None:
+    """The forked child's reflog reads arrive in the transaction, equal to reading them in-process."""
+    from refscope.app.cmd_delete import _SideReads
+    from refscope.backend.engines.reftable import read_ahead
+    from refscope.backend.txn import Transaction
+
+    from tests.test_txn_support import open_txn_store
+
+    repo = init_repo(tmp_path / "repo", fmt="reftable")
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    git(
+        repo,
+        "update-ref",
+        "--stdin",
+        input=b"".join(b"create refs/heads/s%03d %s\n" % (i, oid) for i in range(300)),
+    )
+    other = git(repo, "commit-tree", "HEAD^{tree}", "-m", "other").strip()
+    git(repo, "update-ref", "-m", "again", "refs/heads/s006", other.decode())
+    names = [b"refs/heads/s%03d" % i for i in range(0, 300, 3)]
+    txn = Transaction(open_txn_store(repo))
+    side = _SideReads(txn, names)
+    assert side.pid > 0
+    side.finish()
+    here = read_ahead(txn.snapshot, [], None, names)
+    assert txn._known.logged == frozenset(names) == here.logged
+    assert txn._known.logs == here.logs and len(here.logs[b"refs/heads/s006"]) == 2

@@ -114,8 +114,8 @@ class StackReads(namedtuple("StackReads", "dir names records logged logs")):
 def read_ahead(
     snapshot, names: list[bytes], known: StackReads | None, log_names: list[bytes] | None = None
 ) -> StackReads:
-    """``StackReads`` of a one-stack snapshot: the records of ``names`` (those of ``known`` kept when they
-    were read from the same tables) and, given ``log_names``, their live reflog entries."""
+    """``StackReads`` of a one-stack snapshot: the records of ``names`` and, given ``log_names``, their live
+    reflog entries; what ``known`` holds is kept (and not read again) when it was read from the same tables."""
     stack = snapshot.stack
     tables = list(snapshot.tables)
     listed = [t.name for t in tables]
@@ -128,10 +128,11 @@ def read_ahead(
     else:
         records = merged_lookup(tables, names)
         logged, logs = frozenset(), {}
-    if log_names is not None:
+    missing = [n for n in log_names if n not in logged] if log_names is not None else []
+    if missing:
         st = Stack(stack.dir, snapshot.hash_name)
         st.adopt(listed, tables)
-        logged, logs = frozenset(log_names), st.log_indexes(log_names)
+        logged, logs = logged | frozenset(missing), {**logs, **st.log_indexes(missing)}
     return StackReads(stack.dir, listed, records, logged, logs)
 
 
