@@ -13,7 +13,7 @@ Why it looks like this: whole-process time over a million refs is the target (wi
 imports are few and lazy, output goes out in big chunks, and runs of plain packed records are turned
 into output with a handful of C-speed byte operations (``formats.packed.bulk_json``). A reftable ref block
 of plain refs is decoded straight into ``[oid, name, ...]`` pairs and printed with one ``%`` over a
-repeated line template (``ReftableSnapshot.iter_bulk``); a big reftable listing runs on two cores, the
+repeated line template (``ReftableSnapshot.iter_bulk``); a big listing (either format) runs on two cores, the
 second half in a forked child (``_split_listing``).
 """
 
@@ -26,7 +26,9 @@ _GLOB = frozenset("*?[\\")
 # 64 KiB: the byte operations of the bulk path stay in cache and their buffers are reused by malloc (4 MiB
 # chunks spent a third of the time in page faults: 1M packed refs listed in 1.34 s, now 0.85 s).
 _CHUNK = 1 << 16
-_SPLIT_MIN = 1 << 20  # reftable bytes (~30k refs) from which `list` uses a second core
+_SPLIT_MIN = (
+    1 << 20
+)  # bytes of packed-refs (~15k refs) or the base table (~30k) from which `list` uses two cores
 
 
 def _parse(argv: list[str]) -> tuple[str | None, bool, list[str]] | None:
@@ -413,7 +415,7 @@ def _write_all(fd: int, parts: list[bytes]) -> None:
             view = view[os.write(fd, view) :]
 
 
-def _split_listing(snap, as_json: bool, out: _Out, split: bytes) -> None:
+def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> None:
     """List ``< split + NUL`` here and ``>= split + NUL`` in a forked child at the same time, the child's
     output following ours: the decoding is per-record Python, a second core halves the wall time.
 
@@ -432,7 +434,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes) -> None:
             os.close(r_st)
             os.close(w_go)
             mine = _Out(keep=True)
-            _Lister(snap, as_json, mine, None).columns([(mid, None)])
+            getattr(_Lister(snap, as_json, mine, None), way)([(mid, None)])
             os.write(w_st, b"K")
             if os.read(r_go, 1) == b"G":
                 _write_all(1, mine.parts)
@@ -445,7 +447,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes) -> None:
     os.close(r_go)
     reaped = False
     try:
-        _Lister(snap, as_json, out, None).columns([(b"", mid)])
+        getattr(_Lister(snap, as_json, out, None), way)([(b"", mid)])
         out.flush()
         if os.read(r_st, 1) == b"K":
             os.write(w_go, b"G")
@@ -456,7 +458,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes) -> None:
         else:
             _pid, _status = os.waitpid(pid, 0)
             reaped = True
-            _Lister(snap, as_json, out, None).columns([(mid, None)])
+            getattr(_Lister(snap, as_json, out, None), way)([(mid, None)])
     finally:
         os.close(r_st)
         os.close(w_go)  # a child still waiting sees EOF and exits without writing
@@ -487,16 +489,19 @@ def run(argv: list[str]) -> int:
     intervals = pats.intervals() if pats is not None else [(b"", None)]
     lister = _Lister(snap, as_json, out, pats if has_glob else None)
     try:
+        way = None
         if snap.format == "files" and not has_glob and snap.packed.in_name_order:
-            lister.files(intervals)
+            way = "files"
         elif hasattr(snap, "iter_bulk"):
+            way = "columns"
+        if way is not None:
             split = None
             if pats is None and hasattr(os, "fork") and _cores() > 1:
                 split = snap.split_name(_SPLIT_MIN)
             if split is not None:
-                _split_listing(snap, as_json, out, split)
+                _split_listing(snap, as_json, out, split, way)
             else:
-                lister.columns(intervals)
+                getattr(lister, way)(intervals)
         else:
             for lo, hi in intervals:
                 for ref in snap.iter_from(lo):

@@ -355,3 +355,78 @@ def test_packed_reader_rejects_like_git(tmp_path: Path) -> None:
         with pytest.raises(CorruptStore):
             snap = open_store(discover(str(repo))).snapshot()
             list(snap)
+
+
+# --- refscope list on two cores (files) -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def split_repo(tmp_path_factory) -> Path:
+    """2,000 packed refs (annotated tags with peeled lines among them) and loose refs that shadow packed
+    ones, add new names between them and near the middle, or hold a symref."""
+    repo = init_repo(tmp_path_factory.mktemp("split") / "r", fmt="files")
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    git(
+        repo,
+        "update-ref",
+        "--stdin",
+        input=b"".join(b"create refs/heads/p%05d %s\n" % (i, oid) for i in range(2000)),
+    )
+    for i in range(0, 2000, 250):
+        git(repo, "tag", "-a", "-m", "t", f"t{i:05d}", oid.decode())
+    git(repo, "pack-refs", "--all")
+    other = git(repo, "commit-tree", "HEAD^{tree}", "-m", "other").strip().decode()
+    for name in ("refs/heads/p00999", "refs/heads/p01000", "refs/heads/p01000x", "refs/heads/a", "refs/zz"):
+        git(repo, "update-ref", name, other)
+    git(repo, "symbolic-ref", "refs/heads/p01001y", "refs/heads/p00007")
+    return repo
+
+
+def _files_split(capfd, path: Path, as_json: bool, split: bytes | None) -> bytes:
+    from refscope.app import cmd_list
+
+    snap = open_store(discover(str(path))).snapshot()
+    out = cmd_list._Out()
+    if split is None:
+        cmd_list._Lister(snap, as_json, out, None).files([(b"", None)])
+        out.flush()
+    else:
+        cmd_list._split_listing(snap, as_json, out, split, "files")
+    return capfd.readouterr().out.encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_files_split_listing_equals_one_process(split_repo: Path, capfd, as_json: bool) -> None:
+    """Any split point (the middle record, a loose name, a shadowed packed name, before and after every
+    ref) gives the bytes of one process, which are git's."""
+    whole = _files_split(capfd, split_repo, as_json, None)
+    if not as_json:
+        assert whole == git(split_repo, "for-each-ref", "--format=%(objectname) %(refname)")
+    snap = open_store(discover(str(split_repo))).snapshot()
+    middle = snap.split_name(min_size=0)
+    assert middle is not None and middle.startswith(b"refs/heads/p0")
+    for split in (
+        middle,
+        b"refs/heads/p00999",
+        b"refs/heads/p01000",
+        b"refs/heads/p01000x",
+        b"refs/",
+        b"refs/zzz",
+    ):
+        assert _files_split(capfd, split_repo, as_json, split) == whole, split
+    assert snap.split_name() is None  # ~130 KB of packed-refs: under the 1 MiB that pays for a fork
+
+
+def test_files_list_command_splits(split_repo: Path, capfd, monkeypatch) -> None:
+    from refscope.app import cmd_list
+
+    calls = []
+    real = cmd_list._split_listing
+    monkeypatch.setattr(cmd_list, "_SPLIT_MIN", 0)
+    monkeypatch.setattr(cmd_list, "_split_listing", lambda *a: calls.append(a[4]) or real(*a))
+    monkeypatch.setattr(cmd_list, "_cores", lambda: 2)
+    assert cmd_list.run(["-C", str(split_repo)]) == 0
+    assert calls == ["files"]
+    assert capfd.readouterr().out.encode() == git(
+        split_repo, "for-each-ref", "--format=%(objectname) %(refname)"
+    )

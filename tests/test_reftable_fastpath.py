@@ -313,7 +313,7 @@ def _list_split(capfd, path: Path, as_json: bool, split: bytes | None) -> bytes:
         cmd_list._Lister(snap, as_json, out, None).columns([(b"", None)])
         out.flush()
     else:
-        cmd_list._split_listing(snap, as_json, out, split)
+        cmd_list._split_listing(snap, as_json, out, split, "columns")
     return capfd.readouterr().out.encode("utf-8", "surrogateescape")
 
 
@@ -382,7 +382,7 @@ def test_split_listing_reader_gone(overlay_repo, capfd):
         out = cmd_list._Out()
         out.stream = open(1, "wb", closefd=False)  # noqa: SIM115
         with pytest.raises(BrokenPipeError):
-            cmd_list._split_listing(snap, True, out, snap.split_name(min_size=0))
+            cmd_list._split_listing(snap, True, out, snap.split_name(min_size=0), "columns")
     finally:
         os.dup2(saved, 1)
         os.close(saved)

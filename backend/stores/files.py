@@ -218,6 +218,22 @@ class FilesSnapshot:
         return Ref(rec.name, rec.oid, rec.peeled, None, Location(PACKED, self.packed.path, rec.offset))
 
     # -- the Snapshot interface --------------------------------------------------------------------
+    def split_name(self, min_size: int = 1 << 20) -> bytes | None:
+        """The name of the packed record nearest the middle of packed-refs, so a bulk reader can list
+        ``< name + NUL`` and ``>=`` it separately (as ``ReftableSnapshot.split_name``); None for a file
+        smaller than ``min_size`` bytes, not in name order, or whose middle record does not read cleanly
+        (the listing then goes one way and reports it)."""
+        packed = self.packed
+        if packed.size < min_size or not packed.in_name_order:
+            return None
+        try:
+            name = packed.name_at(
+                packed._record_start(packed.header_end + (packed.size - packed.header_end) // 2)
+            )
+        except CorruptStore:
+            return None
+        return name if name.startswith(b"refs/") else None
+
     def lookup(self, name: bytes) -> Ref | None:
         lr = self.loose.get(name)
         if lr is not None:

@@ -107,6 +107,7 @@ def timed(cmd: list[str], cwd: Path, runs: int) -> tuple[float, float]:
     import resource
 
     env = git_env()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed refscope has its .pyc files
     walls, cpus = [], []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -174,7 +175,9 @@ def main(argv: list[str]) -> int:
             i += 1
         i += 1
     gitbin = git_binary()
-    refscope = [sys.executable, "-m", "refscope.app"]
+    # the launcher users run (scripts/setup-venv writes it: python -S, no import hook); -m as a fallback
+    launcher = ROOT / ".venv" / "bin" / "refscope"
+    refscope = [str(launcher)] if launcher.exists() else [sys.executable, "-m", "refscope.app"]
     print(f"git: {gitbin}  cpus: {os.cpu_count()}  runs: {runs} (median)")
     print()
     print("whole process, median wall ms / median CPU ms (user+sys); ratio = refscope / git (cheap format)")
