@@ -563,20 +563,14 @@ class PackedRefs:
         """Chunked (4 MiB at line boundaries, to bound memory): each chunk's ``\n^`` turned into ``\0^``
         (same length, so a record becomes one "line"), split on LF, line lengths summed. With ``offsets``
         false only the order the ``sorted`` trait promises is checked (``validate``: a third cheaper)."""
-        he, size, buf, hexlen = self.header_end, self.size, self.buf, self.hexlen
+        he, size, hexlen = self.header_end, self.size, self.hexlen
         out = array("q")
         pos = he
         chunk_size = 1 << 22
         check = self._names is None and self.sorted  # trusted order must be name order
         prev: bytes | None = None
         while pos < size:
-            end = min(size, pos + chunk_size)
-            if end < size:
-                end = buf.rfind(b"\n", pos, end) + 1
-                while end > pos and buf[end : end + 1] == b"^":
-                    end = buf.rfind(b"\n", pos, end - 1) + 1
-                if end <= pos:
-                    end = self._record_end(pos)
+            end = self._chunk_end(pos, chunk_size)
             data = self.read(pos, end)
             if b"^" in data:
                 data = data.replace(b"\n^", b"\0^")  # same length; NUL sorts a name before its extensions

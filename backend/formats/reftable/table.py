@@ -344,24 +344,15 @@ class Table:
     def iter_ref_blocks(self, start: bytes = b"") -> Iterator[tuple[RefBlock, int]]:
         """(decoded ref block, index of its first record >= start) from the block that may hold ``start``
         onwards. The hot path for streaming: the caller walks the parallel lists itself."""
-        off = self._ref_start_block(start)
-        if off is None:
-            return
         first = True
-        while True:
-            if off and self._other_section(off, BLOCK_REF):
-                return
-            blk = self.block_at(off)
-            if blk is None or blk.type != BLOCK_REF:
-                return
-            rb = self._refcache.get(off)
+        for blk in self.iter_ref_raw_blocks(start):
+            rb = self._refcache.get(blk.offset)
             if rb is None:
                 rb = decode_ref_block(blk, self.min_update_index)
-                rb.hidden = self.hidden_cache.get(off)
+                rb.hidden = self.hidden_cache.get(blk.offset)
             i = bisect_left(rb.names, start) if (first and start) else 0
             first = False
             yield rb, i
-            off = blk.offset + blk.full_size
 
     def iter_ref_raw_blocks(self, start: bytes = b"") -> Iterator[Block]:
         """The parsed (not decoded) ref blocks from the one that may hold ``start`` onwards: for bulk paths
