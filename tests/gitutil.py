@@ -68,6 +68,15 @@ def init_repo(path: Path, fmt: str = "files", hash_name: str = "sha1", bare: boo
     return path
 
 
+def create_refs(repo: Path | str, names, value: bytes | None = None) -> bytes:
+    """Create every name of ``names`` in one ``git update-ref --stdin`` transaction, at ``value`` (default:
+    HEAD's commit), and return that value."""
+    if value is None:
+        value = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-ref", "--stdin", input=b"".join(b"create %s %s\n" % (n, value) for n in names))
+    return value
+
+
 def for_each_ref(repo: Path | str, *patterns: str) -> list[tuple[bytes, bytes, bytes, bytes]]:
     """(name, oid, peeled-or-empty, symref-target-or-empty) for every ref git lists, in git's order."""
     fmt = "%(refname)%00%(objectname)%00%(*objectname)%00%(symref)"

@@ -22,7 +22,7 @@ from refscope.backend.model import LOOSE, PACKED
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
+from tests.gitutil import create_refs, for_each_ref, git, git_binary, git_env, init_repo
 
 LONG = b"refs/heads/long/" + b"/".join(
     [b"x" * 97] * 7 + [b"x" * 98]
@@ -365,13 +365,7 @@ def split_repo(tmp_path_factory) -> Path:
     """2,000 packed refs (annotated tags with peeled lines among them) and loose refs that shadow packed
     ones, add new names between them and near the middle, or hold a symref."""
     repo = init_repo(tmp_path_factory.mktemp("split") / "r", fmt="files")
-    oid = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/p%05d %s\n" % (i, oid) for i in range(2000)),
-    )
+    oid = create_refs(repo, [b"refs/heads/p%05d" % i for i in range(2000)])
     for i in range(0, 2000, 250):
         git(repo, "tag", "-a", "-m", "t", f"t{i:05d}", oid.decode())
     git(repo, "pack-refs", "--all")

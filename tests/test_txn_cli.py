@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from refscope.backend.engines.compaction import compact
 
-from tests.gitutil import for_each_ref, git, git_env, init_repo, tree_bytes
+from tests.gitutil import create_refs, for_each_ref, git, git_env, init_repo, tree_bytes
 from tests.test_txn_support import copy_repo, leftovers, open_txn_store, reflogs
 
 
@@ -29,13 +29,7 @@ def refscope(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.C
 @pytest.fixture
 def cli_repo(tmp_path: Path, ref_format: str) -> Path:
     repo = init_repo(tmp_path / "repo", fmt=ref_format)
-    oid = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/b%d %s\n" % (i, oid) for i in range(5)),
-    )
+    create_refs(repo, [b"refs/heads/b%d" % i for i in range(5)])
     git(repo, "tag", "-a", "-m", "t", "v1")
     if ref_format == "files":
         git(repo, "pack-refs", "--all")
@@ -138,13 +132,7 @@ def test_geometric_compaction_of_a_segment(tmp_path: Path) -> None:
     """compact(store) with no segment follows git's geometric suggestion; tombstones stay when the
     segment does not start at the base table."""
     repo = init_repo(tmp_path / "repo", fmt="reftable")
-    oid = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/big%03d %s\n" % (i, oid) for i in range(300)),
-    )
+    create_refs(repo, [b"refs/heads/big%03d" % i for i in range(300)])
     git(repo, "pack-refs")
     for i in range(3):
         git(repo, "update-ref", "-d", f"refs/heads/big{i:03d}")
@@ -164,13 +152,7 @@ def test_big_reftable_delete_reads_logs_on_the_side(tmp_path: Path, with_symref:
     from tests.test_txn_support import copy_repo, git_delete, reftable_files
 
     repo = init_repo(tmp_path / "repo", fmt="reftable")
-    oid = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/n%04d %s\n" % (i, oid) for i in range(1500)),
-    )
+    oid = create_refs(repo, [b"refs/heads/n%04d" % i for i in range(1500)])
     git(repo, "update-ref", "-m", "second", "refs/heads/n0003", oid)
     git(repo, "symbolic-ref", "refs/heads/alias", "refs/heads/n1499")
     names = [b"refs/heads/n%04d" % i for i in range(0, 1500, 1)][:1200]
@@ -196,13 +178,7 @@ def test_side_reads_reach_the_transaction(tmp_path: Path) -> None:
     from tests.test_txn_support import open_txn_store
 
     repo = init_repo(tmp_path / "repo", fmt="reftable")
-    oid = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/s%03d %s\n" % (i, oid) for i in range(300)),
-    )
+    create_refs(repo, [b"refs/heads/s%03d" % i for i in range(300)])
     other = git(repo, "commit-tree", "HEAD^{tree}", "-m", "other").strip()
     git(repo, "update-ref", "-m", "again", "refs/heads/s006", other.decode())
     names = [b"refs/heads/s%03d" % i for i in range(0, 300, 3)]

@@ -17,7 +17,7 @@ from refscope.backend.errors import LockBusy, TransactionRefused
 from refscope.backend.meter import measure
 from refscope.backend.txn import Transaction
 
-from tests.gitutil import for_each_ref, git, init_repo, tree_bytes
+from tests.gitutil import create_refs, for_each_ref, git, init_repo, tree_bytes
 from tests.test_txn_support import git_delete, open_txn_store
 
 
@@ -78,13 +78,7 @@ def test_only_eexist_is_retried(tmp_path: Path) -> None:
 @pytest.fixture
 def repo_with_refs(tmp_path: Path, ref_format: str) -> Path:
     repo = init_repo(tmp_path / "repo", fmt=ref_format)
-    oid = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/b%d %s\n" % (i, oid) for i in range(6)),
-    )
+    oid = create_refs(repo, [b"refs/heads/b%d" % i for i in range(6)])
     if ref_format == "files":
         git(repo, "pack-refs", "--all")
         git(repo, "update-ref", "refs/heads/loose", oid)

@@ -10,7 +10,7 @@ import pytest
 from refscope.backend.errors import InvalidRefName, TransactionRefused
 from refscope.backend.txn import Transaction
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo, tree_bytes
+from tests.gitutil import create_refs, for_each_ref, git, git_binary, git_env, init_repo, tree_bytes
 from tests.test_txn_support import open_txn_store
 
 
@@ -87,9 +87,7 @@ def test_empty_transaction_touches_nothing(tmp_path: Path, fmt: str) -> None:
 def many(tmp_path: Path) -> Path:
     """200 branches (more than one batched read) and a symref to the checked-out branch among them."""
     repo = init_repo(tmp_path / "many", fmt="reftable")
-    oid = git(repo, "rev-parse", "HEAD").strip()
-    data = b"".join(b"create refs/heads/m%03d %s\n" % (i, oid) for i in range(200))
-    git(repo, "update-ref", "--stdin", input=data)
+    create_refs(repo, [b"refs/heads/m%03d" % i for i in range(200)])
     git(repo, "symbolic-ref", "refs/heads/m100x", git(repo, "symbolic-ref", "HEAD").strip().decode())
     return repo
 

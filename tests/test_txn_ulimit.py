@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import for_each_ref, git, git_env, init_repo
+from tests.gitutil import create_refs, for_each_ref, git, git_env, init_repo
 from tests.test_txn_support import leftovers
 
 N = 1000
@@ -39,9 +39,8 @@ def _limit() -> None:
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_thousand_deletions_with_32_fds(fmt: str, tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo", fmt=fmt)
-    oid = git(repo, "rev-parse", "HEAD").strip()
     names = [b"refs/heads/many/%04d" % i for i in range(N)]
-    git(repo, "update-ref", "--stdin", input=b"".join(b"create %s %s\n" % (n, oid) for n in names))
+    oid = create_refs(repo, names)
     if fmt == "files":  # half packed, half loose (and loose over packed for some)
         git(repo, "pack-refs", "--all")
         git(repo, "update-ref", "--stdin", input=b"".join(b"update %s %s\n" % (n, oid) for n in names[::2]))
