@@ -132,17 +132,15 @@ class Transaction:
 
     def _prefetch(self, names: list[bytes]) -> None:
         snap = self.snapshot
-        if getattr(snap, "format", None) != "reftable" or getattr(snap, "worktree_stack", True) is not None:
+        if not _one_stack(snap):
             return  # files: per-name lookups are cheap; linked worktrees route names to two stacks
-        from .engines.reftable import StackReads
-        from .engines.stack_io import merged_lookup
+        from .engines.reftable import read_ahead
 
-        names = [n for n in names if not n.startswith((b"worktrees/", b"main-worktree/"))]
+        names = [n for n in names if not n.startswith(_OTHER_WORKTREES)]
         try:
-            records = merged_lookup(snap.tables, names)
+            self._known = read_ahead(snap, names, None)
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
-        self._known = StackReads(snap.stack.dir, list(snap.stack.names), records, frozenset(), {})
 
     def _lookup_target(self, snap, name: bytes) -> bytes | None:
         """The symref target of ``name`` in the snapshot (None: not a symref, or absent)."""
@@ -270,10 +268,10 @@ class Transaction:
         commit checks once that tables.list still names the same tables (tables never change) and then
         only checks and writes: the lock is held for the writes, not for scanning 100k log records. When
         the stack moved meanwhile it reads again under the lock, as git does."""
-        if getattr(snap, "format", None) != "reftable" or getattr(snap, "worktree_stack", True) is not None:
+        if not _one_stack(snap):
             return  # linked worktrees route names to two stacks: read under the lock
         names = [d.name for d in self.deletions]
-        if not names or any(n.startswith((b"worktrees/", b"main-worktree/")) for n in names):
+        if not names or any(n.startswith(_OTHER_WORKTREES) for n in names):
             return
         from .engines.reftable import read_ahead
 
@@ -293,6 +291,15 @@ class Transaction:
             if ref is not None:
                 out.append(target)
         return out
+
+
+_OTHER_WORKTREES = (b"worktrees/", b"main-worktree/")  # names of another worktree's refs
+
+
+def _one_stack(snap) -> bool:
+    """A reftable snapshot without a linked worktree's stack: one stack holds every name, so what the
+    commit needs can be read from it before the lock."""
+    return getattr(snap, "format", None) == "reftable" and getattr(snap, "worktree_stack", True) is None
 
 
 def _worktree_path(gitdir: str) -> str:
