@@ -1,5 +1,3 @@
-import sys
+from refscope.app.cli import run
 
-from refscope.app.cli import main
-
-sys.exit(main())
+run()

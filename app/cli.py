@@ -47,5 +47,31 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def run() -> None:
+    """The launcher's entry: ``main()``, then exit. A headless command leaves without the interpreter's
+    teardown (freeing every module and object: ~5-8 ms of a ~60 ms ``refscope delete``, for memory the
+    kernel takes back anyway): the standard streams are flushed and the exit handlers run (the meter's
+    keeper hand-off), then ``os._exit``. Not after the TUI, nor while another thread runs."""
+    code = main()
+    if sys.argv[1:2] and sys.argv[1] in COMMANDS:
+        threading = sys.modules.get("threading")
+        if threading is None or threading.active_count() == 1:
+            _exit_now(code)
+    sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    import atexit
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # `refscope list | head`: the reader left; quiet, as main() is on a broken pipe
+            continue
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -113,71 +113,47 @@ _SIDE_MIN = 1000  # names from which a reftable delete reads the reflog entries 
 
 class _SideReads:
     """The deleted refs' reflog entries (``engines.reftable.read_ahead``) read from the snapshot by a forked
-    child while this process checks the names and reads their records: a 10k-name delete scans every log
-    block, and a second core halves the wall time of that part. The child's result goes through a pipe
-    (marshal) into the transaction (``Transaction.add_reads``); if the child fails, the transaction reads
-    them itself, so errors surface as in one process. The child never returns, never runs exit handlers."""
+    child (``backend.forked``) while this process checks the names and reads their records: a 10k-name
+    delete scans every log block, and a second core halves the wall time of that part. The child's result
+    goes into the transaction (``Transaction.add_reads``); if the child fails, the transaction reads them
+    itself, so errors surface as in one process."""
 
     def __init__(self, txn, names: list[bytes]) -> None:
-        import os
+        from refscope.backend.forked import Forked, may_fork
 
-        self.pid = -1
+        self.child = None
         snap = txn.snapshot
-        if getattr(snap, "worktree_stack", True) is not None or not hasattr(os, "fork"):
+        if getattr(snap, "worktree_stack", True) is not None or not may_fork():
             return
         self.txn = txn
-        self.r, w = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:
-            code = 1
-            try:
-                import marshal
-
-                from refscope.backend.engines.reftable import read_ahead
-
-                os.close(self.r)
-                reads = read_ahead(snap, [], None, names)
-                data = memoryview(marshal.dumps((reads.dir, reads.names, sorted(reads.logged), reads.logs)))
-                while data:
-                    data = data[os.write(w, data) :]
-                code = 0
-            except BaseException:
-                pass
-            finally:
-                os._exit(code)
-        os.close(w)
+        self.child = Forked(_log_reads, snap, names)
 
     def finish(self) -> None:
         """Wait for the child and hand its reads to the transaction (nothing when it failed)."""
-        if self.pid <= 0:
+        if self.child is None:
             return
-        import marshal
-        import os
+        from refscope.backend.forked import FAILED
 
-        chunks = []
-        while True:
-            chunk = os.read(self.r, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(self.r)
-        _pid, status = os.waitpid(self.pid, 0)
-        self.pid = -1
-        if status == 0:
+        got = self.child.result()
+        self.child = None
+        if got is not FAILED:
             from refscope.backend.engines.reftable import StackReads
 
-            d, names, logged, logs = marshal.loads(b"".join(chunks))
+            d, names, logged, logs = got
             self.txn.add_reads(StackReads(d, names, {}, frozenset(logged), logs))
 
     def abandon(self) -> None:
-        if self.pid > 0:
-            import os
-            import signal
+        if self.child is not None:
+            self.child.abandon()
+            self.child = None
 
-            os.close(self.r)
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-            self.pid = -1
+
+def _log_reads(snap, names: list[bytes]) -> tuple:
+    """(In the child) the reflog reads of ``names``, as plain values for marshal."""
+    from refscope.backend.engines.reftable import read_ahead
+
+    reads = read_ahead(snap, [], None, names)
+    return reads.dir, reads.names, sorted(reads.logged), reads.logs
 
 
 def run(argv: list[str]) -> int:

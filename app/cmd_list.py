@@ -397,15 +397,6 @@ class _Lister:
                 self.ref(snap._packed_ref(rec))
 
 
-def _cores() -> int:
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _write_all(fd: int, parts: list[bytes]) -> None:
     import os
 
@@ -475,6 +466,7 @@ def run(argv: list[str]) -> int:
         sys.stderr.write(USAGE + "\n")
         return 2
     path, as_json, patterns = parsed
+    from refscope.backend.forked import may_fork
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
@@ -496,7 +488,7 @@ def run(argv: list[str]) -> int:
             way = "columns"
         if way is not None:
             split = None
-            if pats is None and hasattr(os, "fork") and _cores() > 1:
+            if pats is None and may_fork():
                 split = snap.split_name(_SPLIT_MIN)
             if split is not None:
                 _split_listing(snap, as_json, out, split, way)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from refscope.backend import forked
 from refscope.backend.errors import CorruptStore
 from refscope.backend.model import LOOSE, PACKED
 from refscope.backend.repo import discover
@@ -418,7 +419,7 @@ def test_files_list_command_splits(split_repo: Path, capfd, monkeypatch) -> None
     real = cmd_list._split_listing
     monkeypatch.setattr(cmd_list, "_SPLIT_MIN", 0)
     monkeypatch.setattr(cmd_list, "_split_listing", lambda *a: calls.append(a[4]) or real(*a))
-    monkeypatch.setattr(cmd_list, "_cores", lambda: 2)
+    monkeypatch.setattr(forked, "cores", lambda: 2)
     assert cmd_list.run(["-C", str(split_repo)]) == 0
     assert calls == ["files"]
     assert capfd.readouterr().out.encode() == git(

@@ -33,6 +33,8 @@ _CHUNK = (
     1 << 16
 )  # byte comparisons of two versions, a slice at a time (64 KiB: cache-sized copies, ~5x faster than 1 MiB)
 DERIVE_MAX = 65536  # records in the changed middle above which a row index is built afresh
+_FORK_MIN = 1 << 21  # validate checks a file from this size in two processes when it may
+_CHECK_CHUNK = 1 << 19  # bytes validate checks at a time
 MAX_PIECES = 64  # a spliced row index with more pieces is flattened into one array
 _SMALL = 32 * 1024  # git reads files up to this size instead of mapping them
 _HEXDIGITS = b"0123456789abcdefABCDEF"
@@ -559,10 +561,10 @@ class PackedRefs:
         self.derived = True
         return True
 
-    def _build_starts(self, offsets: bool = True) -> array:
+    def _build_starts(self) -> array:
         """Chunked (4 MiB at line boundaries, to bound memory): each chunk's ``\n^`` turned into ``\0^``
-        (same length, so a record becomes one "line"), split on LF, line lengths summed. With ``offsets``
-        false only the order the ``sorted`` trait promises is checked (``validate``: a third cheaper)."""
+        (same length, so a record becomes one "line"), split on LF, line lengths summed. The order the
+        ``sorted`` trait promises is checked on the way."""
         he, size, hexlen = self.header_end, self.size, self.hexlen
         out = array("q")
         pos = he
@@ -576,10 +578,9 @@ class PackedRefs:
                 data = data.replace(b"\n^", b"\0^")  # same length; NUL sorts a name before its extensions
             lines = data.split(b"\n")
             lines.pop()
-            if offsets:
-                acc = list(accumulate([len(x) + 1 for x in lines], initial=pos))
-                acc.pop()
-                out.extend(acc)
+            acc = list(accumulate([len(x) + 1 for x in lines], initial=pos))
+            acc.pop()
+            out.extend(acc)
             if check:
                 # names (a peeled record's with its NUL-led tail) must increase; C-speed slicing/compare
                 names = list(map(itemgetter(slice(hexlen + 1, None)), lines))
@@ -592,11 +593,10 @@ class PackedRefs:
         return out
 
     def _find_disorder(self, start: int) -> None:
-        """Raise unsorted_error at the first out-of-order record (the fast check saw one)."""
-        prev = None
-        for rec in self.iter_records(start):
-            prev = rec
-        del prev
+        """Raise unsorted_error at the first out-of-order record from ``start`` (a fast check saw one)."""
+        for _rec in self.iter_records(start):
+            pass
+        raise self.corrupt(f"{self.path}: records out of name order after offset {start}", start)
 
     def __len__(self) -> int:
         """Number of records (hidden ones included): counted with the hidden-name scan, no row index."""
@@ -706,35 +706,97 @@ class PackedRefs:
 
     # -- whole-file check ----------------------------------------------------------------------------
     def validate(self) -> None:
-        """Everything git's reader would reject anywhere in the file: raises the first CorruptStore.
+        """Everything git's reader would reject anywhere in the file, plus the order the ``sorted`` trait
+        promises: raises the first CorruptStore found.
 
         A transaction that rewrites packed-refs must refuse a damaged file (the splice would otherwise copy
-        the damage through). Plain chunks are checked at C speed (``bulk_run``); a chunk that is not plain is
-        decoded record by record with every check; then dangerous names (``hidden_rows``) and the order the
-        ``sorted`` trait promises (``starts``). Cached: the file is immutable once mapped."""
+        the damage through). A file in name order is checked chunk by chunk (``_check_range``); a big one
+        in two halves at once when this process may fork (``backend.forked``): the second half in a child,
+        whose verdict comes back as (what, offset). An unsorted file was decoded whole at open; only its
+        dangerous names remain (``hidden_rows``). Cached: the file is immutable once mapped."""
         if self._validated:
             return
-        size, hexlen = self.size, self.hexlen
-        pos = self.header_end
-        names_ok = True  # every chunk plain and every name under refs/: nothing hidden, nothing dangerous
-        while pos < size:
-            end = self._chunk_end(pos, 1 << 22)
-            data = self.read(pos, end)
-            if hexlen is None or bulk_run(data, hexlen, False) is None:
-                names_ok = False
-                p = pos
-                while p < end:
-                    p += self.record_at(p).length
-            elif names_ok:
-                names_ok = data.count(b" refs/") == data.count(b"\n") - data.count(b"\n^")
-            pos = end
-        if not names_ok:
+        if self._names is not None:
             self.hidden_rows()
-        if self._starts is None and self._names is None and self.sorted and self._prev is None:
-            self._build_starts(offsets=False)  # the order check alone: the row index may never be needed
-        else:
-            self.starts()
+            self._validated = True
+            return
+        he, size = self.header_end, self.size
+        mid = size
+        child = None
+        if size - he >= _FORK_MIN:
+            from ..forked import FAILED, Forked, may_fork
+
+            if may_fork():
+                mid = self._record_start(he + (size - he) // 2)
+                if he < mid:
+                    child = Forked(self._range_verdict, mid, size)
+                else:
+                    mid = size
+        try:
+            last = self._check_range(he, mid)
+        except BaseException:
+            if child is not None:
+                child.abandon()
+            raise
+        if child is not None:
+            verdict = child.result()
+            if verdict is FAILED:
+                self._check_range(mid, size)  # the child could not tell: errors as in one process
+            elif verdict is not None:
+                raise self.corrupt(*verdict)
+            if last is not None and not last[0] < self.name_at(mid):
+                raise self.unsorted_error(last[1], mid)
         self._validated = True
+
+    def _range_verdict(self, start: int, end: int) -> tuple[str, int | None] | None:
+        """``_check_range`` as a plain value for a forked child: None, or the error's (what, offset)."""
+        try:
+            self._check_range(start, end)
+        except CorruptStore as err:
+            return err.what, err.offset
+        return None
+
+    def _check_range(self, start: int, end: int) -> tuple[bytes, int] | None:
+        """Check the records in [start, end) (record boundaries): structure, dangerous names, strictly
+        increasing names. Returns the last record's (name, offset). Chunks of 512 KiB go through
+        ``checked_names`` (a third faster than 4 MiB ones: its copies and splits stay in the CPU caches); a
+        chunk it is unsure of is decoded record by record."""
+        hexlen = self.hexlen
+        prev: bytes | None = None
+        prev_off = start
+        pos = start
+        while pos < end:
+            cend = min(self._chunk_end(pos, _CHECK_CHUNK), end)
+            names = checked_names(self.read(pos, cend), hexlen)  # in strict order when not None
+            if names is None:
+                names = self._decoded_names(pos, cend)
+                if not all(map(lt, names, islice(names, 1, None))):
+                    self._find_disorder(pos)
+            if prev is not None and not prev < names[0]:
+                self._find_disorder(prev_off)
+            prev = names[-1]
+            prev_off = self._record_start(cend - 1)
+            pos = cend
+        return None if prev is None else (prev, prev_off)
+
+    def _decoded_names(self, start: int, end: int) -> list[bytes]:
+        """The names in [start, end), each record decoded with every check; a name git hides is kept (git
+        copies it through a rewrite), a dangerous one raises as git dies."""
+        from ..refname import is_safe_refname, is_valid_refname
+
+        names = []
+        record_at = self.record_at
+        pos = start
+        while pos < end:
+            rec = record_at(pos)
+            name = rec.name
+            if not is_valid_refname(name) and not is_safe_refname(name):
+                raise self.corrupt(
+                    f"packed refname is dangerous: {name.decode('utf-8', 'replace')}", rec.offset
+                )
+            names.append(name)
+            pos += rec.length
+        return names
 
 
 class Offsets:
@@ -930,6 +992,68 @@ def _prefix_successor(prefix: bytes) -> bytes | None:
     return p[:-1] + bytes([p[-1] + 1])
 
 
+# -- the whole-file check (``validate``) ---------------------------------------------------------------
+# ``validate`` must look at every record before a splice copies them through, in a process that should
+# cost no more than git's own rewrite. Per record in Python that is ~1 us each; a chunk of plain records
+# (the usual case) is instead checked with a few C-speed operations over the whole chunk
+# (``checked_names``), and anything it is unsure of goes down the record-by-record path.
+
+# bytes no valid name holds (controls but LF, DEL, ``~^:?[\\*``) -> "!"; the separators "/", "." and LF
+# -> "S"; "k" kept (no "k": no ".lock"); SP kept; the rest -> "a".
+_VALID = bytearray(b"a" * 256)
+for _c in [*range(0x00, 0x20), 0x7F, *b"~^:?[\\*"]:
+    _VALID[_c] = ord("!")
+for _c in b"/.\n":
+    _VALID[_c] = ord("S")
+for _c in b"k ":
+    _VALID[_c] = _c
+_VALID = bytes(_VALID)
+_NOT_SP_LF = bytes(c for c in range(256) if c not in b" \n")
+
+
+def checked_names(data: bytes, hexlen: int) -> list[bytes] | None:
+    """The names of a run of whole records (``^`` lines allowed) when every record reads cleanly, names
+    increase strictly and every name passes check_refname_format under ``refs/``; None when any of that
+    is not certain (the caller then decodes record by record, with git's exact errors).
+
+    Each ``^`` line is checked and cut out (``_peeled_parts``). In the rest, spaces and LFs alternate
+    (one space per line); one split on both gives the oids (each ``hexlen`` lowercase hex digits) and the
+    names. Strictly increasing, with the first and the last under ``refs/``, every name is under
+    ``refs/``: none is empty or starts with "/" or ".". Over one translation (``_VALID``): no byte a name
+    cannot hold, and no two adjacent separators ("//", "/.", "..", "./", a trailing "/" or "."); then
+    "@{" and a ".lock" component end. About 40 ms for 100k records, against ~100 ms record by record
+    with C-speed helpers and ~150 ms without."""
+    if not data:
+        return []
+    if b"^" in data:
+        parts = _peeled_parts(data, hexlen)
+        if parts is None:
+            return None
+        first, rest = parts
+        data = first + b"".join([b"\n" + p[hexlen + 1 :] for p in rest])
+    seps = data.translate(None, _NOT_SP_LF)
+    n = len(seps) >> 1
+    if seps != b" \n" * n:
+        return None  # not one space per line
+    pieces = data.replace(b"\n", b" ").split(b" ")
+    oids = pieces[0:-1:2]
+    if set(map(len, oids)) != {hexlen} or b"".join(oids).translate(None, _HEX_LOWER):
+        return None
+    names = pieces[1::2]
+    if not all(map(lt, names, islice(names, 1, None))):
+        return None
+    if not (names[0].startswith(b"refs/") and names[-1].startswith(b"refs/")):
+        return None
+    t = data.translate(_VALID)
+    if b"!" in t or b"SS" in t:
+        return None
+    if b"@" in data and b"@{" in data:
+        return None
+    if b"k" in t and (b".lock/" in data or b".lock\n" in data):
+        return None
+    return names
+
+
 # -- bulk output (``refscope list``) ---------------------------------------------------------------------
 # Turning a run of packed records into output lines one record at a time costs ~1.5 us each in Python;
 # for a million refs that alone is slower than git. When a run is plain (every name valid, printable
@@ -1011,16 +1135,10 @@ JSON_END_PEELED = b'", "target": null}\n'
 JSON_PEELED = b'", "peeled": "'
 
 
-def bulk_run(data: bytes, hexlen: int, as_json: bool) -> bytes | None:
-    """Output lines for a run of whole records (``^`` lines allowed), or None when the run is not plain
-    (the caller then goes record by record). Peeled lines are cut out with one split on ``\\n^``: each
-    piece after the first starts with the peeled oid and its LF."""
-    if not data:
-        return b""
-    if b"^" not in data:
-        if not plain_run_ok(data, hexlen):
-            return None
-        return bulk_json(data) if as_json else data
+def _peeled_parts(data: bytes, hexlen: int) -> tuple[bytes, list[bytes]] | None:
+    """A run of whole records cut at its ``^`` lines: the part before the first and, for each ``^`` line,
+    the part after its caret (the peeled oid, LF, then the ref lines up to the next ``^``). None unless
+    every ``^`` line is a lowercase oid and LF following a ref line."""
     parts = data.split(b"\n^")
     first = parts[0]
     rest = parts[1:]
@@ -1031,7 +1149,24 @@ def bulk_run(data: bytes, hexlen: int, as_json: bool) -> bytes | None:
         return None
     if b"".join([p[:hexlen] for p in rest]).translate(None, _HEX_LOWER):
         return None
-    plain = first + b"".join([nl + p[hexlen + 1 :] for p in rest])
+    return first, rest
+
+
+def bulk_run(data: bytes, hexlen: int, as_json: bool) -> bytes | None:
+    """Output lines for a run of whole records (``^`` lines allowed), or None when the run is not plain
+    (the caller then goes record by record). Peeled lines are cut out with one split on ``\\n^``: each
+    piece after the first starts with the peeled oid and its LF."""
+    if not data:
+        return b""
+    if b"^" not in data:
+        if not plain_run_ok(data, hexlen):
+            return None
+        return bulk_json(data) if as_json else data
+    parts = _peeled_parts(data, hexlen)
+    if parts is None:
+        return None
+    first, rest = parts
+    plain = first + b"".join([b"\n" + p[hexlen + 1 :] for p in rest])
     if not plain_run_ok(plain, hexlen):
         return None
     if not as_json:

@@ -1,0 +1,91 @@
+"""A function run in a forked child, its result coming back through a pipe.
+
+Why: a short CLI process that must scan a big file (the packed-refs check before a splice, a reftable
+stack's log blocks before a 10k-name delete) does byte work that never releases the GIL; a second core
+only helps from a second process, and forking the already-open snapshot costs about a millisecond where a
+new interpreter would cost ten. The child computes ``fn(*args)``, sends it marshalled (so only plain
+values: None, numbers, bytes, str, tuples, lists, dicts, sets) and leaves with ``os._exit``: no exit
+handlers, no flushing of the parent's buffers. If it fails for any reason, ``result`` says so and the
+caller does the work itself, so every error surfaces as in one process.
+
+Only a single-threaded process forks (``may_fork``): a thread holding a lock at fork time (the TUI's
+workers, the import lock) would leave the child deadlocked on it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+FAILED = object()  # what ``result`` returns when the child did not deliver
+
+
+def cores() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def may_fork() -> bool:
+    """Can work go to a second process here: fork exists, a second CPU is there, no other thread runs."""
+    if not hasattr(os, "fork") or cores() < 2:
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
+
+
+class Forked:
+    """``Forked(fn, *args)`` starts the child; ``result()`` waits for its value (``FAILED`` when it did not
+    deliver); ``abandon()`` kills it when the value is no longer wanted. Exactly one of the two is called."""
+
+    __slots__ = ("pid", "_r")
+
+    def __init__(self, fn, *args) -> None:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                import marshal
+
+                os.close(r)
+                data = memoryview(marshal.dumps(fn(*args)))
+                while data:
+                    data = data[os.write(w, data) :]
+                code = 0
+            except BaseException:
+                pass
+            finally:
+                os._exit(code)
+        os.close(w)
+        self.pid = pid
+        self._r = r
+
+    def result(self):
+        """The child's ``fn(*args)``, or ``FAILED``."""
+        chunks = []
+        while chunk := os.read(self._r, 1 << 20):
+            chunks.append(chunk)
+        os.close(self._r)
+        _pid, status = os.waitpid(self.pid, 0)
+        self.pid = -1
+        if status != 0:
+            return FAILED
+        import marshal
+
+        try:
+            return marshal.loads(b"".join(chunks))
+        except (EOFError, ValueError, TypeError):
+            return FAILED
+
+    def abandon(self) -> None:
+        """Kill and reap the child (not reaped yet, so the pid is still ours)."""
+        if self.pid > 0:
+            import signal
+
+            os.close(self._r)
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.pid = -1
