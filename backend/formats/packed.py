@@ -723,15 +723,14 @@ class PackedRefs:
         he, size = self.header_end, self.size
         mid = size
         child = None
-        if size - he >= _FORK_MIN:
-            from ..forked import FAILED, Forked, may_fork
+        if self.check_forks():
+            from ..forked import FAILED, Forked
 
-            if may_fork():
-                mid = self._record_start(he + (size - he) // 2)
-                if he < mid:
-                    child = Forked(self._range_verdict, mid, size)
-                else:
-                    mid = size
+            mid = self._record_start(he + (size - he) // 2)
+            if he < mid:
+                child = Forked(self._range_verdict, mid, size)
+            else:
+                mid = size
         try:
             last = self._check_range(he, mid)
         except BaseException:
@@ -747,6 +746,14 @@ class PackedRefs:
             if last is not None and not last[0] < self.name_at(mid):
                 raise self.unsorted_error(last[1], mid)
         self._validated = True
+
+    def check_forks(self) -> bool:
+        """Will ``validate`` hand half of the file to a forked child (whose cost a measure then counts)?"""
+        if self._validated or self._names is not None or self.size - self.header_end < _FORK_MIN:
+            return False
+        from ..forked import may_fork
+
+        return may_fork()
 
     def _range_verdict(self, start: int, end: int) -> tuple[str, int | None] | None:
         """``_check_range`` as a plain value for a forked child: None, or the error's (what, offset)."""
