@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,45 @@ def test_dump_errors(tmp_path: Path) -> None:
     out = refscope("dump", str(bad))
     assert out.returncode == 1
     assert out.stderr.decode() == f"refscope: {bad}: unexpected line in {bad}: # junk header (at byte 0)\n"
+
+
+def test_list_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """``refscope list | head -1``: the reader leaves early; refscope ends quietly with 0 (git dies of
+    SIGPIPE), whether the break surfaces while it writes or when it flushes on the way out."""
+    repo = init_repo(tmp_path / "r")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(
+        repo,
+        "update-ref",
+        "--stdin",
+        input=b"".join(b"create refs/heads/t%05d %s\n" % (i, head) for i in range(3000)),
+    )
+    for extra in ([], ["--json"]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "refscope.app", "list", *extra, "-C", str(repo)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=git_env(),
+        )
+        assert proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait() == 0 and err == b"", err
+    r, w = os.pipe()
+    os.close(r)  # gone before anything is written: the break surfaces when the buffered output is flushed
+    env = git_env()
+    env.pop("PYTHONUNBUFFERED", None)  # (the output must stay in the buffer until the exit)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "refscope.app", "delete", "--json", "-C", str(repo), "refs/heads/t00000"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    finally:
+        os.close(w)
+    assert out.returncode == 0 and out.stderr == b"", out.stderr
+    assert (
+        git(repo, "for-each-ref", "--count=1", "--format=%(refname)", "refs/heads/t*")
+        == b"refs/heads/t00001\n"
+    )
