@@ -54,6 +54,7 @@ class Transaction:
         "_heads",
         "_done",
         "_known",
+        "_table",
     )
 
     def __init__(
@@ -82,6 +83,7 @@ class Transaction:
         # (reftable dir, table names, {name: RefRecord | None}): records read in one pass by delete_many,
         # reused by the engine when the stack is unchanged under its lock.
         self._known = None  # engines.reftable.StackReads: what was read from the snapshot's stack
+        self._table = None  # engines.reftable.Prebuilt: the table, built from the snapshot's stack
 
     # -- queueing -------------------------------------------------------------------------------------
     @property
@@ -138,9 +140,15 @@ class Transaction:
 
         names = [n for n in names if not n.startswith(_OTHER_WORKTREES)]
         try:
-            self._known = read_ahead(snap, names, None)
+            self._known = read_ahead(snap, names, self._known)
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
+
+    def records(self, names: list[bytes]) -> dict | None:
+        """reftable, one stack: the snapshot's records of ``names`` (name -> RefRecord or None), read in one
+        pass and kept for the checks and the commit; None for any other store."""
+        self._prefetch(names)
+        return None if self._known is None else self._known.records
 
     def _lookup_target(self, snap, name: bytes) -> bytes | None:
         """The symref target of ``name`` in the snapshot (None: not a symref, or absent)."""
@@ -229,6 +237,7 @@ class Transaction:
                         no_deref=self.no_deref,
                         message=self.message,
                         known=self._known,
+                        prebuilt=self._table,
                     )
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
@@ -262,6 +271,11 @@ class Transaction:
             self._known = known._replace(
                 logged=known.logged | reads.logged, logs={**known.logs, **reads.logs}
             )
+
+    def add_table(self, table) -> None:
+        """Adopt a ``Prebuilt`` table made elsewhere from this transaction's snapshot: the commit writes it
+        when it is exactly what the commit would build (see ``engines.reftable.Prebuilt``)."""
+        self._table = table
 
     def _read_ahead(self, snap) -> None:
         """reftable: read what the commit needs from the snapshot -- the deleted refs' records and the

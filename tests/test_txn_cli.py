@@ -189,3 +189,44 @@ def test_side_reads_reach_the_transaction(tmp_path: Path) -> None:
     here = read_ahead(txn.snapshot, [], None, names)
     assert txn._known.logged == frozenset(names) == here.logged
     assert txn._known.logs == here.logs and len(here.logs[b"refs/heads/s006"]) == 2
+
+
+@pytest.mark.parametrize("case", ["unchanged", "stack moved", "checked-out branch"])
+def test_table_built_on_the_side(tmp_path: Path, monkeypatch, case: str) -> None:
+    """The child builds the commit's table from the snapshot once told which refs exist (``plan``). Under
+    the lock it is written as it is when the stack still lists the same tables and the batch is plain
+    deletions of exactly those refs (then no table is built in-process at all); otherwise the commit
+    builds its own: git added a table in between, or HEAD's branch goes (HEAD's reflog gets an entry).
+    Either way the tables end byte for byte as git's own transaction leaves them."""
+    from refscope.app.cmd_delete import _SideReads
+    from refscope.backend.engines import reftable as engine
+    from refscope.backend.txn import Transaction
+
+    from tests.test_txn_support import copy_repo, git_delete, reftable_files
+
+    repo = init_repo(tmp_path / "repo", fmt="reftable")
+    oid = create_refs(repo, [b"refs/heads/n%04d" % i for i in range(1200)])
+    git(repo, "update-ref", "-m", "second", "refs/heads/n0003", oid)
+    names = [b"refs/heads/n%04d" % i for i in range(0, 1200, 2)] + [b"refs/heads/missing"]
+    if case == "checked-out branch":
+        git(repo, "symbolic-ref", "HEAD", "refs/heads/n0002")
+    theirs = copy_repo(repo, tmp_path / "theirs")
+    for key, value in git_env().items():  # the committer of HEAD's reflog entry, as git has it
+        if key.startswith("GIT_"):
+            monkeypatch.setenv(key, value)
+    txn = Transaction(open_txn_store(repo), allow_checked_out=True)
+    side = _SideReads(txn, names)
+    side.plan(txn.records(names))
+    txn.delete_many([(n, None) for n in names])
+    side.finish()
+    assert txn._table is not None and txn._table.deletes == frozenset(names[:-1])
+    if case == "stack moved":
+        for r in (repo, theirs):
+            git(r, "update-ref", "refs/heads/late", oid)
+    if case == "unchanged":
+        monkeypatch.setattr(engine, "table_bytes", lambda *a: pytest.fail("built a table under the lock"))
+    txn.commit()
+    assert git_delete(theirs, [(n, None) for n in names]).returncode == 0
+    assert for_each_ref(repo) == for_each_ref(theirs)
+    assert reftable_files(repo) == reftable_files(theirs)
+    git(repo, "refs", "verify")

@@ -136,9 +136,64 @@ def read_ahead(
     return StackReads(stack.dir, listed, records, logged, logs)
 
 
+class Prebuilt(namedtuple("Prebuilt", "dir names deletes data")):
+    """The table a batch of plain deletions adds, built before the lock (by the CLI's second process) from
+    the tables ``names`` of the stack in ``dir``: ``deletes`` (frozenset) the refs it deletes, ``data`` its
+    bytes. The commit writes ``data`` as it is when, under the lock, the stack still lists exactly those
+    tables (so the update index, the records and the reflog entries are the ones it was built from) and
+    what it queued is exactly a plain deletion of each of ``deletes``; anything else is built afresh."""
+
+    __slots__ = ()
+
+
+def prebuild(snapshot, repo, deletes: list[bytes], reads: StackReads) -> Prebuilt:
+    """The ``Prebuilt`` table deleting ``deletes`` (existing refs, none a symref) from the snapshot's one
+    stack; ``reads`` holds their live reflog entries, read from the same tables."""
+    tables = list(snapshot.tables)
+    ts = tables[-1].max_update_index + 1 if tables else 1
+    data = deletion_table(repo, ts, deletes, reads.logs)
+    return Prebuilt(reads.dir, reads.names, frozenset(deletes), data)
+
+
+def deletion_table(repo, ts: int, names: list[bytes], live: dict[bytes, list[int]]) -> bytes:
+    """The table git writes at update index ``ts`` for plain deletions of ``names``: a tombstone each and
+    a log deletion record for every live reflog entry (``live``: name -> update indexes)."""
+    new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
+    refs = [new(RefRecord, (n, ts, VALUE_DELETION, None, None, None)) for n in names]
+    return table_bytes(repo, ts, refs, _log_deletions(names, live))
+
+
+def _log_deletions(names: list[bytes], live: dict[bytes, list[int]]) -> list[LogRecord]:
+    new = tuple.__new__
+    # name, update index, type 0 and a deletion record's empty data fields
+    return [new(LogRecord, (n, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for n in names for ui in live.get(n, ())]  # fmt: skip
+
+
+def table_bytes(repo, ts: int, refs: list[RefRecord], logs: list[LogRecord]) -> bytes:
+    """One table at update index ``ts``, laid out with the repository's reftable settings."""
+    return write_table(
+        refs,
+        logs,
+        hash_name=repo.hash_name,
+        min_update_index=ts,
+        max_update_index=ts,
+        block_size=config_int(repo, "reftable.blockSize", 4096),
+        restart_interval=config_int(repo, "reftable.restartInterval", 16),
+        index_objects=config_bool(repo, "reftable.indexObjects", True),
+    )
+
+
 class ReftableCommit:
     def __init__(
-        self, store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None
+        self,
+        store,
+        deletions: list[Deletion],
+        *,
+        snapshot=None,
+        no_deref=False,
+        message=b"",
+        known=None,
+        prebuilt=None,
     ) -> None:
         self.store = store
         self.repo = store.repo
@@ -149,6 +204,7 @@ class ReftableCommit:
         self.zero = zero_oid(self.repo.hash_name)
         self.stacks: dict[str, Stack] = {}
         self.known: StackReads | None = known  # read from the snapshot before the lock
+        self.prebuilt: Prebuilt | None = prebuilt  # the table, built before the lock
         self.updates: list[_Upd] = []
         self.names: set[bytes] = set()
         self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
@@ -283,26 +339,20 @@ class ReftableCommit:
     def write(self) -> None:
         # every stack's records are read before the first table is written: a read error changes nothing
         mode = log_all_ref_updates(self.repo)
-        batches = [
-            (st, *self._records(st, [u for u in self.queued if u.stack is st], mode))
-            for st in dict.fromkeys(u.stack for u in self.queued)  # in the order the updates name them
-        ]
+        batches = []
+        for st in dict.fromkeys(u.stack for u in self.queued):  # in the order the updates name them
+            ups = [u for u in self.queued if u.stack is st]
+            data = self._prebuilt_data(st, ups)
+            if data is None:
+                refs, logs = self._records(st, ups, mode)
+                if refs or logs:
+                    data = table_bytes(self.repo, st.next_update_index(), refs, logs)
+            if data is not None:
+                batches.append((st, data))
         self.deleted = [u.name for u in self.queued if not u.log_only]
         do_fsync = fsync_references(self.repo)
-        for st, refs, logs in batches:
-            if not refs and not logs:
-                continue
+        for st, data in batches:
             ts = st.next_update_index()
-            data = write_table(
-                refs,
-                logs,
-                hash_name=self.repo.hash_name,
-                min_update_index=ts,
-                max_update_index=ts,
-                block_size=config_int(self.repo, "reftable.blockSize", 4096),
-                restart_interval=config_int(self.repo, "reftable.restartInterval", 16),
-                index_objects=config_bool(self.repo, "reftable.indexObjects", True),
-            )
             name = st.write_table(data, ts, ts, do_fsync)
             try:
                 st.commit_list([*st.names, name], do_fsync)
@@ -315,12 +365,23 @@ class ReftableCommit:
             st.tables.append(Table.from_bytes(data, os.path.join(st.dir, name)))
             self.written.append(st)
 
+    def _prebuilt_data(self, st: Stack, ups: list[_Upd]) -> bytes | None:
+        """The ``Prebuilt`` table's bytes when they are what this stack's batch writes: built from the
+        tables the locked stack lists, for plain deletions of exactly the refs queued here."""
+        pre = self.prebuilt
+        if pre is None or pre.dir != st.dir or pre.names != st.names or len(ups) != len(pre.deletes):
+            return None
+        deletes = pre.deletes
+        for u in ups:
+            if u.is_symref or u.log_only or u.parent is not None or u.name not in deletes:
+                return None
+        return pre.data
+
     def _records(self, st: Stack, ups: list[_Upd], mode: str) -> tuple[list[RefRecord], list[LogRecord]]:
         """The records of the table ``ups`` add to ``st``: a tombstone per deleted ref; a log deletion
         record for every live entry of the reflog of each update that is not a symref (a deletion drops
         the whole reflog, entry by entry); git's reflog entry for a symref when it is logged."""
         ts = st.next_update_index()
-        new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
         plain = [u.name for u in ups if not u.is_symref]
         logs: list[LogRecord] = []
         if plain:
@@ -334,8 +395,7 @@ class ReftableCommit:
                 live = known.logs  # read before the lock from these very tables
             else:
                 live = st.log_indexes(plain)
-            # name, update index, type 0 and a deletion record's empty data fields
-            logs = [new(LogRecord, (n, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for n in plain for ui in live.get(n, ())]  # fmt: skip
+            logs = _log_deletions(plain, live)
         for u in ups:
             if u.is_symref and (
                 mode == "always" or should_autocreate_reflog(mode, u.name) or st.has_log(u.name)
@@ -343,6 +403,7 @@ class ReftableCommit:
                 logs.append(self._symref_entry(u, ts))
         if len(plain) < len(ups) or any(u.log_only for u in ups):
             logs = _dedupe_logs(logs)  # one entry per (name, index) once symrefs are logged
+        new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
         refs = [new(RefRecord, (u.name, ts, VALUE_DELETION, None, None, None)) for u in ups if not u.log_only]
         return refs, logs
 
@@ -389,14 +450,24 @@ def _dedupe_logs(logs: list[LogRecord]) -> list[LogRecord]:
     return out
 
 
-def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None):
+def commit(
+    store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None, prebuilt=None
+):
     """Commit the deletions; then auto-compact. Returns (deleted names, [compaction OpReport...]).
 
     ``known``: the ``StackReads`` read from the snapshot before the lock; used when the stack under the
-    lock still lists exactly those tables."""
+    lock still lists exactly those tables. ``prebuilt``: a ``Prebuilt`` table, used on the same terms."""
     if not deletions:
         return [], []  # git takes no lock at all for an empty transaction
-    c = ReftableCommit(store, deletions, snapshot=snapshot, no_deref=no_deref, message=message, known=known)
+    c = ReftableCommit(
+        store,
+        deletions,
+        snapshot=snapshot,
+        no_deref=no_deref,
+        message=message,
+        known=known,
+        prebuilt=prebuilt,
+    )
     deleted = c.run()
     extra = []
     if c.written and auto_compaction():
@@ -407,4 +478,13 @@ def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, m
     return deleted, extra
 
 
-__all__ = ["commit", "read_ahead", "ReftableCommit", "StackReads", "VALUE_DELETION"]
+__all__ = [
+    "commit",
+    "deletion_table",
+    "prebuild",
+    "read_ahead",
+    "Prebuilt",
+    "ReftableCommit",
+    "StackReads",
+    "VALUE_DELETION",
+]
