@@ -292,8 +292,17 @@ class Transaction:
 
         with measure("read") as m:
             try:
-                self._known = read_ahead(snap, names, self._known)  # the records, then the targets' logs
-                self._known = read_ahead(snap, names, self._known, [self._resolve(n) for n in names])
+                self._known = known = read_ahead(
+                    snap, names, self._known
+                )  # the records, then the targets' logs
+                targets = names
+                if not self.no_deref and any(
+                    r is not None and r.target for r in map(known.records.get, names)
+                ):
+                    targets = [
+                        self._resolve(n) for n in names
+                    ]  # (no symref among them: each is its own target)
+                self._known = read_ahead(snap, names, known, targets)
             except CorruptStore as err:
                 raise TransactionRefused(err.file, err.what, err.offset) from None
         self._phases.append(m.report)

@@ -9,7 +9,8 @@ Rows:
   ``refscope delete`` against ``git update-ref -d``.
 - reftable, delete 1 and 10k of N refs in one transaction: the commit against ``git update-ref --stdin``,
   and the whole processes.
-Times are medians of ``--runs`` runs, each on a fresh copy of the ref storage.
+Times are medians of ``--runs`` runs, each on a fresh copy of the ref storage; whole processes alternate
+with git's run by run.
 """
 
 from __future__ import annotations
@@ -127,8 +128,21 @@ def timed(argv: list[str], cwd: Path, stdin: bytes | None = None, env=None) -> f
     return dt
 
 
-def cpu_med(n: int) -> float:
-    return statistics.median(CPU[-n:])
+def side_by_side(ours: list[str], theirs: list[str], cwd: Path, reset, runs: int, stdin=(None, None)):
+    """Whole processes, refscope's and git's alternating run by run (each on a fresh copy from ``reset``):
+    this shared machine's speed drifts by up to ~1.5x within minutes, so blocks of one then the other would
+    compare different machines. Returns (our walls, our CPU median, git walls, git CPU median)."""
+    our_walls, our_cpus, git_walls, git_cpus = [], [], [], []
+    reset()
+    timed(ours, cwd, stdin[0])  # the first run writes the bytecode cache
+    for _ in range(runs):
+        reset()
+        git_walls.append(timed(theirs, cwd, stdin[1]))
+        git_cpus.append(CPU[-1])
+        reset()
+        our_walls.append(timed(ours, cwd, stdin[0]))
+        our_cpus.append(CPU[-1])
+    return our_walls, statistics.median(our_cpus), git_walls, statistics.median(git_cpus)
 
 
 def strace_count(
@@ -199,11 +213,13 @@ def bench_files(root: Path, n: int, runs: int) -> list[tuple]:
         source = r["source"]
     restore(saved, packed)
     st = strace_count([sys.executable, "-c", CHILD, str(repo), target], repo, window=True)
-    git_walls = []
-    for _ in range(runs):
-        restore(saved, packed)
-        git_walls.append(timed([git_binary(), "update-ref", "-d", target], repo))
-    git_cpu = cpu_med(runs)
+    ours, our_cpu, git_walls, git_cpu = side_by_side(
+        [REFSCOPE, "delete", target],
+        [git_binary(), "update-ref", "-d", target],
+        repo,
+        lambda: restore(saved, packed),
+        runs,
+    )
     restore(saved, packed)
     git_st = strace_count([git_binary(), "update-ref", "-d", target], repo)
     rows.append(
@@ -225,14 +241,6 @@ def bench_files(root: Path, n: int, runs: int) -> list[tuple]:
         )
     )
     rows.append(("  (strace, same window)", ", ".join(f"{k} {v}" for k, v in sorted(st.items())), "", ""))
-    # whole process
-    ours = []
-    restore(saved, packed)
-    timed([REFSCOPE, "delete", target], repo)  # first run writes the bytecode cache
-    for _ in range(runs):
-        restore(saved, packed)
-        ours.append(timed([REFSCOPE, "delete", target], repo))
-    our_cpu = cpu_med(runs)
     rows.append(
         (
             f"files: delete 1 of {n:,} packed — whole process",
@@ -265,18 +273,16 @@ def bench_reftable(root: Path, n: int, runs: int, k: int, contiguous: bool = Fal
         cpus.append(r["cpu_ms"])
         counts.append(r["syscalls"])
         reads.append(r["read_ms"])
-    git_walls = []
-    for _ in range(runs):
-        restore(saved, rt)
-        git_walls.append(timed([git_binary(), "update-ref", "--stdin"], repo, stdin))
-    git_cpu = cpu_med(runs)
+    ours, our_cpu, git_walls, git_cpu = side_by_side(
+        [REFSCOPE, "delete", "--stdin"],
+        [git_binary(), "update-ref", "--stdin"],
+        repo,
+        lambda: restore(saved, rt),
+        runs,
+        ("".join(x + "\n" for x in names).encode(), stdin),
+    )
     restore(saved, rt)
     git_st = strace_count([git_binary(), "update-ref", "--stdin"], repo, stdin)
-    ours = []
-    for _ in range(runs):
-        restore(saved, rt)
-        ours.append(timed([REFSCOPE, "delete", "--stdin"], repo, "".join(x + "\n" for x in names).encode()))
-    our_cpu = cpu_med(runs)
     restore(saved, rt)
     return [
         (
