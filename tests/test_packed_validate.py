@@ -25,6 +25,8 @@ NAME = st.one_of(
     st.sampled_from([b"HEAD", b"refs/", b"refs//x", b"rexs/x", b"refs/a.lock", b"refs/x.", b"@"]),
 )
 OID = st.binary(min_size=20, max_size=20).map(lambda b: b.hex().encode())
+RECORDS = st.lists(st.tuples(NAME, OID, st.one_of(st.none(), OID)), min_size=1, max_size=25)
+MUTATIONS = st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(b"\n ^\x00g/.A\t")), max_size=3)
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 
 
@@ -32,6 +34,17 @@ def _run(records) -> bytes:
     return b"".join(
         o + b" " + n + b"\n" + (b"^" + p + b"\n" if p is not None else b"") for n, o, p in records
     )
+
+
+def _mutated(records, in_order: bool, mutations) -> bytes:
+    """The records (names holding no LF; sorted by name if ``in_order``) with bytes overwritten."""
+    records = [r for r in records if b"\n" not in r[0]]
+    if in_order:
+        records.sort(key=lambda r: r[0])
+    raw = bytearray(_run(records))
+    for pos, byte in mutations if raw else ():
+        raw[pos % len(raw)] = byte
+    return bytes(raw)
 
 
 def _reference(p: PackedRefs) -> list[bytes]:
@@ -45,23 +58,13 @@ def _reference(p: PackedRefs) -> list[bytes]:
 
 
 @SETTINGS
-@given(
-    st.lists(st.tuples(NAME, OID, st.one_of(st.none(), OID)), min_size=1, max_size=25),
-    st.booleans(),
-    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(b"\n ^\x00g/.A\t")), max_size=3),
-)
+@given(RECORDS, st.booleans(), MUTATIONS)
 def test_checked_names_only_for_clean_runs(records, in_order, mutations) -> None:
-    records = [r for r in records if b"\n" not in r[0]]
-    if in_order:
-        records.sort(key=lambda r: r[0])
-    raw = bytearray(_run(records))
-    if not raw:
+    run = _mutated(records, in_order, mutations)
+    if not run:
         return
-    for pos, byte in mutations:
-        raw[pos % len(raw)] = byte
-    if raw[-1:] != b"\n":
-        raw += b"\n"
-    run = bytes(raw)
+    if run[-1:] != b"\n":
+        run += b"\n"
     names = checked_names(run, 40)
     if names is None:
         return
@@ -71,20 +74,10 @@ def test_checked_names_only_for_clean_runs(records, in_order, mutations) -> None
 
 
 @SETTINGS
-@given(
-    st.lists(st.tuples(NAME, OID, st.one_of(st.none(), OID)), min_size=1, max_size=25),
-    st.booleans(),
-    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(b"\n ^\x00g/.A\t")), max_size=2),
-)
+@given(RECORDS, st.booleans(), MUTATIONS)
 def test_validate_refuses_exactly_what_the_reader_refuses(records, in_order, mutations) -> None:
-    records = [r for r in records if b"\n" not in r[0]]
-    if in_order:
-        records.sort(key=lambda r: r[0])
-    raw = bytearray(HEADER + _run(records))
-    for pos, byte in mutations:
-        raw[len(HEADER) + pos % (len(raw) - len(HEADER))] = byte
     try:
-        p = PackedRefs.from_bytes(bytes(raw))
+        p = PackedRefs.from_bytes(HEADER + _mutated(records, in_order, mutations))
     except CorruptStore:
         return
     try:

@@ -18,9 +18,8 @@ from ..errors import LockBusy, RefscopeError, TransactionRefused
 from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
 from ..formats.reftable.stack import compaction_size, suggest_compaction_segment
 from ..formats.reftable.table import Table
-from ..formats.reftable.writer import write_table
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout
-from .common import config_bool, config_int, fsync_references
+from .common import config_int, fsync_references, table_bytes
 from .crashpoint import step
 from .stack_io import Stack, _mkstemp, read_list, table_name
 
@@ -85,17 +84,7 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
         refs, logs = merge_tables(segment, drop_tombstones=first == 0)
         empty = not refs and not logs
         if not empty:
-            data = write_table(
-                refs,
-                logs,
-                hash_name=st.hash_name,
-                min_update_index=min_i,
-                max_update_index=max_i,
-                block_size=config_int(repo, "reftable.blockSize", 4096),
-                restart_interval=config_int(repo, "reftable.restartInterval", 16),
-                index_objects=config_bool(repo, "reftable.indexObjects", True),
-                exact_log_message=True,
-            )
+            data = table_bytes(repo, refs, logs, min_i, max_i, exact_log_message=True)
             step("compaction: create temp")
             fd, temp = _mkstemp(os.path.join(st.dir, table_name(min_i, max_i)) + ".temp.")
             try:

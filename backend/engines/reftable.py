@@ -28,13 +28,11 @@ from ..formats.reftable.record import (
     RefRecord,
 )
 from ..formats.reftable.table import Table
-from ..formats.reftable.writer import write_table
 from ..meter import measure
 from .common import (
     Deletion,
     auto_compaction,
     committer_ident,
-    config_bool,
     config_int,
     fsync_references,
     is_per_worktree,
@@ -42,6 +40,7 @@ from .common import (
     reflog_message,
     should_autocreate_reflog,
     split_symref_update,
+    table_bytes,
     zero_oid,
 )
 from .compaction import auto_compact
@@ -160,27 +159,13 @@ def deletion_table(repo, ts: int, names: list[bytes], live: dict[bytes, list[int
     a log deletion record for every live reflog entry (``live``: name -> update indexes)."""
     new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
     refs = [new(RefRecord, (n, ts, VALUE_DELETION, None, None, None)) for n in names]
-    return table_bytes(repo, ts, refs, _log_deletions(names, live))
+    return table_bytes(repo, refs, _log_deletions(names, live), ts, ts)
 
 
 def _log_deletions(names: list[bytes], live: dict[bytes, list[int]]) -> list[LogRecord]:
     new = tuple.__new__
     # name, update index, type 0 and a deletion record's empty data fields
     return [new(LogRecord, (n, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for n in names for ui in live.get(n, ())]  # fmt: skip
-
-
-def table_bytes(repo, ts: int, refs: list[RefRecord], logs: list[LogRecord]) -> bytes:
-    """One table at update index ``ts``, laid out with the repository's reftable settings."""
-    return write_table(
-        refs,
-        logs,
-        hash_name=repo.hash_name,
-        min_update_index=ts,
-        max_update_index=ts,
-        block_size=config_int(repo, "reftable.blockSize", 4096),
-        restart_interval=config_int(repo, "reftable.restartInterval", 16),
-        index_objects=config_bool(repo, "reftable.indexObjects", True),
-    )
 
 
 class ReftableCommit:
@@ -346,7 +331,8 @@ class ReftableCommit:
             if data is None:
                 refs, logs = self._records(st, ups, mode)
                 if refs or logs:
-                    data = table_bytes(self.repo, st.next_update_index(), refs, logs)
+                    ts = st.next_update_index()
+                    data = table_bytes(self.repo, refs, logs, ts, ts)
             if data is not None:
                 batches.append((st, data))
         self.deleted = [u.name for u in self.queued if not u.log_only]
