@@ -227,3 +227,44 @@ async def test_bench_runs_queue_on_scratch_copies(tmp_path: Path) -> None:
         assert "refscope bench: delete refs/heads/topic/000" in body
         assert "native " in body and "git " in body
     assert tree_bytes(path / ".git") == before
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+async def test_packed_refs_checked_while_the_dialog_is_open(
+    tmp_path: Path, monkeypatch, damaged: bool
+) -> None:
+    """A native commit on a big packed-refs has the file checked while the confirmation is open (an
+    operation of its own), so the commit finds it checked. A damaged file is left for the commit to refuse:
+    nothing changes and the queue is kept."""
+    from refscope.app.tui.screens import main
+
+    monkeypatch.setattr(main, "PRECHECK_MIN", 0)  # (the threshold keeps tiny files, as the demo's, out of it)
+    path = make_repo(tmp_path / "r", "files", n=5)
+    if damaged:  # what validate finds in a damaged file (one the reader opens and lists is hard to make)
+        from refscope.backend.errors import CorruptStore
+        from refscope.backend.formats.packed import PackedRefs
+
+        def damaged_file(self) -> None:
+            raise CorruptStore(self.path, "packed refname is dangerous: refs/heads/../x", 0)
+
+        monkeypatch.setattr(PackedRefs, "validate", damaged_file)
+    before = tree_bytes(path / ".git")
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await set_filter(pilot, app, "refs/heads/topic/001")
+        await pilot.press("space")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit))
+        await wait_for(pilot, lambda: not any(w.group == "precheck" for w in app.workers))
+        await pilot.pause()
+        checked = [r.name for r in app.reports if r.name == "check packed-refs"]
+        assert checked == ([] if damaged else ["check packed-refs"])
+        assert damaged or app.snapshot.packed._validated
+        await pilot.press("y")
+        if damaged:
+            await wait_for(pilot, lambda: isinstance(app.screen, MessageDialog))
+            assert "packed refname is dangerous" in str(app.screen.body) and len(app.queue) == 1
+            assert tree_bytes(path / ".git") == before
+        else:
+            await wait_for(pilot, lambda: isinstance(app.screen, OperationScreen))
+            assert b"refs/heads/topic/001" not in names(path)
