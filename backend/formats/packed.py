@@ -1028,8 +1028,8 @@ def checked_names(data: bytes, hexlen: int) -> list[bytes] | None:
     names. Strictly increasing, with the first and the last under ``refs/``, every name is under
     ``refs/``: none is empty or starts with "/" or ".". Over one translation (``_VALID``): no byte a name
     cannot hold, and no two adjacent separators ("//", "/.", "..", "./", a trailing "/" or "."); then
-    "@{" and a ".lock" component end. About 40 ms for 100k records, against ~100 ms record by record
-    with C-speed helpers and ~150 ms without."""
+    "@{" and a ".lock" component end. About 33 ms for 100k records on one core (in 512 KiB chunks),
+    against ~85 ms for the check this replaced."""
     if not data:
         return []
     if b"^" in data:
