@@ -123,6 +123,7 @@ class _SideReads:
         from refscope.backend.forked import Forked, may_fork
 
         self.child = None
+        self.rest = memoryview(b"")  # what of the plan the pipe has not taken yet
         snap = txn.snapshot
         if getattr(snap, "worktree_stack", True) is not None or not may_fork():
             return
@@ -135,11 +136,11 @@ class _SideReads:
 
     def plan(self, records: dict | None) -> None:
         """Send the child the refs its table deletes: every one of ``records`` (name -> record, from the
-        snapshot) that exists, unless one is a symref (then git logs through it: the commit builds that)."""
+        snapshot) that exists, unless one is a symref (then git logs through it: the commit builds that).
+        Without blocking: the child reads the plan only once its log scan is done, and what the pipe does
+        not take now is sent by ``finish``."""
         if self.child is None or self.w < 0:
             return
-        import os
-
         msg = b""
         if records is not None:
             found = [r for r in records.values() if r is not None]
@@ -147,19 +148,32 @@ class _SideReads:
                 import marshal
 
                 msg = marshal.dumps([r.name for r in found])
-        view = memoryview(msg)
+        import os
+
+        os.set_blocking(self.w, False)
+        self._send(memoryview(msg))
+
+    def _send(self, view: memoryview) -> None:
+        import os
+
         try:
             while view:
                 view = view[os.write(self.w, view) :]
-        finally:
-            os.close(self.w)
-            self.w = -1
+        except BlockingIOError:
+            self.rest = view
+            return
+        os.close(self.w)  # the end of the plan
+        self.w = -1
 
     def finish(self) -> None:
         """Wait for the child and hand its reads and table to the transaction (nothing when it failed)."""
         if self.child is None:
             return
-        self.plan(None)  # (not planned: the child builds nothing)
+        if self.w >= 0:  # the rest of the plan, or none at all (not planned: the child builds nothing)
+            import os
+
+            os.set_blocking(self.w, True)
+            self._send(self.rest)
         from refscope.backend.forked import FAILED
 
         got = self.child.result()

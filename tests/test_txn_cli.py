@@ -205,11 +205,12 @@ def test_table_built_on_the_side(tmp_path: Path, monkeypatch, case: str) -> None
     from tests.test_txn_support import copy_repo, git_delete, reftable_files
 
     repo = init_repo(tmp_path / "repo", fmt="reftable")
-    oid = create_refs(repo, [b"refs/heads/n%04d" % i for i in range(1200)])
-    git(repo, "update-ref", "-m", "second", "refs/heads/n0003", oid)
-    names = [b"refs/heads/n%04d" % i for i in range(0, 1200, 2)] + [b"refs/heads/missing"]
+    ref = b"refs/heads/a-branch-with-a-name-long-enough-%04d"
+    oid = create_refs(repo, [ref % i for i in range(4000)])
+    git(repo, "update-ref", "-m", "second", (ref % 3).decode(), oid)
+    names = [ref % i for i in range(0, 4000, 2)] + [b"refs/heads/missing"]
     if case == "checked-out branch":
-        git(repo, "symbolic-ref", "HEAD", "refs/heads/n0002")
+        git(repo, "symbolic-ref", "HEAD", (ref % 2).decode())
     theirs = copy_repo(repo, tmp_path / "theirs")
     for key, value in git_env().items():  # the committer of HEAD's reflog entry, as git has it
         if key.startswith("GIT_"):
@@ -217,6 +218,7 @@ def test_table_built_on_the_side(tmp_path: Path, monkeypatch, case: str) -> None
     txn = Transaction(open_txn_store(repo), allow_checked_out=True)
     side = _SideReads(txn, names)
     side.plan(txn.records(names))
+    assert len(side.rest) > 0  # more than a pipe holds: the rest waits for finish (the child reads it later)
     txn.delete_many([(n, None) for n in names])
     side.finish()
     assert txn._table is not None and txn._table.deletes == frozenset(names[:-1])
