@@ -112,109 +112,48 @@ _SIDE_MIN = 1000  # names from which a reftable delete reads the reflog entries 
 
 
 class _SideReads:
-    """Work a 10k-name reftable delete hands to a forked child (``backend.forked``) while this process checks
-    the names: the deleted refs' reflog entries (``engines.reftable.read_ahead``: a scan of every log block)
-    and then the table the commit writes (``engines.reftable.prebuild``), once ``plan`` has told it which
-    refs exist. A second core halves the wall time of that part. The results go into the transaction
-    (``add_reads``, ``add_table``), which uses them only when they match what it finds under the lock; if
-    the child fails, the transaction reads and builds itself, so errors surface as in one process."""
+    """The deleted refs' reflog entries (``engines.reftable.read_ahead``) read from the snapshot by a forked
+    child (``backend.forked``) while this process checks the names and reads their records: a 10k-name
+    delete scans every log block, and a second core halves the wall time of that part. The child's result
+    goes into the transaction (``Transaction.add_reads``); if the child fails, the transaction reads them
+    itself, so errors surface as in one process."""
 
     def __init__(self, txn, names: list[bytes]) -> None:
         from refscope.backend.forked import Forked, may_fork
 
         self.child = None
-        self.rest = memoryview(b"")  # what of the plan the pipe has not taken yet
         snap = txn.snapshot
         if getattr(snap, "worktree_stack", True) is not None or not may_fork():
             return
-        import os
-
         self.txn = txn
-        r, self.w = os.pipe()
-        self.child = Forked(_side_work, snap, txn.store.repo, names, r, self.w)
-        os.close(r)
-
-    def plan(self, records: dict | None) -> None:
-        """Send the child the refs its table deletes: every one of ``records`` (name -> record, from the
-        snapshot) that exists, unless one is a symref (then git logs through it: the commit builds that).
-        Without blocking: the child reads the plan only once its log scan is done, and what the pipe does
-        not take now is sent by ``finish``."""
-        if self.child is None or self.w < 0:
-            return
-        msg = b""
-        if records is not None:
-            found = [r for r in records.values() if r is not None]
-            if found and all(r.target is None for r in found):
-                import marshal
-
-                msg = marshal.dumps([r.name for r in found])
-        import os
-
-        os.set_blocking(self.w, False)
-        self._send(memoryview(msg))
-
-    def _send(self, view: memoryview) -> None:
-        import os
-
-        try:
-            while view:
-                view = view[os.write(self.w, view) :]
-        except BlockingIOError:
-            self.rest = view
-            return
-        os.close(self.w)  # the end of the plan
-        self.w = -1
+        self.child = Forked(_log_reads, snap, names)
 
     def finish(self) -> None:
-        """Wait for the child and hand its reads and table to the transaction (nothing when it failed)."""
+        """Wait for the child and hand its reads to the transaction (nothing when it failed)."""
         if self.child is None:
             return
-        if self.w >= 0:  # the rest of the plan, or none at all (not planned: the child builds nothing)
-            import os
-
-            os.set_blocking(self.w, True)
-            self._send(self.rest)
         from refscope.backend.forked import FAILED
 
         got = self.child.result()
         self.child = None
         if got is not FAILED:
-            from refscope.backend.engines.reftable import Prebuilt, StackReads
+            from refscope.backend.engines.reftable import StackReads
 
-            d, names, logged, logs, table = got
+            d, names, logged, logs = got
             self.txn.add_reads(StackReads(d, names, {}, frozenset(logged), logs))
-            if table is not None:
-                self.txn.add_table(Prebuilt(*table))
 
     def abandon(self) -> None:
         if self.child is not None:
-            import os
-
-            if self.w >= 0:
-                os.close(self.w)
-                self.w = -1
             self.child.abandon()
             self.child = None
 
 
-def _side_work(snap, repo, names: list[bytes], plan_fd: int, plan_w: int) -> tuple:
-    """(In the child) the reflog reads of ``names``, then the table deleting the refs the parent names
-    on ``plan_fd`` (nothing when it sends nothing), as plain values for marshal."""
-    import marshal
-    import os
-
-    from refscope.backend.engines.reftable import prebuild, read_ahead
-
-    os.close(plan_w)  # the parent's end: else the plan never ends
+def _log_reads(snap, names: list[bytes]) -> tuple:
+    """(In the child) the reflog reads of ``names``, as plain values for marshal."""
+    from refscope.backend.engines.reftable import read_ahead
 
     reads = read_ahead(snap, [], None, names)
-    chunks = []
-    while chunk := os.read(plan_fd, 1 << 20):
-        chunks.append(chunk)
-    table = None
-    if chunks:
-        table = tuple(prebuild(snap, repo, marshal.loads(b"".join(chunks)), reads))
-    return reads.dir, reads.names, sorted(reads.logged), reads.logs, table
+    return reads.dir, reads.names, sorted(reads.logged), reads.logs
 
 
 def run(argv: list[str]) -> int:
@@ -250,9 +189,7 @@ def run(argv: list[str]) -> int:
     side = None
     try:
         if args.engine == "native" and store.format == "reftable" and len(args.refs) >= _SIDE_MIN:
-            names = [n for n, _old in args.refs]
-            side = _SideReads(txn, names)
-            side.plan(txn.records(names))
+            side = _SideReads(txn, [n for n, _old in args.refs])
         txn.delete_many(args.refs)
         if side is not None:
             side.finish()

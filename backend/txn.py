@@ -54,7 +54,6 @@ class Transaction:
         "_heads",
         "_done",
         "_known",
-        "_table",
     )
 
     def __init__(
@@ -83,7 +82,6 @@ class Transaction:
         # (reftable dir, table names, {name: RefRecord | None}): records read in one pass by delete_many,
         # reused by the engine when the stack is unchanged under its lock.
         self._known = None  # engines.reftable.StackReads: what was read from the snapshot's stack
-        self._table = None  # engines.reftable.Prebuilt: the table, built from the snapshot's stack
 
     # -- queueing -------------------------------------------------------------------------------------
     @property
@@ -140,15 +138,9 @@ class Transaction:
 
         names = [n for n in names if not n.startswith(_OTHER_WORKTREES)]
         try:
-            self._known = read_ahead(snap, names, self._known)
+            self._known = read_ahead(snap, names, None)
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
-
-    def records(self, names: list[bytes]) -> dict | None:
-        """reftable, one stack: the snapshot's records of ``names`` (name -> RefRecord or None), read in one
-        pass and kept for the checks and the commit; None for any other store."""
-        self._prefetch(names)
-        return None if self._known is None else self._known.records
 
     def _lookup_target(self, snap, name: bytes) -> bytes | None:
         """The symref target of ``name`` in the snapshot (None: not a symref, or absent)."""
@@ -237,7 +229,6 @@ class Transaction:
                         no_deref=self.no_deref,
                         message=self.message,
                         known=self._known,
-                        prebuilt=self._table,
                     )
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
@@ -272,11 +263,6 @@ class Transaction:
                 logged=known.logged | reads.logged, logs={**known.logs, **reads.logs}
             )
 
-    def add_table(self, table) -> None:
-        """Adopt a ``Prebuilt`` table made elsewhere from this transaction's snapshot: the commit writes it
-        when it is exactly what the commit would build (see ``engines.reftable.Prebuilt``)."""
-        self._table = table
-
     def _read_ahead(self, snap) -> None:
         """reftable: read what the commit needs from the snapshot -- the deleted refs' records and the
         update indexes of their reflog entries -- before the lock, as a phase of its own. Under the lock the
@@ -292,16 +278,13 @@ class Transaction:
 
         with measure("read") as m:
             try:
-                self._known = known = read_ahead(
-                    snap, names, self._known
-                )  # the records, then the targets' logs
+                # the records, then the logs of their targets (without a symref each is its own target)
+                self._known = known = read_ahead(snap, names, self._known)
                 targets = names
                 if not self.no_deref and any(
                     r is not None and r.target for r in map(known.records.get, names)
                 ):
-                    targets = [
-                        self._resolve(n) for n in names
-                    ]  # (no symref among them: each is its own target)
+                    targets = [self._resolve(n) for n in names]
                 self._known = read_ahead(snap, names, known, targets)
             except CorruptStore as err:
                 raise TransactionRefused(err.file, err.what, err.offset) from None

@@ -39,3 +39,20 @@ def test_list_command_imports_stay_small() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_engines_bring_what_their_commit_runs() -> None:
+    """``Transaction.commit`` imports the engine before the meter starts, so the commit's figures are the
+    commit's own: nothing may be imported inside the window. The reftable engine's table writer comes
+    with it; the files engine (packed-refs splice) loads no reftable writer at all."""
+    code = (
+        "import sys\n"
+        "from refscope.backend import txn\n"
+        "from refscope.backend.engines import files\n"
+        "print('refscope.backend.formats.reftable.writer' in sys.modules)\n"
+        "from refscope.backend.engines import reftable\n"
+        "print('refscope.backend.formats.reftable.writer' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True"]

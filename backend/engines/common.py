@@ -179,21 +179,3 @@ def split_symref_update(txn, u, target: bytes, make) -> None:
     u.log_only = True
     u.no_deref = True
     txn._add(child)
-
-
-def table_bytes(repo, refs, logs, min_ui: int, max_ui: int, *, exact_log_message: bool = False) -> bytes:
-    """One reftable table holding ``refs`` and ``logs`` for update indexes ``min_ui``..``max_ui``, laid out
-    with the repository's ``reftable.*`` settings (block size, restart interval, object index)."""
-    from ..formats.reftable.writer import write_table  # (not on the files backend's path)
-
-    return write_table(
-        refs,
-        logs,
-        hash_name=repo.hash_name,
-        min_update_index=min_ui,
-        max_update_index=max_ui,
-        block_size=config_int(repo, "reftable.blockSize", 4096),
-        restart_interval=config_int(repo, "reftable.restartInterval", 16),
-        index_objects=config_bool(repo, "reftable.indexObjects", True),
-        exact_log_message=exact_log_message,
-    )

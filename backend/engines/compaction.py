@@ -19,9 +19,9 @@ from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
 from ..formats.reftable.stack import compaction_size, suggest_compaction_segment
 from ..formats.reftable.table import Table
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout
-from .common import config_int, fsync_references, table_bytes
+from .common import config_int, fsync_references
 from .crashpoint import step
-from .stack_io import Stack, _mkstemp, read_list, table_name
+from .stack_io import Stack, _mkstemp, read_list, table_bytes, table_name
 
 
 class Outdated(TransactionRefused):

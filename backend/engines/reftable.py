@@ -40,11 +40,10 @@ from .common import (
     reflog_message,
     should_autocreate_reflog,
     split_symref_update,
-    table_bytes,
     zero_oid,
 )
 from .compaction import auto_compact
-from .stack_io import Stack, merged_lookup
+from .stack_io import Stack, merged_lookup, table_bytes
 
 
 def _text(name: bytes) -> str:
@@ -135,50 +134,9 @@ def read_ahead(
     return StackReads(stack.dir, listed, records, logged, logs)
 
 
-class Prebuilt(namedtuple("Prebuilt", "dir names deletes data")):
-    """The table a batch of plain deletions adds, built before the lock (by the CLI's second process) from
-    the tables ``names`` of the stack in ``dir``: ``deletes`` (frozenset) the refs it deletes, ``data`` its
-    bytes. The commit writes ``data`` as it is when, under the lock, the stack still lists exactly those
-    tables (so the update index, the records and the reflog entries are the ones it was built from) and
-    what it queued is exactly a plain deletion of each of ``deletes``; anything else is built afresh."""
-
-    __slots__ = ()
-
-
-def prebuild(snapshot, repo, deletes: list[bytes], reads: StackReads) -> Prebuilt:
-    """The ``Prebuilt`` table deleting ``deletes`` (existing refs, none a symref) from the snapshot's one
-    stack; ``reads`` holds their live reflog entries, read from the same tables."""
-    tables = list(snapshot.tables)
-    ts = tables[-1].max_update_index + 1 if tables else 1
-    data = deletion_table(repo, ts, deletes, reads.logs)
-    return Prebuilt(reads.dir, reads.names, frozenset(deletes), data)
-
-
-def deletion_table(repo, ts: int, names: list[bytes], live: dict[bytes, list[int]]) -> bytes:
-    """The table git writes at update index ``ts`` for plain deletions of ``names``: a tombstone each and
-    a log deletion record for every live reflog entry (``live``: name -> update indexes)."""
-    new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
-    refs = [new(RefRecord, (n, ts, VALUE_DELETION, None, None, None)) for n in names]
-    return table_bytes(repo, refs, _log_deletions(names, live), ts, ts)
-
-
-def _log_deletions(names: list[bytes], live: dict[bytes, list[int]]) -> list[LogRecord]:
-    new = tuple.__new__
-    # name, update index, type 0 and a deletion record's empty data fields
-    return [new(LogRecord, (n, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for n in names for ui in live.get(n, ())]  # fmt: skip
-
-
 class ReftableCommit:
     def __init__(
-        self,
-        store,
-        deletions: list[Deletion],
-        *,
-        snapshot=None,
-        no_deref=False,
-        message=b"",
-        known=None,
-        prebuilt=None,
+        self, store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None
     ) -> None:
         self.store = store
         self.repo = store.repo
@@ -189,7 +147,6 @@ class ReftableCommit:
         self.zero = zero_oid(self.repo.hash_name)
         self.stacks: dict[str, Stack] = {}
         self.known: StackReads | None = known  # read from the snapshot before the lock
-        self.prebuilt: Prebuilt | None = prebuilt  # the table, built before the lock
         self.updates: list[_Upd] = []
         self.names: set[bytes] = set()
         self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
@@ -324,21 +281,17 @@ class ReftableCommit:
     def write(self) -> None:
         # every stack's records are read before the first table is written: a read error changes nothing
         mode = log_all_ref_updates(self.repo)
-        batches = []
-        for st in dict.fromkeys(u.stack for u in self.queued):  # in the order the updates name them
-            ups = [u for u in self.queued if u.stack is st]
-            data = self._prebuilt_data(st, ups)
-            if data is None:
-                refs, logs = self._records(st, ups, mode)
-                if refs or logs:
-                    ts = st.next_update_index()
-                    data = table_bytes(self.repo, refs, logs, ts, ts)
-            if data is not None:
-                batches.append((st, data))
+        batches = [
+            (st, *self._records(st, [u for u in self.queued if u.stack is st], mode))
+            for st in dict.fromkeys(u.stack for u in self.queued)  # in the order the updates name them
+        ]
         self.deleted = [u.name for u in self.queued if not u.log_only]
         do_fsync = fsync_references(self.repo)
-        for st, data in batches:
+        for st, refs, logs in batches:
+            if not refs and not logs:
+                continue
             ts = st.next_update_index()
+            data = table_bytes(self.repo, refs, logs, ts, ts)
             name = st.write_table(data, ts, ts, do_fsync)
             try:
                 st.commit_list([*st.names, name], do_fsync)
@@ -351,23 +304,12 @@ class ReftableCommit:
             st.tables.append(Table.from_bytes(data, os.path.join(st.dir, name)))
             self.written.append(st)
 
-    def _prebuilt_data(self, st: Stack, ups: list[_Upd]) -> bytes | None:
-        """The ``Prebuilt`` table's bytes when they are what this stack's batch writes: built from the
-        tables the locked stack lists, for plain deletions of exactly the refs queued here."""
-        pre = self.prebuilt
-        if pre is None or pre.dir != st.dir or pre.names != st.names or len(ups) != len(pre.deletes):
-            return None
-        deletes = pre.deletes
-        for u in ups:
-            if u.is_symref or u.log_only or u.parent is not None or u.name not in deletes:
-                return None
-        return pre.data
-
     def _records(self, st: Stack, ups: list[_Upd], mode: str) -> tuple[list[RefRecord], list[LogRecord]]:
         """The records of the table ``ups`` add to ``st``: a tombstone per deleted ref; a log deletion
         record for every live entry of the reflog of each update that is not a symref (a deletion drops
         the whole reflog, entry by entry); git's reflog entry for a symref when it is logged."""
         ts = st.next_update_index()
+        new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
         plain = [u.name for u in ups if not u.is_symref]
         logs: list[LogRecord] = []
         if plain:
@@ -381,7 +323,8 @@ class ReftableCommit:
                 live = known.logs  # read before the lock from these very tables
             else:
                 live = st.log_indexes(plain)
-            logs = _log_deletions(plain, live)
+            # name, update index, type 0 and a deletion record's empty data fields
+            logs = [new(LogRecord, (n, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for n in plain for ui in live.get(n, ())]  # fmt: skip
         for u in ups:
             if u.is_symref and (
                 mode == "always" or should_autocreate_reflog(mode, u.name) or st.has_log(u.name)
@@ -389,7 +332,6 @@ class ReftableCommit:
                 logs.append(self._symref_entry(u, ts))
         if len(plain) < len(ups) or any(u.log_only for u in ups):
             logs = _dedupe_logs(logs)  # one entry per (name, index) once symrefs are logged
-        new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (10k-ref batches)
         refs = [new(RefRecord, (u.name, ts, VALUE_DELETION, None, None, None)) for u in ups if not u.log_only]
         return refs, logs
 
@@ -436,24 +378,14 @@ def _dedupe_logs(logs: list[LogRecord]) -> list[LogRecord]:
     return out
 
 
-def commit(
-    store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None, prebuilt=None
-):
+def commit(store, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b"", known=None):
     """Commit the deletions; then auto-compact. Returns (deleted names, [compaction OpReport...]).
 
     ``known``: the ``StackReads`` read from the snapshot before the lock; used when the stack under the
-    lock still lists exactly those tables. ``prebuilt``: a ``Prebuilt`` table, used on the same terms."""
+    lock still lists exactly those tables."""
     if not deletions:
         return [], []  # git takes no lock at all for an empty transaction
-    c = ReftableCommit(
-        store,
-        deletions,
-        snapshot=snapshot,
-        no_deref=no_deref,
-        message=message,
-        known=known,
-        prebuilt=prebuilt,
-    )
+    c = ReftableCommit(store, deletions, snapshot=snapshot, no_deref=no_deref, message=message, known=known)
     deleted = c.run()
     extra = []
     if c.written and auto_compaction():
@@ -464,13 +396,4 @@ def commit(
     return deleted, extra
 
 
-__all__ = [
-    "commit",
-    "deletion_table",
-    "prebuild",
-    "read_ahead",
-    "Prebuilt",
-    "ReftableCommit",
-    "StackReads",
-    "VALUE_DELETION",
-]
+__all__ = ["commit", "read_ahead", "ReftableCommit", "StackReads", "VALUE_DELETION"]

@@ -26,7 +26,9 @@ from ..formats.reftable.record import (
 )
 from ..formats.reftable.stack import parse_tables_list
 from ..formats.reftable.table import Table
+from ..formats.reftable.writer import write_table
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
+from .common import config_bool, config_int
 from .crashpoint import step
 
 # Up to this many names, lookups seek through each table's index; beyond, one key-only pass per table.
@@ -278,6 +280,22 @@ class Stack:
                 pass
             raise
         return final
+
+
+def table_bytes(repo, refs, logs, min_ui: int, max_ui: int, *, exact_log_message: bool = False) -> bytes:
+    """One table holding ``refs`` and ``logs`` for update indexes ``min_ui``..``max_ui``, laid out with the
+    repository's ``reftable.*`` settings (block size, restart interval, object index)."""
+    return write_table(
+        refs,
+        logs,
+        hash_name=repo.hash_name,
+        min_update_index=min_ui,
+        max_update_index=max_ui,
+        block_size=config_int(repo, "reftable.blockSize", 4096),
+        restart_interval=config_int(repo, "reftable.restartInterval", 16),
+        index_objects=config_bool(repo, "reftable.indexObjects", True),
+        exact_log_message=exact_log_message,
+    )
 
 
 _MAX_UI = 0xFFFFFFFFFFFFFFFF
