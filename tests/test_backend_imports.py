@@ -9,6 +9,13 @@ import sys
 import refscope.backend
 
 
+def _printed(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter (its imports start from nothing)."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
 def test_backend_modules_import_neither_textual_nor_rich() -> None:
     names = sorted(
         m.name for m in pkgutil.walk_packages(refscope.backend.__path__, prefix="refscope.backend.")
@@ -21,9 +28,7 @@ def test_backend_modules_import_neither_textual_nor_rich() -> None:
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))\n"
         "print(','.join(bad))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == ""
+    assert _printed(code) == ""
 
 
 def test_list_command_imports_stay_small() -> None:
@@ -36,9 +41,7 @@ def test_list_command_imports_stay_small() -> None:
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'argparse', 'dataclasses'))\n"
         "print(','.join(bad))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == ""
+    assert _printed(code) == ""
 
 
 def test_engines_bring_what_their_commit_runs() -> None:
@@ -53,6 +56,4 @@ def test_engines_bring_what_their_commit_runs() -> None:
         "from refscope.backend.engines import reftable\n"
         "print('refscope.backend.formats.reftable.writer' in sys.modules)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["False", "True"]
+    assert _printed(code).split() == ["False", "True"]
