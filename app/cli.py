@@ -54,8 +54,9 @@ def run() -> None:
     keeper hand-off), then ``os._exit``. Not after the TUI, nor while another thread runs."""
     code = main()
     if sys.argv[1:2] and sys.argv[1] in COMMANDS:
-        threading = sys.modules.get("threading")
-        if threading is None or threading.active_count() == 1:
+        from refscope.backend.forked import single_threaded
+
+        if single_threaded():
             _exit_now(code)
     sys.exit(code)
 

@@ -28,12 +28,15 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def may_fork() -> bool:
-    """Can work go to a second process here: fork exists, a second CPU is there, no other thread runs."""
-    if not hasattr(os, "fork") or cores() < 2:
-        return False
+def single_threaded() -> bool:
+    """No thread but this one runs (``threading`` never imported, or only the main thread alive)."""
     threading = sys.modules.get("threading")
     return threading is None or threading.active_count() == 1
+
+
+def may_fork() -> bool:
+    """Can work go to a second process here: fork exists, a second CPU is there, no other thread runs."""
+    return hasattr(os, "fork") and cores() > 1 and single_threaded()
 
 
 class Forked:

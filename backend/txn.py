@@ -79,9 +79,9 @@ class Transaction:
         self._phases: list[OpReport] = []
         self._heads: list[tuple[str, bytes | None]] | None = None
         self._done = False
-        # (reftable dir, table names, {name: RefRecord | None}): records read in one pass by delete_many,
-        # reused by the engine when the stack is unchanged under its lock.
-        self._known = None  # engines.reftable.StackReads: what was read from the snapshot's stack
+        # engines.reftable.StackReads: records and reflog entries read from the snapshot's stack (by
+        # delete_many, the read phase, the CLI's child), reused by the engine while its stack is unchanged
+        self._known = None
 
     # -- queueing -------------------------------------------------------------------------------------
     @property

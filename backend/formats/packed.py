@@ -596,7 +596,7 @@ class PackedRefs:
         """Raise unsorted_error at the first out-of-order record from ``start`` (a fast check saw one)."""
         for _rec in self.iter_records(start):
             pass
-        raise self.corrupt(f"{self.path}: records out of name order after offset {start}", start)
+        raise self.corrupt(f"records out of name order after offset {start}", start)
 
     def __len__(self) -> int:
         """Number of records (hidden ones included): counted with the hidden-name scan, no row index."""
@@ -726,7 +726,7 @@ class PackedRefs:
         if self.check_forks():
             from ..forked import FAILED, Forked
 
-            mid = self._record_start(he + (size - he) // 2)
+            mid = self.middle_record()
             if he < mid:
                 child = Forked(self._range_verdict, mid, size)
             else:
@@ -746,6 +746,10 @@ class PackedRefs:
             if last is not None and not last[0] < self.name_at(mid):
                 raise self.unsorted_error(last[1], mid)
         self._validated = True
+
+    def middle_record(self) -> int:
+        """Start of the record holding the file's middle byte: where a scan is split over two processes."""
+        return self._record_start(self.header_end + (self.size - self.header_end) // 2)
 
     def check_forks(self) -> bool:
         """Will ``validate`` hand half of the file to a forked child (whose cost a measure then counts)?"""

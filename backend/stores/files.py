@@ -227,9 +227,7 @@ class FilesSnapshot:
         if packed.size < min_size or not packed.in_name_order:
             return None
         try:
-            name = packed.name_at(
-                packed._record_start(packed.header_end + (packed.size - packed.header_end) // 2)
-            )
+            name = packed.name_at(packed.middle_record())
         except CorruptStore:
             return None
         return name if name.startswith(b"refs/") else None

@@ -490,7 +490,7 @@ class MainScreen(Screen):
 
     @work(thread=True, exclusive=True, group="precheck", exit_on_error=False, description="check packed-refs")
     def precheck(self, packed) -> None:
-        """Check the packed-refs a native commit rewrites while the user reads the confirmation: ~0.5 s for
+        """Check the packed-refs a native commit rewrites while the user reads the confirmation: ~0.65 s for
         a million records here, which the commit then finds done (a file that changed meanwhile it checks
         itself). A damaged file is left for the commit to refuse, with its message."""
         app = self.app
