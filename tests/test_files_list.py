@@ -24,6 +24,7 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
 from tests.gitutil import create_refs, for_each_ref, git, git_binary, git_env, init_repo
+from tests.listing import listed
 
 LONG = b"refs/heads/long/" + b"/".join(
     [b"x" * 97] * 7 + [b"x" * 98]
@@ -378,16 +379,7 @@ def split_repo(tmp_path_factory) -> Path:
 
 
 def _files_split(capfd, path: Path, as_json: bool, split: bytes | None) -> bytes:
-    from refscope.app import cmd_list
-
-    snap = open_store(discover(str(path))).snapshot()
-    out = cmd_list._Out()
-    if split is None:
-        cmd_list._Lister(snap, as_json, out, None).files([(b"", None)])
-        out.flush()
-    else:
-        cmd_list._split_listing(snap, as_json, out, split, "files")
-    return capfd.readouterr().out.encode("utf-8", "surrogateescape")
+    return listed(capfd, open_store(discover(str(path))).snapshot(), as_json, split, "files")
 
 
 @pytest.mark.parametrize("as_json", [False, True])

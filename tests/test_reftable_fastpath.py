@@ -34,6 +34,7 @@ from refscope.backend.repo import discover
 from refscope.backend.stores.reftable import ReftableStore, _block_names_suspect, _pairs_plain, _ref_from
 
 from tests.gitutil import git, git_binary, git_env, init_repo
+from tests.listing import listed
 
 _HS = {"sha1": 20, "sha256": 32}
 
@@ -306,16 +307,7 @@ def test_overlay_stack_list_equals_git(overlay_repo, as_json):
 
 
 def _list_split(capfd, path: Path, as_json: bool, split: bytes | None) -> bytes:
-    from refscope.app import cmd_list
-
-    snap = ReftableStore(discover(str(path))).snapshot()
-    out = cmd_list._Out()
-    if split is None:
-        cmd_list._Lister(snap, as_json, out, None).columns([(b"", None)])
-        out.flush()
-    else:
-        cmd_list._split_listing(snap, as_json, out, split, "columns")
-    return capfd.readouterr().out.encode("utf-8", "surrogateescape")
+    return listed(capfd, ReftableStore(discover(str(path))).snapshot(), as_json, split, "columns")
 
 
 @pytest.mark.parametrize("as_json", [False, True])
