@@ -64,6 +64,9 @@ FILTERS = [
     ("refs/tags/v1.1?", 10, "glob"),
     ("*/00[12]*", 20, "glob"),
     ("nothing-matches", 0, "substring"),
+    ("!refs/heads/", 22, "not prefix"),
+    ("!v1.1", 62, "not substring"),
+    ("!refs/tags/v1.1?", 63, "not glob"),
 ]
 
 
@@ -81,27 +84,29 @@ async def test_filter_exact_counts() -> None:
 
 @pytest.mark.parametrize(("text", "expected", "kind"), FILTERS)
 def test_filter_views_match_brute_force(text: str, expected: int, kind: str) -> None:
-    from fnmatch import fnmatchcase
-
     from refscope.app.tui.widgets import filtering
+    from refscope.backend.refpattern import ForEachRefPatterns
 
     snap = sample()
     pattern = filtering.parse(text)
-    assert pattern.kind == kind
+    assert pattern.label == kind
     view = filtering.compute(snap, pattern)
     names = [snap.name_at(i) for i in view]
-    if kind == "prefix":
-        want = [n for n in snap.names if n.startswith(text.encode())]
-    elif kind == "substring":
-        want = [n for n in snap.names if text.encode() in n]
-    else:
-        glob = text if text.startswith("refs/") else f"*{text}*"
-        want = [n for n in snap.names if fnmatchcase(n.decode(), glob)]
+    body = text.removeprefix("!").encode()
+    if pattern.kind == "prefix":
+        want = [n for n in snap.names if n.startswith(body)]
+    elif pattern.kind == "substring":
+        want = [n for n in snap.names if body in n]
+    else:  # the one matcher `refscope list` uses (checked against git in test_tui_filter_git.py)
+        glob = body if body.startswith(b"refs/") else b"**/" + body
+        want = [n for n in snap.names if ForEachRefPatterns([glob]).match(n)]
+    if pattern.negated:
+        want = [n for n in snap.names if n not in want]
     assert names == want and len(names) == expected
     seen = []
     assert filtering.compute(snap, pattern, lambda: True) in (None, view)  # cancelled scans return None
     filtering.compute(snap, pattern, progress=lambda done, total: seen.append((done, total)))
-    if kind in ("substring", "glob"):
+    if kind in ("substring", "glob", "not substring", "not glob"):
         assert seen[-1][0] == seen[-1][1]
 
 
@@ -243,3 +248,40 @@ async def test_names_are_escaped_never_markup() -> None:
         assert not any(seg.style and seg.style.bold and seg.text == "x" for seg in strip)
         svg = app.export_screenshot()
         assert "\u202e" not in svg and "\x9b" not in svg
+
+
+def post_burst(app, keys: list[str]) -> None:
+    """Queue keys all at once, as a terminal delivers a fast burst (Pilot.press waits between keys)."""
+    from textual import events
+    from textual.keys import _character_to_key
+
+    for key in keys:
+        if len(key) == 1:
+            app.post_message(events.Key(_character_to_key(key), key))
+        else:
+            app.post_message(events.Key(key, None))
+
+
+BURSTS = [
+    # (keys, filter value, focus on the filter afterwards)
+    (["/", *"refs/heads/martinvonz", *["backspace"] * 21, *"refs/pull/50"], "refs/pull/50", True),
+    (["/", *"abc", "backspace", "backspace", *"xy"], "axy", True),
+    (["/", *"refs/tags/v1", "home", "delete", *"R", "end", *".1"], "Refs/tags/v1.1", True),
+    (["/", *"refs/tags/v1.1", "enter", *"jj"], "refs/tags/v1.1", False),  # j moves the list, types nothing
+]
+
+
+@pytest.mark.parametrize(("keys", "value", "in_filter"), BURSTS)
+async def test_filter_burst_applies_in_order(keys: list[str], value: str, in_filter: bool) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        post_burst(app, keys)
+        field = app.screen.query_one("#filter")
+        await wait_for(pilot, lambda: field.value == value and (app.screen.focused is field) == in_filter)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert type(app.screen).__name__ == "MainScreen"  # no list binding ran (s: stack, r: refresh)
+        assert field.value == value
+        if not in_filter:
+            await wait_for(pilot, lambda: app.screen.query_one(RefList).cursor == 2)

@@ -27,6 +27,7 @@ from operator import itemgetter, lt
 
 from ..display import escape_name
 from ..errors import CorruptStore
+from ..refpattern import prefix_successor
 
 HEADER_PREFIX = b"# pack-refs with: "
 _CHUNK = (
@@ -687,7 +688,7 @@ class PackedRefs:
         if not prefix:
             return range(0, len(starts))
         lo = self._row_of_offset(self.seek(prefix))
-        hi_name = _prefix_successor(prefix)
+        hi_name = prefix_successor(prefix)
         hi = len(starts) if hi_name is None else self._row_of_offset(self.seek(hi_name))
         return range(lo, hi)
 
@@ -993,14 +994,6 @@ def _maybe_hidden(data: bytes, nl: int, nc: int) -> bool:
     if b"@" in data and (b"@{" in data or b" @\n" in data):
         return True
     return b"k" in t and b".lock" in data and (b".lock/" in data or b".lock\n" in data)
-
-
-def _prefix_successor(prefix: bytes) -> bytes | None:
-    """The smallest byte string greater than every string starting with ``prefix`` (None: no bound)."""
-    p = prefix.rstrip(b"\xff")
-    if not p:
-        return None
-    return p[:-1] + bytes([p[-1] + 1])
 
 
 # -- the whole-file check (``validate``) ---------------------------------------------------------------

@@ -29,9 +29,10 @@ from ..formats.loose import (
     same_value,
     still_valid,
 )
-from ..formats.packed import PackedRecord, PackedRefs, _prefix_successor
+from ..formats.packed import PackedRecord, PackedRefs
 from ..model import LOOSE, PACKED, Location, LogEntry, Ref
 from ..refname import check_refname, is_safe_refname, is_valid_refname
+from ..refpattern import prefix_successor
 from ..repo import Repo
 
 SYMREF_MAXDEPTH = 5
@@ -346,7 +347,7 @@ class FilesSnapshot:
         if not prefix:
             return range(0, len(self))
         lo = self._position(prefix)
-        succ = _prefix_successor(prefix)
+        succ = prefix_successor(prefix)
         hi = len(self) if succ is None else self._position(succ)
         return range(lo, hi)
 

@@ -17,6 +17,7 @@ from refscope.backend.errors import RefscopeError
 from refscope.backend.model import PACKED, TABLE
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -26,6 +27,7 @@ from textual.widgets import Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from ..widgets import columns, filtering
+from ..widgets.filter_input import FilterInput
 from ..widgets.ops import OpsPanel
 from ..widgets.queue import QueuePanel
 from ..widgets.reflist import RefList
@@ -86,7 +88,8 @@ class ListHeader(Static):
 
 class MainScreen(Screen):
     BINDINGS = [
-        Binding("slash", "filter", "Filter"),
+        # The filter's keys are priority bindings, run by the app as each key arrives (see action_filter).
+        Binding("slash", "filter", "Filter", priority=True),
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),
         Binding("u", "unmark_all", "Unmark all", show=False),
@@ -97,7 +100,8 @@ class MainScreen(Screen):
         Binding("p", "app.view('packed')", "Packed", show=False),
         Binding("l", "app.view('reflog')", "Reflog", show=False),
         Binding("enter", "open_location", "Where it lives", show=False),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False, priority=True),
+        Binding("enter", "submit_filter", show=False, priority=True),
     ]
 
     @dataclass
@@ -120,7 +124,7 @@ class MainScreen(Screen):
         yield StatusLine(id="status")
         with Horizontal(id="filter-bar"):
             yield Label("/", id="filter-label")
-            yield Input(placeholder="filter: refs/heads/… (prefix), text (substring), or a glob", id="filter")
+            yield FilterInput(placeholder=filtering.PLACEHOLDER, id="filter")
             yield ProgressBar(total=100, show_eta=False, show_percentage=True, id="filter-progress")
             yield Label("", id="count")
         yield ListHeader(id="list-header")
@@ -181,7 +185,7 @@ class MainScreen(Screen):
             self.query_one("#count", Label).update(Text("counting…"))
             return
         shown = len(self.ref_list.view)
-        kind = "" if self.pattern.kind == "all" else f" ({self.pattern.kind})"
+        kind = "" if self.pattern.kind == "all" else f" ({self.pattern.label})"
         self.query_one("#count", Label).update(Text(f"{shown:,} of {total:,} shown{kind}"))
 
     def _show_view(self, snapshot, view, keep: bytes | None = None) -> None:
@@ -270,33 +274,45 @@ class MainScreen(Screen):
             bar.update(total=message.total, progress=message.done)
 
     # -- filtering --------------------------------------------------------------------------------------
+    # A burst of keys (typed fast, pasted, sent by tmux) reaches the app before the widget that had focus
+    # handles the first of them: a plain binding runs in that widget's turn, after the app has already
+    # handed it the keys behind, so ``/refs`` ran ``r`` and ``s`` as list bindings and keys after Enter
+    # still typed into the filter. The app runs priority bindings as each key arrives, and focus moves at
+    # once (``set_focus``; ``Widget.focus`` queues the move behind the waiting keys), so every key lands
+    # where the one before it sent the focus.
     def action_filter(self) -> None:
-        self.query_one("#filter", Input).focus()
+        inp = self.query_one("#filter", Input)
+        if self.focused is inp:  # (``has_focus`` is set later, when the widget handles its Focus event)
+            raise SkipAction()  # a "/" inside the pattern
+        self.set_focus(inp)
+
+    def action_submit_filter(self) -> None:
+        if self.focused is not self.query_one("#filter", Input):
+            raise SkipAction()  # Enter on the list opens the ref's location
+        self.set_focus(self.ref_list)
 
     def action_clear_filter(self) -> None:
         inp = self.query_one("#filter", Input)
         if inp.value:
             inp.value = ""
-        self.ref_list.focus()
+        self.set_focus(self.ref_list)
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.apply_filter(event.value)
-
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self) -> None:
-        self.ref_list.focus()
 
     def apply_filter(self, text: str) -> None:
         """A new pattern: a prefix on an indexed snapshot is two binary searches right here; anything
         else (a scan, or a snapshot still being indexed) goes to the ``prepare`` worker."""
         app = self.app
         self.pattern = filtering.parse(text)
+        mode = "" if self.pattern.kind == "all" else f" {self.pattern.label}"
+        self.query_one("#filter-label", Label).update(f"/{mode}")
         self.generation += 1
         if app.snapshot is None:
             return
         keep = self.ref_list.current_name()
-        if self.is_ready() and self.pattern.kind in ("all", "prefix"):
+        if self.is_ready() and self.pattern.instant:
             self.workers.cancel_group(self, "prepare")
             self.query_one("#filter-progress").display = False
             try:

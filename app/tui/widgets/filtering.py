@@ -11,50 +11,61 @@ import re
 import time
 from array import array
 from collections.abc import Callable
-from fnmatch import translate
 from itertools import islice
 from typing import NamedTuple
 
+from refscope.backend.refpattern import is_glob, literal_prefix, wildmatch
+
 View = range | array
 
-_GLOB_CHARS = "*?["
 CHUNK = 4096  # rows between cancellation checks / progress reports
+PLACEHOLDER = "filter: refs/heads/… prefix · text substring · * ? [ git glob · ! negates"
 
 
 class Pattern(NamedTuple):
-    """A parsed filter: ``kind`` is "all", "prefix", "substring" or "glob"."""
+    """A parsed filter: ``kind`` is "all", "prefix", "substring" or "glob"; ``negated`` shows the rest."""
 
     kind: str
     text: str
     prefix: bytes  # rows outside prefix_range(prefix) can never match
     regex: re.Pattern[bytes] | None
     needle: bytes
+    negated: bool = False
+
+    @property
+    def label(self) -> str:
+        """The mode as the count line and the filter bar name it."""
+        return f"not {self.kind}" if self.negated else self.kind
+
+    @property
+    def instant(self) -> bool:
+        """Computed by binary search alone (no scan): everything, or a prefix."""
+        return self.kind in ("all", "prefix") and not self.negated
 
 
 def parse(text: str) -> Pattern:
     """Classify what the user typed.
 
     - empty: everything;
+    - a leading ``!``: the rows the rest does not select;
     - no glob characters and starts with ``refs/`` (or is a start of ``refs/``): a prefix (binary search);
     - no glob characters otherwise: a substring anywhere in the name;
-    - ``*``, ``?`` or ``[``: a glob over the whole name (``fnmatch``); a glob that does not start with
-      ``refs/`` matches anywhere (as if wrapped in ``*...*``). The literal start of the glob narrows the scan.
+    - ``*``, ``?``, ``[`` or ``\\``: a glob as ``git for-each-ref`` matches it (wildmatch with WM_PATHNAME:
+      ``*`` stops at ``/``, ``**`` crosses directories; ``backend.refpattern``). A glob that does not start
+      with ``refs/`` matches the name's trailing components (as if written ``**/glob``), so ``pull/*/head``
+      finds ``refs/pull/1/head``. The literal start of the glob narrows the scan.
     """
-    raw = text.encode("utf-8", "surrogateescape")
-    if not text:
+    negated = text.startswith("!")
+    body = text[1:] if negated else text
+    raw = body.encode("utf-8", "surrogateescape")
+    if not body:
         return Pattern("all", text, b"", None, b"")
-    if not any(c in text for c in _GLOB_CHARS):
-        if text.startswith("refs/") or "refs/".startswith(text):
-            return Pattern("prefix", text, raw, None, b"")
-        return Pattern("substring", text, b"", None, raw)
-    glob = text if text.startswith("refs/") else f"*{text}*"
-    literal = glob
-    for i, c in enumerate(glob):
-        if c in _GLOB_CHARS:
-            literal = glob[:i]
-            break
-    regex = re.compile(translate(glob).encode("utf-8", "surrogateescape"), re.DOTALL)
-    return Pattern("glob", text, literal.encode("utf-8", "surrogateescape"), regex, b"")
+    if not is_glob(raw):
+        if body.startswith("refs/") or "refs/".startswith(body):
+            return Pattern("prefix", text, raw, None, b"", negated)
+        return Pattern("substring", text, b"", None, raw, negated)
+    glob = raw if raw.startswith(b"refs/") else b"**/" + raw
+    return Pattern("glob", text, literal_prefix(glob), wildmatch(glob), b"", negated)
 
 
 def compute(
@@ -66,14 +77,21 @@ def compute(
     """The rows of ``snapshot`` that ``pattern`` selects; None when cancelled mid-scan.
 
     Prefix patterns cost two binary searches. Scans walk only the prefix range of the pattern's literal
-    start, check ``cancelled`` every CHUNK rows and report ``progress(done, total)``.
+    start, check ``cancelled`` every CHUNK rows and report ``progress(done, total)``. A negated pattern
+    selects every row outside that range without looking at it.
     """
+    rows = len(snapshot)
     if pattern.kind == "all":
-        return range(len(snapshot))
-    bounds = snapshot.prefix_range(pattern.prefix) if pattern.prefix else range(len(snapshot))
+        return range(rows)
+    bounds = snapshot.prefix_range(pattern.prefix) if pattern.prefix else range(rows)
+    negated = pattern.negated
     if pattern.kind == "prefix":
-        return bounds
-    out = array("I")
+        if not negated:
+            return bounds
+        out = array("I", range(bounds.start))
+        out.extend(range(bounds.stop, rows))
+        return out
+    out = array("I", range(bounds.start)) if negated else array("I")
     total = len(bounds)
     if pattern.kind == "substring":
         needle = pattern.needle
@@ -95,11 +113,13 @@ def compute(
         chunk = list(islice(names, min(CHUNK, stop - done)))
         if not chunk:
             break
-        out.extend(done + k for k, name in enumerate(chunk) if hit(name))
+        out.extend(done + k for k, name in enumerate(chunk) if hit(name) != negated)
         done += len(chunk)
         if progress is not None:
             progress(done - start, total)
         time.sleep(0)  # let the UI thread take the GIL between chunks: typing never waits for a scan
+    if negated:
+        out.extend(range(stop, rows))
     return out
 
 
