@@ -20,15 +20,31 @@ COMMANDS = {
 }
 
 
+_headless = False  # main() ran a headless command (run() may then skip the interpreter's teardown)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    from refscope.backend.errors import RefscopeError
+
+    try:
+        args = _global_options(args)
+    except RefscopeError as err:
+        print(err.cli_line(), file=sys.stderr)
+        return 1
+    if isinstance(args, int):
+        return args
+    global _headless
     if args and args[0] in COMMANDS:
+        if _asks_help(args[1:]):
+            return _help(args[0])
         module_name, rest = COMMANDS[args[0]], args[1:]
+        _headless = True
+    elif args and not args[0].startswith("-"):
+        return _unknown_command(args[0])
     else:
         module_name, rest = "cmd_tui", args
     from importlib import import_module
-
-    from refscope.backend.errors import RefscopeError
 
     try:
         module = import_module(f"refscope.app.{module_name}")
@@ -47,13 +63,92 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _global_options(args: list[str]) -> list[str] | int:
+    """git's options before the command: each ``-C PATH`` changes directory, relative to the one before
+    (``-C ''`` changes nothing); ``--version``, ``--help`` and ``help [COMMAND]`` answer at once (an int:
+    the exit status). What follows is the command and its arguments, or the TUI's options."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-C" or (arg.startswith("-C") and len(arg) > 2):
+            if arg == "-C":
+                if i + 1 >= len(args):
+                    sys.stderr.write("refscope: -C needs a PATH (see 'refscope --help')\n")
+                    return 2
+                i += 1
+                path = args[i]
+            else:
+                path = arg[2:]
+            if path:
+                _chdir(path)
+        elif arg == "--version":
+            from .help import version
+
+            sys.stdout.write(f"refscope version {version()}\n")
+            return 0
+        elif arg in ("-h", "--help"):
+            return _help(None)
+        elif arg == "help":
+            topic = args[i + 1] if i + 1 < len(args) else None
+            if topic is not None and topic not in COMMANDS:
+                return _unknown_command(topic)
+            return _help(topic)
+        else:
+            break
+        i += 1
+    return args[i:]
+
+
+def _chdir(path: str) -> None:
+    import os
+
+    from refscope.backend.errors import RefscopeError
+
+    try:
+        os.chdir(path)
+    except OSError as err:
+        raise RefscopeError(path, f"cannot change to it: {err.strerror}") from None
+
+
+def _asks_help(rest: list[str]) -> bool:
+    """``-h`` or ``--help`` among a command's options (before any ``--``)."""
+    for arg in rest:
+        if arg == "--":
+            return False
+        if arg in ("-h", "--help"):
+            return True
+    return False
+
+
+def _help(command: str | None) -> int:
+    from .help import COMMANDS as TEXTS
+    from .help import SUMMARY
+
+    sys.stdout.write(SUMMARY if command is None else TEXTS[command])
+    return 0
+
+
+def _unknown_command(name: str) -> int:
+    """git's answer to a mistyped command, with its guess."""
+    from difflib import get_close_matches
+
+    from refscope.backend.display import printable
+
+    line = f"refscope: '{printable(name)}' is not a refscope command. See 'refscope --help'."
+    guesses = get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+    if guesses:
+        line += f"\n\nThe most similar command is\n\t{guesses[0]}"
+    sys.stderr.write(line + "\n")
+    return 2
+
+
 def run() -> None:
     """The launcher's entry: ``main()``, then exit. A headless command leaves without the interpreter's
     teardown (freeing every module and object: ~5-8 ms of a ~60 ms ``refscope delete``, for memory the
     kernel takes back anyway): the standard streams are flushed and the exit handlers run (the meter's
     keeper hand-off), then ``os._exit``. Not after the TUI, nor while another thread runs."""
     code = main()
-    if sys.argv[1:2] and sys.argv[1] in COMMANDS:
+    if _headless:
         from refscope.backend.forked import single_threaded
 
         if single_threaded():

@@ -1,0 +1,171 @@
+"""What ``refscope --help``, ``refscope help COMMAND`` and ``refscope COMMAND -h`` print.
+
+Kept apart from the commands: a command imports nothing for its help, and every text lives in one place,
+where the README's command reference is checked against it (tests/test_cli_help.py).
+"""
+
+from __future__ import annotations
+
+VERSION_FALLBACK = "0.1.0"
+
+SUMMARY = """\
+usage: refscope [-C PATH] [--version] [--help] [COMMAND [ARGS]]
+       refscope [-C PATH] [--demo [files|reftable]] [--engine native|git] [--no-watch]
+
+Inspect and edit git refs: packed-refs and reftable storage, live, with the cost of every operation.
+Without a command, refscope opens the terminal app in the repository (as git finds it from the current
+directory, -C, GIT_DIR).
+
+commands:
+  list     the refs git for-each-ref prints, in its order, as raw bytes or --json
+  stack    the packed-refs summary, or the reftable stack table by table
+  dump     one packed-refs or reftable file, block by block, record by record, with offsets
+  verify   integrity findings (file, offset, severity, message); exit 1 on errors
+  delete   delete refs in one atomic transaction, through the native engine or git
+  watch    change events with the ref-level diff, one per line, until interrupted
+  bench    the same transaction through both engines (and other git binaries) on scratch copies
+
+options:
+  -C PATH              run as if started in PATH (repeatable; each is relative to the one before;
+                       an empty PATH changes nothing), before any command, as in git
+  --version            print refscope's version
+  -h, --help           this text; `refscope help COMMAND` or `refscope COMMAND -h` for one command
+  --demo [FORMAT]      open the embedded demo repository (built without git, in a temporary
+                       directory); FORMAT files (default) or reftable
+  --engine ENGINE      the TUI's engine for commits: native (default) or git (`git update-ref --stdin`)
+  --no-watch           do not follow changes on disk live
+
+examples:
+  refscope -C ~/src/linux                      the TUI over linux's refs
+  refscope list refs/tags | head               the first tags, exactly as git for-each-ref prints them
+  refscope list 'refs/pull/*/head' | refscope delete --stdin
+"""
+
+COMMANDS = {
+    "list": """\
+usage: refscope list [-C PATH] [--json] [PATTERN...]
+
+The refs `git for-each-ref --format='%(objectname) %(refname)'` prints, byte for byte and in its order
+(a symref shows the oid it resolves to). Into a pipe names are git's raw bytes, so the output feeds
+`refscope delete --stdin`; on a terminal they are shown escaped.
+
+options:
+  -C PATH        run as if started in PATH
+  --json         one object per line: {"name", "oid", "peeled", "target"}: peeled as the store records
+                 it, target for a symref, else null; a name or target that is not UTF-8 also carries its
+                 exact bytes, base64, in name_b64 / target_b64
+  PATTERN        as git for-each-ref: a path prefix up to a `/` (refs/heads matches refs/heads/x, not
+                 refs/headsx), or with * ? [ \\ a wildmatch glob whose * stops at `/` (** crosses it)
+
+examples:
+  refscope list refs/heads refs/tags
+  refscope list --json 'refs/pull/*/head' | jq -r .name
+""",
+    "stack": """\
+usage: refscope stack [-C PATH] [--json]
+
+What the ref storage is made of. A files repository: the packed-refs summary (path, size, records,
+header traits, order, peeled records, loose refs). A reftable repository: each table of the stack,
+oldest first (name, size, update-index range, version, hash, block size, record counts, blocks), for
+the common stack and, in a linked worktree, the worktree's own stack.
+
+options:
+  -C PATH        run as if started in PATH
+  --json         one JSON object
+
+example:
+  refscope stack -C repo.git --json
+""",
+    "dump": """\
+usage: refscope dump [--json] FILE
+
+One packed-refs or reftable table file (the kind is read from its first bytes: `REFT` is a table), block
+by block and record by record, with the byte offset of each. Only FILE is read; no repository is needed.
+
+options:
+  --json         one JSON object (header, blocks with their records, footer)
+
+examples:
+  refscope dump .git/packed-refs
+  refscope dump .git/reftable/0x000000000001-0x000000000003-1a2b3c4d.ref
+""",
+    "verify": """\
+usage: refscope verify [-C PATH] [--json]
+
+Integrity findings deeper than `git refs verify`: every packed-refs record, loose ref and reftable block,
+record, index and footer; lock files left behind and who holds them; names a terminal would obey. Each
+finding is one line, `SEVERITY: FILE@OFFSET: MESSAGE`; a count goes to stderr. Exit 1 when there is an
+error, 0 otherwise. verify never writes.
+
+options:
+  -C PATH        run as if started in PATH
+  --json         one object per finding: {"file", "offset", "severity", "message"}
+
+example:
+  refscope verify -C repo.git
+""",
+    "delete": """\
+usage: refscope delete [-C PATH] [--engine native|git] [--no-deref] [--allow-checked-out]
+                       [--stdin] [--json] [REF...]
+
+Delete every REF in one atomic transaction: all are deleted or none (then nothing on disk changed).
+Branches checked out in any worktree are refused unless --allow-checked-out. Exit 0 committed, 1 refused
+(one line on stderr), 2 usage.
+
+options:
+  -C PATH              run as if started in PATH
+  --engine ENGINE      native (default: refscope's own engine, git's locking protocol) or git
+                       (`git update-ref --stdin`)
+  --no-deref           delete a symref itself rather than the ref it points to
+  --allow-checked-out  also delete branches checked out in a worktree (git update-ref allows it too)
+  --stdin              read the refs from standard input, one per line: `REF [OLD_OID]`; names are raw
+                       bytes (as `refscope list` prints them); an OLD_OID is checked under the lock
+  --json               one object: {"committed", "engine", "deleted", "wall_ms", "cpu_ms", "syscalls",
+                       "phases"}; the top-level figures are the commit's (first lock to last unlink)
+
+examples:
+  refscope delete refs/heads/old-topic
+  refscope list 'refs/pull/*/merge' | refscope delete --stdin --json
+""",
+    "watch": """\
+usage: refscope watch [-C PATH] [--json]
+
+Follow the ref storage: one line per change made by any process (refs added `+`, removed `-` or changed
+`~`, and what changed on disk: tables appended or compacted, loose refs, HEAD, lock files), with what the
+refresh cost, until interrupted (Ctrl-C exits 0). A line on stderr says when the watches are in place.
+
+options:
+  -C PATH        run as if started in PATH
+  --json         one object per event: {"seq", "kind", "changes", "added", "removed", "changed", ...}
+
+example:
+  refscope watch --json | jq .kind
+""",
+    "bench": """\
+usage: refscope bench [-C PATH] [--git PATH ...] [--runs N] [--json] (REF... | --stdin)
+
+Run the same deletion transaction through refscope's native engine and through git (`$REFSCOPE_GIT`, or
+git on PATH, then every --git binary) on scratch copies of the ref storage, alternating runs, and print
+wall time, CPU time and syscalls side by side. The repository itself is only read.
+
+options:
+  -C PATH        run as if started in PATH
+  --git PATH     another git binary to compare (repeatable), e.g. one built with a patch
+  --runs N       runs of each engine (default 5); medians are shown
+  --stdin        read the refs from standard input, one per line: `REF [OLD_OID]`
+  --json         one JSON object
+
+example:
+  refscope bench --git ~/git-patched/bin/git --runs 9 refs/heads/topic
+""",
+}
+
+
+def version() -> str:
+    """The installed distribution's version (metadata is read only when asked)."""
+    try:
+        from importlib.metadata import version as dist_version
+
+        return dist_version("refscope")
+    except Exception:  # not installed as a distribution (a plain checkout on sys.path)
+        return VERSION_FALLBACK
