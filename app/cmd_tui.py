@@ -1,4 +1,5 @@
-"""``refscope [-C PATH] [--demo [files|reftable]] [--engine native|git] [--no-watch]``: the Textual app (the default command).
+"""``refscope [-C PATH] [--demo [files|reftable]] [--demo-dir DIR] [--engine native|git] [--no-watch]``: the
+Textual app (the default command).
 
 Textual is imported here and only here, lazily: headless commands never pay for it.
 """
@@ -18,7 +19,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         nargs="?",
         const="files",
         choices=("files", "reftable"),
-        help="build the demo repositories (both formats) in a temp dir and open one (default: files)",
+        help="build the demo repositories (both formats) in a temp dir, removed on exit, and open one "
+        "(default: files)",
+    )
+    parser.add_argument(
+        "--demo-dir",
+        metavar="DIR",
+        default=None,
+        help="with --demo: build them in DIR instead and keep them (DIR/files, DIR/reftable)",
     )
     parser.add_argument("--engine", choices=("native", "git"), default="native", help="engine for commits")
     parser.add_argument("--no-watch", action="store_true", help="do not follow changes live")
@@ -38,7 +46,7 @@ def build_app(args: argparse.Namespace, meter=None):
     sys.setswitchinterval(0.001)
     path = args.path
     if args.demo:
-        path = demo_repo(args.demo)
+        path = demo_repo(args.demo, args.demo_dir)
     repo = discover(path)
     store = open_store(repo)
     shown = repo.worktree or repo.gitdir
@@ -67,6 +75,20 @@ def run(argv: list[str]) -> int:
     if not sys.stdout.isatty():
         print("refscope: the TUI needs a terminal (see `refscope list` for scripts)", file=sys.stderr)
         return 2
+    if args.demo and args.demo_dir is None:
+        import tempfile
+
+        args.demo_dir = tempfile.mkdtemp(prefix="refscope-demo-")
+        try:
+            return _run_app(args)
+        finally:
+            import shutil
+
+            shutil.rmtree(args.demo_dir, ignore_errors=True)
+    return _run_app(args)
+
+
+def _run_app(args: argparse.Namespace) -> int:
     app = build_app(args)
     app.run()
     return 0

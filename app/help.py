@@ -10,7 +10,7 @@ VERSION_FALLBACK = "0.1.0"
 
 SUMMARY = """\
 usage: refscope [-C PATH] [--version] [--help] [COMMAND [ARGS]]
-       refscope [-C PATH] [--demo [files|reftable]] [--engine native|git] [--no-watch]
+       refscope [-C PATH] [--demo [files|reftable]] [--demo-dir DIR] [--engine native|git] [--no-watch]
 
 Inspect and edit git refs: packed-refs and reftable storage, live, with the cost of every operation.
 Without a command, refscope opens the terminal app in the repository (as git finds it from the current
@@ -31,7 +31,8 @@ options:
   --version            print refscope's version
   -h, --help           this text; `refscope help COMMAND` or `refscope COMMAND -h` for one command
   --demo [FORMAT]      open the embedded demo repository (built without git, in a temporary
-                       directory); FORMAT files (default) or reftable
+                       directory removed on exit); FORMAT files (default) or reftable
+  --demo-dir DIR       with --demo: build the demo repositories in DIR and keep them
   --engine ENGINE      the TUI's engine for commits: native (default) or git (`git update-ref --stdin`)
   --no-watch           do not follow changes on disk live
 
