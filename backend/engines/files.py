@@ -22,7 +22,8 @@ import errno
 import os
 import stat as _stat
 
-from ..errors import LockBusy, StaleValue, TransactionRefused
+from ..errors import LockBusy, StaleValue, TransactionRefused, UnreadableFile
+from ..formats.loose import read_contents
 from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
 from .common import (
@@ -103,32 +104,29 @@ def _parse_loose(path: str, name: bytes, data: bytes, hexsz: int) -> tuple[int, 
 
 
 def read_loose(path: str, name: bytes, hexsz: int) -> tuple[int, bytes | None]:
-    """(MISSING|REGULAR|SYMREF, oid or target): git's files_read_raw_ref for the loose part."""
+    """(MISSING|REGULAR|SYMREF, oid or target): git's files_read_raw_ref for the loose part. A directory
+    is no ref (git removes an empty one in the way); a file that cannot be read refuses the transaction
+    as git does ("unable to resolve reference ...: Permission denied")."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            data = read_contents(path, follow=False)
+        except UnreadableFile as err:
+            if err.errno == errno.EISDIR:
+                return MISSING, None
+            if err.errno != errno.ELOOP:
+                raise
+            target = os.readlink(path)  # a symlink: refs/... is git's obsolete symref form
+            if target.startswith("refs/"):
+                return SYMREF, os.fsencode(target)
+            data = read_contents(path)
     except (FileNotFoundError, NotADirectoryError):
         return MISSING, None
-    except OSError as err:
-        if err.errno != errno.ELOOP:
-            raise TransactionRefused(path, f"unable to resolve reference: {err.strerror}") from None
-        target = os.readlink(path)
-        if target.startswith("refs/"):
-            return SYMREF, os.fsencode(target)
-        try:
-            with open(path, "rb") as f:
-                return _parse_loose(path, name, f.read(4096), hexsz)
-        except FileNotFoundError:
+    except UnreadableFile as err:
+        if err.errno == errno.EISDIR:
             return MISSING, None
-    try:
-        try:
-            data = os.read(fd, 4096)
-        except IsADirectoryError:
-            return MISSING, None
-        if len(data) == 4096:
-            more = os.read(fd, 1 << 20)
-            data += more
-    finally:
-        os.close(fd)
+        raise TransactionRefused(path, f"unable to resolve reference: {err.why}") from None
+    except OSError as err:  # readlink
+        raise TransactionRefused(path, f"unable to resolve reference: {err.strerror}") from None
     return _parse_loose(path, name, data, hexsz)
 
 

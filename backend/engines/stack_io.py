@@ -13,6 +13,7 @@ from binascii import hexlify
 from bisect import bisect_left
 
 from ..errors import CorruptStore, TransactionRefused
+from ..fileio import read_regular, unreadable
 from ..formats.reftable.record import (
     BLOCK_LOG,
     BLOCK_REF,
@@ -53,19 +54,12 @@ def table_name(min_index: int, max_index: int) -> str:
 
 def read_list(path: str) -> list[str]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        data = read_regular(path)[0]
     except FileNotFoundError:
         return []
-    try:
-        chunks = []
-        while True:
-            b = os.read(fd, 65536)
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        os.close(fd)
-    return parse_tables_list(b"".join(chunks), path)
+    except NotADirectoryError as err:
+        raise unreadable(path, err) from None
+    return parse_tables_list(data, path)
 
 
 class Stack:
