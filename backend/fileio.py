@@ -17,7 +17,7 @@ import mmap
 import os
 import stat as _stat
 
-from .errors import UnreadableFile
+from .errors import TransactionRefused, UnreadableFile
 
 _FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 _MISSING = (FileNotFoundError, NotADirectoryError)
@@ -31,6 +31,30 @@ def unreadable(path: str, err: BaseException) -> UnreadableFile:
     return UnreadableFile(path, why, getattr(err, "errno", None))
 
 
+def open_fd(path: str, follow: bool = True) -> int:
+    """A read-only, non-blocking descriptor of ``path`` (a FIFO opens at once), not yet known to be a
+    regular file: callers check with ``check_regular`` (``open_regular`` does both)."""
+    try:
+        return os.open(path, _FLAGS if follow else _FLAGS | os.O_NOFOLLOW)
+    except _MISSING:
+        raise
+    except OSError as err:
+        raise unreadable(path, err) from None
+
+
+def check_regular(fd: int, path: str) -> os.stat_result:
+    """fstat of ``fd``; UnreadableFile unless it is a regular file (the caller closes ``fd``)."""
+    try:
+        st = os.fstat(fd)
+    except OSError as err:
+        raise unreadable(path, err) from None
+    if not _stat.S_ISREG(st.st_mode):
+        if _stat.S_ISDIR(st.st_mode):
+            raise UnreadableFile(path, os.strerror(errno.EISDIR), errno.EISDIR)
+        raise UnreadableFile(path, "not a regular file")
+    return st
+
+
 def open_regular(path: str, follow: bool = True) -> tuple[int, os.stat_result]:
     """(descriptor, fstat) of the regular file ``path``, opened read-only without blocking (``follow``
     False: a symlink is refused with ELOOP, as ``O_NOFOLLOW``).
@@ -38,42 +62,48 @@ def open_regular(path: str, follow: bool = True) -> tuple[int, os.stat_result]:
     ``FileNotFoundError`` / ``NotADirectoryError`` propagate unchanged; anything else that keeps the file
     from being read, including it being a directory, FIFO, socket or device, raises ``UnreadableFile``.
     The caller closes the descriptor."""
+    fd = open_fd(path, follow)
     try:
-        fd = os.open(path, _FLAGS if follow else _FLAGS | os.O_NOFOLLOW)
-    except _MISSING:
+        return fd, check_regular(fd, path)
+    except BaseException:
+        os.close(fd)
         raise
-    except OSError as err:
-        raise unreadable(path, err) from None
-    try:
-        st = os.fstat(fd)
-    except OSError as err:
-        os.close(fd)
-        raise unreadable(path, err) from None
-    if not _stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        if _stat.S_ISDIR(st.st_mode):
-            raise UnreadableFile(path, os.strerror(errno.EISDIR), errno.EISDIR)
-        raise UnreadableFile(path, "not a regular file")
-    return fd, st
 
 
 def read_fd(fd: int, path: str, size: int, limit: int | None = None) -> bytes:
     """The content of the open file ``fd`` (``size``: its fstat size, a hint), at most ``limit`` bytes
-    when given. Reads until EOF: a file may grow or shrink between fstat and read."""
+    when given. A short read is the end of a regular file: a small file costs one read."""
     want = size if limit is None else min(size, limit)
     chunks = []
     got = 0
     try:
         while limit is None or got < limit:
-            n = max(want - got, 4096) if limit is None else min(max(want - got, 4096), limit - got)
+            n = max(want - got, 4096)
+            if limit is not None:
+                n = min(n, limit - got)
             chunk = os.read(fd, n)
-            if not chunk:
+            if chunk:
+                chunks.append(chunk)
+                got += len(chunk)
+            if len(chunk) < n:
                 break
-            chunks.append(chunk)
-            got += len(chunk)
     except (OSError, MemoryError) as err:
         raise unreadable(path, err) from None
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_prefix(path: str, limit: int) -> bytes:
+    """At most the first ``limit`` bytes of the regular file ``path`` (small files: HEAD, gitfiles).
+    A read that ends short is the end of a regular file and costs no fstat; an empty or full read is
+    checked to come from a regular file (a device never ends, a FIFO reads empty)."""
+    fd = open_fd(path)
+    try:
+        data = read_fd(fd, path, 0, limit)
+        if not 0 < len(data) < limit:
+            check_regular(fd, path)
+        return data
+    finally:
+        os.close(fd)
 
 
 def read_regular(path: str, limit: int | None = None) -> tuple[bytes, os.stat_result]:
@@ -94,4 +124,21 @@ def map_fd(fd: int, path: str, size: int) -> mmap.mmap:
         raise unreadable(path, err) from None
 
 
-__all__ = ["map_fd", "open_regular", "read_fd", "read_regular", "unreadable"]
+def refused_write(path: str, err: OSError) -> TransactionRefused:
+    """The refusal for ``err`` met while a native commit wrote ``path`` (ENOSPC, EDQUOT, EIO, EROFS...):
+    git's ``error writing to <path>: <why>``. Raised only after the writer removed what it created, so
+    the repository is as it was."""
+    return TransactionRefused(path, f"error writing: {err.strerror or err}")
+
+
+__all__ = [
+    "check_regular",
+    "map_fd",
+    "open_fd",
+    "open_regular",
+    "read_fd",
+    "read_prefix",
+    "read_regular",
+    "refused_write",
+    "unreadable",
+]

@@ -13,7 +13,7 @@ from binascii import hexlify
 from bisect import bisect_left
 
 from ..errors import CorruptStore, TransactionRefused
-from ..fileio import read_regular, unreadable
+from ..fileio import read_regular, refused_write, unreadable
 from ..formats.reftable.record import (
     BLOCK_LOG,
     BLOCK_REF,
@@ -106,15 +106,20 @@ class Stack:
     def commit_list(self, names: list[str], do_fsync: bool, label: str = "rename tables.list") -> None:
         """Write ``names`` into the held lock, fsync if asked, rename it over tables.list."""
         data = "".join(n + "\n" for n in names).encode()
-        step("write tables.list.lock")
-        os.write(self.lock_fd, data)
-        if do_fsync:
-            step("fsync tables.list.lock")
-            os.fsync(self.lock_fd)
-        os.close(self.lock_fd)
-        self.lock_fd = -1
-        step(label)
-        os.rename(self.lock_path, self.list_path)
+        try:
+            step("write tables.list.lock")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.lock_fd, view) :]
+            if do_fsync:
+                step("fsync tables.list.lock")
+                os.fsync(self.lock_fd)
+            fd, self.lock_fd = self.lock_fd, -1
+            os.close(fd)
+            step(label)
+            os.rename(self.lock_path, self.list_path)
+        except OSError as err:  # the caller removes the new table; unlock() the lock
+            raise refused_write(self.lock_path, err) from None
         self.lock_path = ""
         self.names = list(names)
 
@@ -242,10 +247,15 @@ class Stack:
 
     # -- adding a table -------------------------------------------------------------------------------
     def write_table(self, data: bytes, min_index: int, max_index: int, do_fsync: bool) -> str:
-        """git's reftable_addition_add: ``<name>.temp.XXXXXX``, fsync if asked, rename to the final name."""
+        """git's reftable_addition_add: ``<name>.temp.XXXXXX``, fsync if asked, rename to the final name.
+        An OSError on the way (disk full, quota, I/O error) removes the temp file and refuses, naming the
+        stack's directory."""
         temp_base = os.path.join(self.dir, table_name(min_index, min_index))
         step("create table temp")
-        fd, temp = _mkstemp(temp_base + ".temp.")
+        try:
+            fd, temp = _mkstemp(temp_base + ".temp.")
+        except OSError as err:
+            raise refused_write(self.dir, err) from None
         try:
             step("write table")
             view = memoryview(data)
@@ -255,23 +265,27 @@ class Stack:
             if do_fsync:
                 step("fsync table")
                 os.fsync(fd)
-        except BaseException:
+        except BaseException as err:
             os.close(fd)
             try:
                 os.unlink(temp)
             except OSError:
                 pass
+            if isinstance(err, OSError):
+                raise refused_write(self.dir, err) from None  # (the temp file's random name is gone)
             raise
-        os.close(fd)
         final = table_name(min_index, max_index) + ".ref"
-        step("rename table")
         try:
+            os.close(fd)
+            step("rename table")
             os.rename(temp, os.path.join(self.dir, final))
-        except BaseException:
+        except BaseException as err:
             try:
                 os.unlink(temp)
             except OSError:
                 pass
+            if isinstance(err, OSError):
+                raise refused_write(self.dir, err) from None  # (the temp file's random name is gone)
             raise
         return final
 

@@ -19,7 +19,7 @@ from collections import namedtuple
 from collections.abc import Iterator
 
 from ..errors import CorruptStore, UnreadableFile
-from ..fileio import open_regular, read_fd, read_regular
+from ..fileio import check_regular, open_fd, read_fd, read_regular
 from ..model import LogEntry
 from ..refname import check_refname, is_safe_refname
 
@@ -97,9 +97,11 @@ def read_contents(path: str, follow: bool = True) -> bytes:
     never resolve it and hides the ref: b"" is returned, which parses as broken.
     Errors are ``fileio``'s: FileNotFoundError / NotADirectoryError, else UnreadableFile (``follow``
     False: a symlink is one, with ELOOP)."""
-    fd, st = open_regular(path, follow)
+    fd = open_fd(path, follow)
     try:
-        data = read_fd(fd, path, st.st_size, MAX_CONTENT)
+        data = read_fd(fd, path, 0, MAX_CONTENT)
+        if not 0 < len(data) < MAX_CONTENT:
+            check_regular(fd, path)  # only now: a short read ends a regular file (one syscall less)
         if len(data) == MAX_CONTENT and data.startswith(b"ref:"):
             while chunk := read_fd(fd, path, 1 << 20, 1 << 20):
                 if chunk.translate(None, _WS):
