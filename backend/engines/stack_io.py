@@ -47,6 +47,9 @@ def _rand32() -> int:
     return x >> 32
 
 
+_U64_MAX = (1 << 64) - 1
+
+
 def table_name(min_index: int, max_index: int) -> str:
     """git's format_name: ``0x%012x-0x%012x-%08x`` with a random suffix."""
     return f"0x{min_index:012x}-0x{max_index:012x}-{_rand32():08x}"
@@ -158,7 +161,9 @@ class Stack:
         self.tables = list(tables)
 
     def next_update_index(self) -> int:
-        return self.tables[-1].max_update_index + 1 if self.tables else 1
+        """The newest table's max_update_index + 1, in git's uint64_t arithmetic: after 2^64-1 comes 0
+        (git's reftable_stack_next_update_index wraps, and its delete succeeds; so does ours)."""
+        return (self.tables[-1].max_update_index + 1) & _U64_MAX if self.tables else 1
 
     # -- merged reads ---------------------------------------------------------------------------------
     def lookup(self, name: bytes) -> RefRecord | None:
