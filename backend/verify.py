@@ -26,6 +26,7 @@ from typing import NamedTuple
 from .display import escape_name
 from .errors import LockBusy, RefscopeError, TransactionRefused, UnreadableFile
 from .fileio import map_fd, open_regular, read_fd
+from .formats.loose import read_contents
 from .refname import check_refname, is_safe_refname
 
 ERROR = "error"
@@ -492,7 +493,7 @@ def _loose_one(out: _Out, path: str, name: bytes, st: os.stat_result, hexsz: int
     if not _check_name(out, path, None, name):
         return
     try:
-        data = _read_all(path)
+        data = read_contents(path)  # bounded, as the stores read it: a huge file is not read whole
     except (OSError, UnreadableFile) as err:
         out.error(path, None, f"cannot read ref {_q(name)}: {_why(err)}")
         return

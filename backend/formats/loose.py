@@ -94,7 +94,7 @@ def read_contents(path: str, follow: bool = True) -> bytes:
     Its value is a hex oid followed by whitespace or nothing (the first ``MAX_CONTENT`` bytes decide), or
     ``ref:`` and a target, right-trimmed: past ``MAX_CONTENT`` only whether the rest is all whitespace
     matters (then it is trimmed away); when it is not, the target is longer than any path, git could
-    never resolve it and hides the ref: b"" is returned, which parses as broken.
+    never resolve it and hides the ref: the bounded prefix is returned with a NUL, which parses as broken.
     Errors are ``fileio``'s: FileNotFoundError / NotADirectoryError, else UnreadableFile (``follow``
     False: a symlink is one, with ELOOP)."""
     fd = open_fd(path, follow)
@@ -105,7 +105,7 @@ def read_contents(path: str, follow: bool = True) -> bytes:
         if len(data) == MAX_CONTENT and data.startswith(b"ref:"):
             while chunk := read_fd(fd, path, 1 << 20, 1 << 20):
                 if chunk.translate(None, _WS):
-                    return b""
+                    return data + b"\0"  # cut: a NUL keeps the (never resolvable) target broken
     finally:
         os.close(fd)
     return data
