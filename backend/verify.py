@@ -1121,8 +1121,8 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
     except FileNotFoundError:
         out.error(lpath, None, "tables.list is missing: the reftable stack cannot be read")
         return merged
-    except OSError as err:  # reftable/ itself unreadable (EACCES) or not a directory
-        out.error(lpath, None, f"cannot read tables.list: {_why(err)}")
+    except OSError as err:  # reftable/ itself cannot be searched (EACCES) or is not a directory
+        out.error(rdir, None, f"cannot read the reftable directory: {_why(err)}")
         return merged
     if not stat.S_ISREG(st.st_mode):
         out.error(lpath, None, "tables.list is not a regular file")
