@@ -103,16 +103,19 @@ def _parse_loose(path: str, name: bytes, data: bytes, hexsz: int) -> tuple[int, 
     )
 
 
+IN_THE_WAY = b"/"  # read_loose's value for MISSING when a directory sits where the loose file would be
+
+
 def read_loose(path: str, name: bytes, hexsz: int) -> tuple[int, bytes | None]:
     """(MISSING|REGULAR|SYMREF, oid or target): git's files_read_raw_ref for the loose part. A directory
-    is no ref (git removes an empty one in the way); a file that cannot be read refuses the transaction
-    as git does ("unable to resolve reference ...: Permission denied")."""
+    is no ref: (MISSING, IN_THE_WAY), which the commit removes when empty, as git; a file that cannot be
+    read refuses the transaction as git does ("unable to resolve reference ...: Permission denied")."""
     try:
         try:
             data = read_contents(path, follow=False)
         except UnreadableFile as err:
             if err.errno == errno.EISDIR:
-                return MISSING, None
+                return MISSING, IN_THE_WAY
             if err.errno != errno.ELOOP:
                 raise
             target = os.readlink(path)  # a symlink: refs/... is git's obsolete symref form
@@ -123,7 +126,7 @@ def read_loose(path: str, name: bytes, hexsz: int) -> tuple[int, bytes | None]:
         return MISSING, None
     except UnreadableFile as err:
         if err.errno == errno.EISDIR:
-            return MISSING, None
+            return MISSING, IN_THE_WAY
         raise TransactionRefused(path, f"unable to resolve reference: {err.why}") from None
     except OSError as err:  # readlink
         raise TransactionRefused(path, f"unable to resolve reference: {err.strerror}") from None
@@ -226,6 +229,25 @@ class FilesCommit:
             u.created_dirs.append(d)
         return True
 
+    def _remove_dir_in_the_way(self, u: _Update) -> None:
+        """git's lock_raw_ref on EISDIR: a directory where the ref's file goes may be what deleted refs left;
+        unless the ref must exist, remove it when it holds only empty directories, else refuse."""
+        path = ref_path(self.repo, u.name)
+        name = u.name.decode(errors="replace")
+        if u.old is not None:
+            raise TransactionRefused(path, f"cannot lock ref '{name}': unable to resolve reference '{name}'")
+        step("rmdir in the way", u.name)
+        try:
+            for top, _dirs, files in os.walk(path, topdown=False):
+                if files:
+                    raise OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY))
+                os.rmdir(top)
+        except OSError:
+            raise TransactionRefused(
+                path,
+                f"cannot lock ref '{name}': there is a non-empty directory '{path}' blocking reference '{name}'",
+            ) from None
+
     def _check_old(self, u: _Update, current: bytes | None, report: _Update) -> None:
         if u.old is None or u.log_only:
             return
@@ -274,6 +296,8 @@ class FilesCommit:
                 self._add(h)
             self._lock(u)
             kind, value = read_loose(ref_path(self.repo, u.name), u.name, self.hexsz)
+            if value is IN_THE_WAY:
+                self._remove_dir_in_the_way(u)
             u.kind = kind
             if u.head_split:
                 if kind != SYMREF or value != u.parent.name:
