@@ -409,7 +409,7 @@ class FilesCommit:
         if self.message:
             entry += b"\t" + self.message
         entry += b"\n"
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO: ENXIO, never a wait
         create = should_autocreate_reflog(mode, u.name)
         if create:
             flags |= os.O_CREAT
