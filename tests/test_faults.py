@@ -196,7 +196,7 @@ def _set_max_update_index(table: Path, value: int) -> None:
 
     data = bytearray(table.read_bytes())
     footer = len(data) - (68 if data[4] == 1 else 72)
-    at = 16 if data[4] == 1 else 16  # magic, version+block size (8 bytes), min_update_index, max_update_index
+    at = 16  # after magic, version and block size (8 bytes) and min_update_index, in both versions
     for base in (0, footer):
         data[base + at : base + at + 8] = struct.pack(">Q", value)
     data[-4:] = struct.pack(">I", zlib.crc32(bytes(data[footer:-4])))
