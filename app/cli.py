@@ -61,6 +61,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except (OSError, MemoryError) as err:
+        if module_name == "cmd_tui":
+            raise  # the TUI's crash path is its own
+        # The last resort: an OS error no reader typed still ends in the one line, never a traceback.
+        sys.stdout.flush()
+        print(_last_resort_line(err), file=sys.stderr)
+        return 1
+
+
+def _last_resort_line(err: OSError | MemoryError) -> str:
+    """``refscope: <file>: <what>`` for an untyped OSError (the file it names, else the error alone)."""
+    from refscope.backend.display import printable
+
+    if isinstance(err, MemoryError):
+        return "refscope: out of memory"
+    what = err.strerror or str(err) or type(err).__name__
+    file = err.filename
+    if file is None:
+        return printable(f"refscope: {what}")
+    if isinstance(file, bytes):
+        file = file.decode("utf-8", "surrogateescape")
+    return printable(f"refscope: {file}: {what}")
 
 
 def _global_options(args: list[str]) -> list[str] | int:

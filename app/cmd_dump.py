@@ -34,30 +34,31 @@ def _parse(argv: list[str]) -> tuple[str, bool] | None:
 
 
 def _is_reftable(path: str) -> bool:
+    """Does the file start with ``REFT``? Opened through ``fileio``: a directory, FIFO, device or
+    unreadable file is refused with one line (a FIFO never blocks)."""
     import os
 
     from refscope.backend.errors import RefscopeError
+    from refscope.backend.fileio import open_regular, read_fd
 
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as err:
-        raise RefscopeError(path, err.strerror or "cannot open") from None
+        fd, st = open_regular(path)
+    except (FileNotFoundError, NotADirectoryError) as err:
+        raise RefscopeError(path, err.strerror) from None
     try:
-        return os.read(fd, 4) == b"REFT"
+        return read_fd(fd, path, 4, 4) == b"REFT"
     finally:
         os.close(fd)
 
 
 def packed_description(path: str) -> dict:
     """The packed-refs file as a JSON-ready dict (names with surrogateescape)."""
-    import os
-
     from refscope.backend.errors import RefscopeError
     from refscope.backend.formats.packed import PackedRefs
 
-    if not os.path.isfile(path):
-        raise RefscopeError(path, "No such file")
     p = PackedRefs.open(path)
+    if p.stat is None:  # gone since it was opened to look at its kind
+        raise RefscopeError(path, "No such file or directory")
 
     def s(b):
         return None if b is None else b.decode("utf-8", "surrogateescape")

@@ -91,8 +91,20 @@ def _git_env() -> dict[str, str]:
 
 
 def git_version(git: str) -> str:
-    out = subprocess.run([git, "version"], capture_output=True, check=True, env=_git_env()).stdout
-    return out.decode().strip().removeprefix("git version ")
+    """The version ``git`` reports. A path that cannot be run, or a program that does not answer
+    ``version`` as git does ("git version X"), is refused with one line before anything is copied."""
+    from .errors import RefscopeError
+
+    try:
+        proc = subprocess.run([git, "version"], capture_output=True, env=_git_env(), timeout=60)
+    except OSError as err:
+        raise RefscopeError(git, f"cannot run: {err.strerror or err}") from None
+    except subprocess.TimeoutExpired:
+        raise RefscopeError(git, "not a git: 'version' did not answer within 60 s") from None
+    out = proc.stdout.decode("utf-8", "replace").strip()
+    if proc.returncode != 0 or not out.startswith("git version "):
+        raise RefscopeError(git, "not a git: 'version' did not print 'git version ...'")
+    return out.removeprefix("git version ")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -190,13 +202,13 @@ def run_bench(
     from . import meter
     from .errors import TransactionRefused
 
+    versions = [git_version(g) for g in gits]  # a path that is no git is refused before any work
     deletions = resolve_deletions(repo, deletions)
     refs_total = None
     if count_refs:
         from .store import open_store
 
         refs_total = len(open_store(repo).snapshot())
-    versions = [git_version(g) for g in gits]
     labels = []
     for g, v in zip(gits, versions, strict=True):
         label = f"git {v}"

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from .errors import RefscopeError
+from .errors import RefscopeError, UnreadableFile
+from .fileio import read_regular
 
 _MAX_INCLUDE_DEPTH = 10
 
@@ -23,22 +24,12 @@ class ConfigError(RefscopeError):
 
 
 def _read(path: str) -> bytes | None:
+    """The config file's bytes; None when it cannot be read (missing, unreadable, not a regular file:
+    git warns and goes on without it). Through ``fileio``: a FIFO never blocks the read."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        return read_regular(path)[0]
+    except (OSError, UnreadableFile):
         return None
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except IsADirectoryError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _is_key_char(c: str) -> bool:

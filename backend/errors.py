@@ -57,3 +57,16 @@ class StaleValue(TransactionRefused):
 
 class LockBusy(TransactionRefused):
     """A lock file could not be created within the configured timeout."""
+
+
+class UnreadableFile(CorruptStore):
+    """A file a reader needs exists but cannot be read: permissions, a symlink loop, an I/O error, or
+    not a regular file (a directory, a FIFO, a device). A store that fails to read is refused for writes,
+    so this is a kind of CorruptStore; ``backend.fileio`` raises it with git's wording, ``couldn't read:
+    <why>``. ``errno``: the error number (EISDIR for a directory), None for another kind of file that is
+    not regular."""
+
+    def __init__(self, file: str | None, why: str, errno: int | None = None) -> None:
+        super().__init__(file, f"couldn't read: {why}")
+        self.why = why
+        self.errno = errno

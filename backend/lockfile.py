@@ -58,7 +58,7 @@ def _pid_hint(path: str) -> str:
     """git's advice after EEXIST, reading the optional ``<path>~pid.lock`` (core.lockfilePid)."""
     pid = 0
     try:
-        fd = os.open(path + "~pid" + LOCK_SUFFIX, os.O_RDONLY)
+        fd = os.open(path + "~pid" + LOCK_SUFFIX, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # FIFO: no wait
         try:
             data = os.read(fd, 64)
         finally:

@@ -15,7 +15,8 @@ from collections import namedtuple
 from collections.abc import Mapping
 
 from .config import load_protected, load_repo_config, parse_bool_env, read_file_entries
-from .errors import DubiousOwnership, NotARepository, UnsupportedFormat
+from .errors import DubiousOwnership, NotARepository, UnreadableFile, UnsupportedFormat
+from .fileio import read_prefix
 
 _GITFILE_MAX = 1 << 20
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -52,16 +53,11 @@ def is_per_worktree_ref(name: bytes) -> bool:
 
 
 def _read_small(path: str, limit: int = 256) -> bytes | None:
+    """The first ``limit`` bytes of ``path``; None when it cannot be read (discovery then looks on)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        return read_prefix(path, limit)
+    except (OSError, UnreadableFile):
         return None
-    try:
-        return os.read(fd, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _validate_headref(path: str) -> bool:

@@ -232,6 +232,11 @@ class Transaction:
                     )
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
+        except OSError as err:
+            # Any OS error no writer typed (the engines remove their locks and temp files on the way out):
+            # a refusal, one line, never a traceback. A typed one names the file it was writing.
+            file = os.fsdecode(err.filename) if err.filename is not None else self._where()
+            raise TransactionRefused(file, err.strerror or str(err)) from None
         self._done = True
         report = m.report
         return CommitResult(True, self.engine, deleted, report, [*self._phases, report, *extra])

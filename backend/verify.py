@@ -24,7 +24,9 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from .display import escape_name
-from .errors import LockBusy, RefscopeError, TransactionRefused
+from .errors import LockBusy, RefscopeError, TransactionRefused, UnreadableFile
+from .fileio import map_fd, open_regular, read_fd
+from .formats.loose import read_contents
 from .refname import check_refname, is_safe_refname
 
 ERROR = "error"
@@ -219,8 +221,8 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
         return refs
     try:
         data = _read_all(path)
-    except OSError as err:
-        out.error(path, None, f"cannot read packed-refs: {err.strerror}")
+    except (OSError, UnreadableFile) as err:
+        out.error(path, None, f"cannot read packed-refs: {_why(err)}")
         return refs
     hexsz = HASH_SIZES.get(hash_name, 20) * 2
     n = len(data)
@@ -360,25 +362,20 @@ def verify_packed(out: _Out, path: str, hash_name: str) -> dict[bytes, bytes]:
 
 def _read_all(path: str):
     """The file's bytes: read when small, mapped when large (a huge table or packed-refs is walked
-    without copying it into memory; the walkers only index and slice)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    without copying it into memory; the walkers only index and slice). Through ``fileio``: a FIFO or a
+    directory raises UnreadableFile, never blocks."""
+    fd, st = open_regular(path)
     try:
-        size = os.fstat(fd).st_size
-        if size > _MAP_ABOVE:
-            import mmap
-
-            return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
-        chunks = []
-        got = 0
-        while True:
-            chunk = os.read(fd, max(size - got, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
+        if st.st_size > _MAP_ABOVE:
+            return map_fd(fd, path, st.st_size)
+        return read_fd(fd, path, st.st_size)
     finally:
         os.close(fd)
+
+
+def _why(err: OSError | UnreadableFile) -> str:
+    """What kept a file from being read, as the kernel (or ``fileio``) says it."""
+    return err.why if isinstance(err, UnreadableFile) else (err.strerror or str(err))
 
 
 # --------------------------------------------------------------------------------------------- loose refs
@@ -485,16 +482,20 @@ def _loose_one(out: _Out, path: str, name: bytes, st: os.stat_result, hexsz: int
         out.warning(path, None, f"ref {_q(name)} is a symbolic link (an obsolete symref form)")
         if target.startswith(b"refs/"):
             found[name] = ("sym", target, path)
-        return
-    if not stat.S_ISREG(st.st_mode):
+            return
+        # git follows any other symlink and reads the file it reaches (a loop: "cannot read ref")
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.stat(path).st_mode):
+                return
+    elif not stat.S_ISREG(st.st_mode):
         out.error(path, None, f"ref {_q(name)} is not a regular file")
         return
     if not _check_name(out, path, None, name):
         return
     try:
-        data = _read_all(path)
-    except OSError as err:
-        out.error(path, None, f"cannot read ref {_q(name)}: {err.strerror}")
+        data = read_contents(path)  # bounded, as the stores read it: a huge file is not read whole
+    except (OSError, UnreadableFile) as err:
+        out.error(path, None, f"cannot read ref {_q(name)}: {_why(err)}")
         return
     got = _loose_content(out, path, name, data, hexsz)
     if got is not None:
@@ -1120,13 +1121,16 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
     except FileNotFoundError:
         out.error(lpath, None, "tables.list is missing: the reftable stack cannot be read")
         return merged
+    except OSError as err:  # reftable/ itself cannot be searched (EACCES) or is not a directory
+        out.error(rdir, None, f"cannot read the reftable directory: {_why(err)}")
+        return merged
     if not stat.S_ISREG(st.st_mode):
         out.error(lpath, None, "tables.list is not a regular file")
         return merged
     try:
         data = _read_all(lpath)
-    except OSError as err:
-        out.error(lpath, None, f"cannot read tables.list: {err.strerror}")
+    except (OSError, UnreadableFile) as err:
+        out.error(lpath, None, f"cannot read tables.list: {_why(err)}")
         return merged
     names: list[str] = []
     pos = 0
@@ -1169,13 +1173,16 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
         except FileNotFoundError:
             out.error(path, None, f"table {name} is listed in tables.list but does not exist")
             continue
+        except OSError as err:
+            out.error(path, None, f"cannot read table {name}: {_why(err)}")
+            continue
         if not stat.S_ISREG(tst.st_mode):
             out.error(path, None, f"table {name} is not a regular file")
             continue
         try:
             tdata = _read_all(path)
-        except OSError as err:
-            out.error(path, None, f"cannot read table {name}: {err.strerror}")
+        except (OSError, UnreadableFile) as err:
+            out.error(path, None, f"cannot read table {name}: {_why(err)}")
             continue
         info = verify_table_bytes(out, path, tdata, hash_name)
         if not info.ok:

@@ -657,7 +657,7 @@ def _identity(snap, path: str):
 
 def _read_small(path: str, limit: int = 4096) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
     except OSError:
         return None
     try:

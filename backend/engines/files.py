@@ -22,7 +22,8 @@ import errno
 import os
 import stat as _stat
 
-from ..errors import LockBusy, StaleValue, TransactionRefused
+from ..errors import LockBusy, StaleValue, TransactionRefused, UnreadableFile
+from ..formats.loose import read_contents
 from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
 from .common import (
@@ -102,33 +103,33 @@ def _parse_loose(path: str, name: bytes, data: bytes, hexsz: int) -> tuple[int, 
     )
 
 
+IN_THE_WAY = b"/"  # read_loose's value for MISSING when a directory sits where the loose file would be
+
+
 def read_loose(path: str, name: bytes, hexsz: int) -> tuple[int, bytes | None]:
-    """(MISSING|REGULAR|SYMREF, oid or target): git's files_read_raw_ref for the loose part."""
+    """(MISSING|REGULAR|SYMREF, oid or target): git's files_read_raw_ref for the loose part. A directory
+    is no ref: (MISSING, IN_THE_WAY), which the commit removes when empty, as git; a file that cannot be
+    read refuses the transaction as git does ("unable to resolve reference ...: Permission denied")."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            data = read_contents(path, follow=False)
+        except UnreadableFile as err:
+            if err.errno == errno.EISDIR:
+                return MISSING, IN_THE_WAY
+            if err.errno != errno.ELOOP:
+                raise
+            target = os.readlink(path)  # a symlink: refs/... is git's obsolete symref form
+            if target.startswith("refs/"):
+                return SYMREF, os.fsencode(target)
+            data = read_contents(path)
     except (FileNotFoundError, NotADirectoryError):
         return MISSING, None
-    except OSError as err:
-        if err.errno != errno.ELOOP:
-            raise TransactionRefused(path, f"unable to resolve reference: {err.strerror}") from None
-        target = os.readlink(path)
-        if target.startswith("refs/"):
-            return SYMREF, os.fsencode(target)
-        try:
-            with open(path, "rb") as f:
-                return _parse_loose(path, name, f.read(4096), hexsz)
-        except FileNotFoundError:
-            return MISSING, None
-    try:
-        try:
-            data = os.read(fd, 4096)
-        except IsADirectoryError:
-            return MISSING, None
-        if len(data) == 4096:
-            more = os.read(fd, 1 << 20)
-            data += more
-    finally:
-        os.close(fd)
+    except UnreadableFile as err:
+        if err.errno == errno.EISDIR:
+            return MISSING, IN_THE_WAY
+        raise TransactionRefused(path, f"unable to resolve reference: {err.why}") from None
+    except OSError as err:  # readlink
+        raise TransactionRefused(path, f"unable to resolve reference: {err.strerror}") from None
     return _parse_loose(path, name, data, hexsz)
 
 
@@ -228,6 +229,25 @@ class FilesCommit:
             u.created_dirs.append(d)
         return True
 
+    def _remove_dir_in_the_way(self, u: _Update) -> None:
+        """git's lock_raw_ref on EISDIR: a directory where the ref's file goes may be what deleted refs left;
+        unless the ref must exist, remove it when it holds only empty directories, else refuse."""
+        path = ref_path(self.repo, u.name)
+        name = u.name.decode(errors="replace")
+        if u.old is not None:
+            raise TransactionRefused(path, f"cannot lock ref '{name}': unable to resolve reference '{name}'")
+        step("rmdir in the way", u.name)
+        try:
+            for top, _dirs, files in os.walk(path, topdown=False):
+                if files:
+                    raise OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY))
+                os.rmdir(top)
+        except OSError:
+            raise TransactionRefused(
+                path,
+                f"cannot lock ref '{name}': there is a non-empty directory '{path}' blocking reference '{name}'",
+            ) from None
+
     def _check_old(self, u: _Update, current: bytes | None, report: _Update) -> None:
         if u.old is None or u.log_only:
             return
@@ -276,6 +296,8 @@ class FilesCommit:
                 self._add(h)
             self._lock(u)
             kind, value = read_loose(ref_path(self.repo, u.name), u.name, self.hexsz)
+            if value is IN_THE_WAY:
+                self._remove_dir_in_the_way(u)
             u.kind = kind
             if u.head_split:
                 if kind != SYMREF or value != u.parent.name:
@@ -387,7 +409,7 @@ class FilesCommit:
         if self.message:
             entry += b"\t" + self.message
         entry += b"\n"
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO: ENXIO, never a wait
         create = should_autocreate_reflog(mode, u.name)
         if create:
             flags |= os.O_CREAT

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from ..fileio import refused_write
 from .crashpoint import step
 
 HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
@@ -54,7 +55,10 @@ def kept_ranges(packed, dropped: list[tuple[int, int]]) -> list[tuple[int, int]]
 def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: bool) -> None:
     """Create ``new_path`` (O_EXCL, as git's tempfile) holding the header + ``kept`` ranges of ``buf``."""
     step("create packed-refs.new")
-    fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except OSError as err:
+        raise refused_write(new_path, err) from None
     try:
         mv = memoryview(buf) if kept else None
         iov = [HEADER]
@@ -80,11 +84,20 @@ def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: boo
         if do_fsync:
             step("fsync packed-refs.new")
             os.fsync(fd)
-    except BaseException:
+    except BaseException as err:
         os.close(fd)
         try:
             os.unlink(new_path)
         except OSError:
             pass
+        if isinstance(err, OSError):  # disk full, quota, I/O error: refused, nothing left behind
+            raise refused_write(new_path, err) from None
         raise
-    os.close(fd)
+    try:
+        os.close(fd)  # (a network file system may report a failed write only here)
+    except OSError as err:
+        try:
+            os.unlink(new_path)
+        except OSError:
+            pass
+        raise refused_write(new_path, err) from None

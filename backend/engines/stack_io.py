@@ -13,6 +13,7 @@ from binascii import hexlify
 from bisect import bisect_left
 
 from ..errors import CorruptStore, TransactionRefused
+from ..fileio import read_regular, refused_write, unreadable
 from ..formats.reftable.record import (
     BLOCK_LOG,
     BLOCK_REF,
@@ -46,6 +47,9 @@ def _rand32() -> int:
     return x >> 32
 
 
+_U64_MAX = (1 << 64) - 1
+
+
 def table_name(min_index: int, max_index: int) -> str:
     """git's format_name: ``0x%012x-0x%012x-%08x`` with a random suffix."""
     return f"0x{min_index:012x}-0x{max_index:012x}-{_rand32():08x}"
@@ -53,19 +57,12 @@ def table_name(min_index: int, max_index: int) -> str:
 
 def read_list(path: str) -> list[str]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        data = read_regular(path)[0]
     except FileNotFoundError:
         return []
-    try:
-        chunks = []
-        while True:
-            b = os.read(fd, 65536)
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        os.close(fd)
-    return parse_tables_list(b"".join(chunks), path)
+    except NotADirectoryError as err:
+        raise unreadable(path, err) from None
+    return parse_tables_list(data, path)
 
 
 class Stack:
@@ -112,15 +109,20 @@ class Stack:
     def commit_list(self, names: list[str], do_fsync: bool, label: str = "rename tables.list") -> None:
         """Write ``names`` into the held lock, fsync if asked, rename it over tables.list."""
         data = "".join(n + "\n" for n in names).encode()
-        step("write tables.list.lock")
-        os.write(self.lock_fd, data)
-        if do_fsync:
-            step("fsync tables.list.lock")
-            os.fsync(self.lock_fd)
-        os.close(self.lock_fd)
-        self.lock_fd = -1
-        step(label)
-        os.rename(self.lock_path, self.list_path)
+        try:
+            step("write tables.list.lock")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.lock_fd, view) :]
+            if do_fsync:
+                step("fsync tables.list.lock")
+                os.fsync(self.lock_fd)
+            fd, self.lock_fd = self.lock_fd, -1
+            os.close(fd)
+            step(label)
+            os.rename(self.lock_path, self.list_path)
+        except OSError as err:  # the caller removes the new table; unlock() the lock
+            raise refused_write(self.lock_path, err) from None
         self.lock_path = ""
         self.names = list(names)
 
@@ -159,7 +161,9 @@ class Stack:
         self.tables = list(tables)
 
     def next_update_index(self) -> int:
-        return self.tables[-1].max_update_index + 1 if self.tables else 1
+        """The newest table's max_update_index + 1, in git's uint64_t arithmetic: after 2^64-1 comes 0
+        (git's reftable_stack_next_update_index wraps, and its delete succeeds; so does ours)."""
+        return (self.tables[-1].max_update_index + 1) & _U64_MAX if self.tables else 1
 
     # -- merged reads ---------------------------------------------------------------------------------
     def lookup(self, name: bytes) -> RefRecord | None:
@@ -248,10 +252,15 @@ class Stack:
 
     # -- adding a table -------------------------------------------------------------------------------
     def write_table(self, data: bytes, min_index: int, max_index: int, do_fsync: bool) -> str:
-        """git's reftable_addition_add: ``<name>.temp.XXXXXX``, fsync if asked, rename to the final name."""
+        """git's reftable_addition_add: ``<name>.temp.XXXXXX``, fsync if asked, rename to the final name.
+        An OSError on the way (disk full, quota, I/O error) removes the temp file and refuses, naming the
+        stack's directory."""
         temp_base = os.path.join(self.dir, table_name(min_index, min_index))
         step("create table temp")
-        fd, temp = _mkstemp(temp_base + ".temp.")
+        try:
+            fd, temp = _mkstemp(temp_base + ".temp.")
+        except OSError as err:
+            raise refused_write(self.dir, err) from None
         try:
             step("write table")
             view = memoryview(data)
@@ -261,23 +270,27 @@ class Stack:
             if do_fsync:
                 step("fsync table")
                 os.fsync(fd)
-        except BaseException:
+        except BaseException as err:
             os.close(fd)
             try:
                 os.unlink(temp)
             except OSError:
                 pass
+            if isinstance(err, OSError):
+                raise refused_write(self.dir, err) from None  # (the temp file's random name is gone)
             raise
-        os.close(fd)
         final = table_name(min_index, max_index) + ".ref"
-        step("rename table")
         try:
+            os.close(fd)
+            step("rename table")
             os.rename(temp, os.path.join(self.dir, final))
-        except BaseException:
+        except BaseException as err:
             try:
                 os.unlink(temp)
             except OSError:
                 pass
+            if isinstance(err, OSError):
+                raise refused_write(self.dir, err) from None  # (the temp file's random name is gone)
             raise
         return final
 

@@ -11,19 +11,22 @@ common dir, exactly as git's loose ref cache substitutes those three directories
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as _stat
 import time
 from collections import namedtuple
 from collections.abc import Iterator
 
-from ..errors import CorruptStore
+from ..errors import CorruptStore, UnreadableFile
+from ..fileio import check_regular, open_fd, read_fd, read_regular
 from ..model import LogEntry
 from ..refname import check_refname, is_safe_refname
 
 PER_WORKTREE_DIRS = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 _HEX = b"0123456789abcdefABCDEF"
 _WS = b" \t\n\r\v\f"
+MAX_CONTENT = 1 << 16  # bytes of a loose ref file read before its value is decided (see read_contents)
 
 # kinds of loose values
 OID = "oid"
@@ -85,6 +88,29 @@ def parse_contents(data: bytes, hexlen: int) -> tuple[str, bytes | None]:
     return OID, oid.lower()
 
 
+def read_contents(path: str, follow: bool = True) -> bytes:
+    """The bytes of the loose ref file ``path`` that decide its value: a huge file is not read whole.
+
+    Its value is a hex oid followed by whitespace or nothing (the first ``MAX_CONTENT`` bytes decide), or
+    ``ref:`` and a target, right-trimmed: past ``MAX_CONTENT`` only whether the rest is all whitespace
+    matters (then it is trimmed away); when it is not, the target is longer than any path, git could
+    never resolve it and hides the ref: the bounded prefix is returned with a NUL, which parses as broken.
+    Errors are ``fileio``'s: FileNotFoundError / NotADirectoryError, else UnreadableFile (``follow``
+    False: a symlink is one, with ELOOP)."""
+    fd = open_fd(path, follow)
+    try:
+        data = read_fd(fd, path, 0, MAX_CONTENT)
+        if not 0 < len(data) < MAX_CONTENT:
+            check_regular(fd, path)  # only now: a short read ends a regular file (one syscall less)
+        if len(data) == MAX_CONTENT and data.startswith(b"ref:"):
+            while chunk := read_fd(fd, path, 1 << 20, 1 << 20):
+                if chunk.translate(None, _WS):
+                    return data + b"\0"  # cut: a NUL keeps the (never resolvable) target broken
+    finally:
+        os.close(fd)
+    return data
+
+
 def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
@@ -108,25 +134,16 @@ def read_loose_file(
                 return None
         elif _stat.S_ISDIR(st.st_mode):
             return None
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            chunks = []
-            while True:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
+        data = read_contents(path)
     except FileNotFoundError:
         return None
     except NotADirectoryError:
         return None
-    except OSError:
+    except (OSError, UnreadableFile):  # unreadable, a FIFO...: git hides it as broken
         if st is None:
             return LooseRef(name, BROKEN, None, path, (0, 0, 0, 0))
         return LooseRef(name, BROKEN, None, path, _ident(st), False, st.st_ctime_ns, read_ns)
-    kind, value = parse_contents(b"".join(chunks), hexlen)
+    kind, value = parse_contents(data, hexlen)
     return LooseRef(name, kind, value, path, _ident(st), False, st.st_ctime_ns, read_ns)
 
 
@@ -295,22 +312,13 @@ def parse_reflog_line(line: bytes, hexlen: int) -> LogEntry | None:
 def read_reflog(path: str, hexlen: int) -> list[LogEntry]:
     """The reflog file at ``path``, newest first (as ``git reflog show``); [] when there is none."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        data = read_regular(path)[0]
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    try:
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except IsADirectoryError:
-                return []
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
+    except UnreadableFile as err:
+        if err.errno == errno.EISDIR:
+            return []
+        raise
     out = []
     for line in reversed(data.splitlines(keepends=True)):
         ent = parse_reflog_line(line, hexlen)

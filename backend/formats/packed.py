@@ -15,7 +15,6 @@ iterates); ``validate()`` runs them all.
 
 from __future__ import annotations
 
-import mmap
 import os
 from _weakref import ref as _weakref  # (the weakref module costs ~1 ms of CLI start-up)
 from array import array
@@ -27,6 +26,7 @@ from operator import itemgetter, lt
 
 from ..display import escape_name
 from ..errors import CorruptStore
+from ..fileio import map_fd, open_regular, read_fd
 from ..refpattern import prefix_successor
 
 HEADER_PREFIX = b"# pack-refs with: "
@@ -49,8 +49,11 @@ class PackedRecord(namedtuple("PackedRecord", "offset length name oid peeled")):
 
 
 def _line_excerpt(buf, pos: int, end: int) -> str:
-    eol = buf.find(b"\n", pos, end)
-    line = bytes(buf[pos : end if eol < 0 else eol])
+    """The start of the line at ``pos``, escaped, for an error message. Copies at most 80 bytes: a bad
+    "line" may be the whole (mapped, possibly huge) file."""
+    stop = min(end, pos + 80)
+    eol = buf.find(b"\n", pos, stop)
+    line = bytes(buf[pos : stop if eol < 0 else eol])
     text = escape_name(line[:75])  # the file's bytes may hold CR, ESC or C1 controls: never print them raw
     return text + ("..." if len(line) >= 80 else "")
 
@@ -117,24 +120,19 @@ class PackedRefs:
         hexlen = {"sha1": 40, "sha256": 64}.get(hash_name or "")
         read_ns = fs_clock_ns()
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return cls(path, b"", None, hexlen)
-        except NotADirectoryError:
+            fd, st = open_regular(path)
+        except (FileNotFoundError, NotADirectoryError):
             return cls(path, b"", None, hexlen)
         try:
-            st = os.fstat(fd)
             size = st.st_size
             if size == 0:
                 buf = b""
             elif size <= _SMALL:
-                buf = os.read(fd, size)
+                buf = read_fd(fd, path, size, size)
                 if len(buf) != size:
-                    raise CorruptStore(path, f"couldn't read {path}")
+                    raise CorruptStore(path, "couldn't read: short read")
             else:
-                buf = mmap.mmap(fd, size, prot=mmap.PROT_READ)
-        except OSError as err:
-            raise CorruptStore(path, f"couldn't read {path}: {err.strerror}") from None
+                buf = map_fd(fd, path, size)
         finally:
             os.close(fd)
         self = cls(path, buf, st, hexlen)
@@ -156,7 +154,7 @@ class PackedRefs:
         fd = self._rfd
         if fd is None:
             try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # never waits on a FIFO
             except OSError:
                 fd = -1
             if fd >= 0:

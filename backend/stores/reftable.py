@@ -26,6 +26,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from ..errors import CorruptStore
+from ..fileio import unreadable
 from ..formats.reftable.block import ref_block_pairs
 from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import read_tables_list_stat
@@ -154,6 +155,8 @@ class Stack:
                 except FileNotFoundError:
                     missing = path
                     break
+                except OSError as err:  # the stat of a reused table (ELOOP, EACCES...): as fileio reports it
+                    raise unreadable(path, err) from None
             if missing is None:
                 break
             after, _ = read_tables_list_stat(d)

@@ -7,11 +7,11 @@ the form git writes, so a hostile list cannot make it open files outside the ref
 
 from __future__ import annotations
 
-import errno
 import os
 from collections import namedtuple
 
 from ...errors import CorruptStore
+from ...fileio import read_regular, unreadable
 
 _HEX = b"0123456789abcdef"
 
@@ -57,22 +57,12 @@ def read_tables_list_stat(reftable_dir: str) -> tuple[list[str], tuple[int, int,
     """(names, identity of tables.list as (st_dev, st_ino, st_size, st_mtime_ns) or None when missing)."""
     path = os.path.join(reftable_dir, "tables.list")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        if e.errno == errno.ENOENT:
-            return [], None
-        raise CorruptStore(path, f"cannot open: {e.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        chunks = []
-        while True:
-            b = os.read(fd, max(st.st_size, 4096))
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        os.close(fd)
-    return parse_tables_list(b"".join(chunks), path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        data, st = read_regular(path)
+    except FileNotFoundError:
+        return [], None
+    except NotADirectoryError as err:  # ``reftable`` is not a directory: not a missing stack
+        raise unreadable(path, err) from None
+    return parse_tables_list(data, path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def read_tables_list(reftable_dir: str) -> list[str]:

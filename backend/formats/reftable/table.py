@@ -15,7 +15,8 @@ from bisect import bisect_left
 from collections import OrderedDict, namedtuple
 from collections.abc import Iterator
 
-from ...errors import CorruptStore, RefscopeError, UnsupportedFormat
+from ...errors import CorruptStore, UnsupportedFormat
+from ...fileio import map_fd, open_regular, unreadable
 from .block import (
     Block,
     RefBlock,
@@ -97,16 +98,13 @@ class Table:
     def open(cls, path: str) -> Table:
         """Map and validate the table at ``path`` (FileNotFoundError propagates: the stack retries on it)."""
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError:
-            raise
-        except OSError as e:
-            raise RefscopeError(path, f"cannot open: {e.strerror}") from None
+            fd, st = open_regular(path)  # a FIFO, directory or unreadable file: UnreadableFile
+        except NotADirectoryError as e:
+            raise unreadable(path, e) from None
         try:
-            st = os.fstat(fd)
             if st.st_size < HEADER_SIZE[2] + 1:
                 raise CorruptStore(path, f"file too small for a reftable ({st.st_size} bytes)", 0)
-            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            mm = map_fd(fd, path, st.st_size)
         finally:
             os.close(fd)
         return cls._over(path, (st.st_dev, st.st_ino, st.st_size), mm)
