@@ -43,7 +43,7 @@ def run(argv: list[str]) -> int:
 
     from refscope.backend.errors import DubiousOwnership
     from refscope.backend.repo import discover
-    from refscope.backend.verify import ERROR, Finding, verify
+    from refscope.backend.verify import ERROR, Finding, Summary, verify_summary
 
     repo = None
     try:
@@ -61,8 +61,9 @@ def run(argv: list[str]) -> int:
             repo = None
         if repo is None:
             findings = [Finding(err.file or (path or "."), err.offset, ERROR, err.what)]
+    summary = None
     if repo is not None:
-        findings = verify(repo)
+        findings, summary = verify_summary(repo)
     out = sys.stdout
     if as_json:
         import json
@@ -74,9 +75,7 @@ def run(argv: list[str]) -> int:
             out.write(format_finding(f) + "\n")
     out.flush()
     errors = sum(1 for f in findings if f.severity == ERROR)
-    warnings = len(findings) - errors
-    if findings:
-        plural = "s" if errors != 1 else ""
-        wplural = "s" if warnings != 1 else ""
-        print(f"refscope verify: {errors} error{plural}, {warnings} warning{wplural}", file=sys.stderr)
+    if summary is None:
+        summary = Summary("", 0, 0, 0, 0, errors, len(findings) - errors)
+    print(f"refscope verify: {summary.line()}", file=sys.stderr)
     return 1 if errors else 0

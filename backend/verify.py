@@ -109,6 +109,7 @@ class _Out:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.error_files: set[str] = set()
+        self.checked = {"refs": 0, "tables": 0, "packed": 0, "loose": 0}  # what was read, for the summary
 
         self.per_file: dict[str, int] = {}
 
@@ -1165,6 +1166,7 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
         else:
             names.append(name)
         pos = eol + 1
+    out.checked["tables"] += len(names)
     infos: list[TableInfo] = []
     for name in names:
         path = os.path.join(rdir, name)
@@ -1469,11 +1471,41 @@ def _reader_crosscheck(out: _Out, repo) -> None:
 # --------------------------------------------------------------------------------------------- entry point
 
 
+class Summary(NamedTuple):
+    """What one verify run read: the ref storage format, the refs found, the reftable tables (both stacks
+    of a linked worktree), the packed-refs records and loose refs, and the findings by severity."""
+
+    format: str
+    refs: int
+    tables: int
+    packed: int
+    loose: int
+    errors: int
+    warnings: int
+
+    def line(self) -> str:
+        """The one line ``refscope verify`` ends with on stderr."""
+        e, w = self.errors, self.warnings
+        counts = f"{e} error{'s' if e != 1 else ''}, {w} warning{'s' if w != 1 else ''}"
+        if not self.format:  # the repository could not be opened: nothing was read
+            return counts
+        if self.format == "reftable":
+            what = f"reftable: {self.tables:,} table{'s' if self.tables != 1 else ''}"
+        else:
+            what = f"files: {self.packed:,} packed, {self.loose:,} loose"
+        return f"{counts} in {self.refs:,} ref{'s' if self.refs != 1 else ''} ({what})"
+
+
 def verify(repo, *, crosscheck: bool = True, env=None) -> list[Finding]:
     """Every finding for ``repo`` (a ``backend.repo.Repo``), errors and warnings, in a stable order.
 
     Never raises for anything on disk: a failure of verify itself (a refscope bug) becomes an error
     finding on the repository, so the CLI and the TUI always get a list."""
+    return verify_summary(repo, crosscheck=crosscheck, env=env)[0]
+
+
+def verify_summary(repo, *, crosscheck: bool = True, env=None) -> tuple[list[Finding], Summary]:
+    """``verify`` and what it read (for the CLI's closing line)."""
     out = _Out()
     try:
         owner = check_ownership(repo, env)
@@ -1491,7 +1523,12 @@ def verify(repo, *, crosscheck: bool = True, env=None) -> list[Finding]:
             None,
             f"verify stopped early: {type(err).__name__}: {err} (a refscope bug; the findings above still hold)",
         )
-    return out.findings
+    errors = sum(1 for f in out.findings if f.severity == ERROR)
+    c = out.checked
+    summary = Summary(
+        repo.ref_storage, c["refs"], c["tables"], c["packed"], c["loose"], errors, len(out.findings) - errors
+    )
+    return out.findings, summary
 
 
 def _verify_storage(out: _Out, repo) -> None:
@@ -1509,6 +1546,7 @@ def _verify_storage(out: _Out, repo) -> None:
             present.add(name)
             if rec[1] == 3:
                 symrefs.append((name, rec[4], path))
+        out.checked["refs"] = len(merged)
         head = os.path.join(repo.gitdir, "HEAD")
         # In a reftable repository HEAD on disk is a stub; the real HEAD is in the tables.
         if b"HEAD" not in merged and not os.path.exists(head):
@@ -1521,6 +1559,7 @@ def _verify_storage(out: _Out, repo) -> None:
             present.add(name)
             if kind == "sym":
                 symrefs.append((name, value, path))
+        out.checked.update(refs=len(present), packed=len(packed), loose=len(loose))
         if b"HEAD" not in loose and not os.path.lexists(os.path.join(repo.gitdir, "HEAD")):
             out.error(os.path.join(repo.gitdir, "HEAD"), None, "HEAD is missing")
         new = os.path.join(repo.commondir, "packed-refs.new")

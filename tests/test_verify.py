@@ -19,7 +19,7 @@ from refscope.backend import verify as V
 from refscope.backend.errors import LockBusy, TransactionRefused
 from refscope.backend.repo import discover
 
-from tests.gitutil import git, git_binary, git_env, init_repo, tree_bytes
+from tests.gitutil import create_refs, git, git_binary, git_env, init_repo, tree_bytes
 
 OBEYED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -47,6 +47,16 @@ def verify_cli(capfd, repo: Path, *extra: str) -> tuple[int, str, str]:
     return res
 
 
+_CLEAN = re.compile(r"refscope verify: 0 errors, 0 warnings in [\d,]+ refs? \((files|reftable): [^)]*\)\n")
+
+
+def assert_clean(res: tuple[int, str, str]) -> None:
+    """Exit 0, no finding, and the summary line on stderr (success is not silent)."""
+    rc, out, err = res
+    assert (rc, out) == (0, ""), res
+    assert _CLEAN.fullmatch(err), err
+
+
 def rich_repo(path: Path, fmt: str, hash_name: str = "sha1") -> Path:
     repo = init_repo(path, fmt=fmt, hash_name=hash_name)
     git(repo, "tag", "-a", "-m", "annotated", "v1.0")
@@ -66,14 +76,14 @@ def rich_repo(path: Path, fmt: str, hash_name: str = "sha1") -> Path:
 def test_clean_repositories_print_nothing(tmp_path, capfd, ref_format, hash_name):
     repo = rich_repo(tmp_path / "r", ref_format, hash_name)
     rc, out, err = verify_cli(capfd, repo)
-    assert (rc, out, err) == (0, "", "")
+    assert_clean((rc, out, err))
     rc, out, err = verify_cli(capfd, repo, "--json")
-    assert (rc, out, err) == (0, "", "")
+    assert_clean((rc, out, err))
 
 
 def test_fresh_repository_with_unborn_head_is_clean(tmp_path, capfd, ref_format):
     repo = init_repo(tmp_path / "r", fmt=ref_format, bare=True)
-    assert verify_cli(capfd, repo) == (0, "", "")
+    assert_clean(verify_cli(capfd, repo))
 
 
 def test_multi_level_index_and_obj_blocks_are_clean(tmp_path, capfd):
@@ -89,7 +99,7 @@ def test_multi_level_index_and_obj_blocks_are_clean(tmp_path, capfd):
     assert findings == []
     types = "".join(b.type for b in blocks)
     assert "o" in types and types.count("i") > 3  # a multi-level ref index
-    assert verify_cli(capfd, repo) == (0, "", "")
+    assert_clean(verify_cli(capfd, repo))
 
 
 def test_linked_worktree_is_clean_and_checks_its_own_stack(tmp_path, capfd, ref_format):
@@ -97,8 +107,8 @@ def test_linked_worktree_is_clean_and_checks_its_own_stack(tmp_path, capfd, ref_
     wt = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", "-b", "wt-branch", str(wt))
     git(wt, "update-ref", "refs/worktree/private", "HEAD")
-    assert verify_cli(capfd, wt) == (0, "", "")
-    assert verify_cli(capfd, repo) == (0, "", "")
+    assert_clean(verify_cli(capfd, wt))
+    assert_clean(verify_cli(capfd, repo))
     if ref_format == "reftable":
         lst = repo / ".git" / "worktrees" / "wt" / "reftable" / "tables.list"
         lst.write_bytes(lst.read_bytes().rstrip(b"\n"))
@@ -136,7 +146,7 @@ def test_output_format_plain_and_json(tmp_path, capfd):
         f"error: {packed}@{offset}: line 3: oid 'not-an-oid refs/heads/x' is 23 characters, not 40; "
         "git dies reading it\n"
     )
-    assert err == "refscope verify: 1 error, 0 warnings\n"
+    assert err == "refscope verify: 1 error, 0 warnings in 2 refs (files: 1 packed, 1 loose)\n"
     rc, out, _ = verify_cli(capfd, repo, "--json")
     assert rc == 1
     assert [json.loads(line) for line in out.splitlines()] == [
@@ -170,7 +180,28 @@ def test_warnings_only_exit_0_with_summary(tmp_path, capfd):
     rc, out, err = verify_cli(capfd, repo)
     assert rc == 0
     assert out.startswith("warning: ") and "does not exist" in out
-    assert err == "refscope verify: 0 errors, 1 warning\n"
+    # HEAD, main and the dangling symref, all loose
+    assert err == "refscope verify: 0 errors, 1 warning in 3 refs (files: 0 packed, 3 loose)\n"
+
+
+def test_clean_repository_gets_a_summary(tmp_path, capfd, ref_format):
+    """Success is not silence: what was read, as git counts it (for-each-ref's refs plus HEAD)."""
+    repo = init_repo(tmp_path / "r", fmt=ref_format)
+    create_refs(repo, [f"refs/heads/b{i}".encode() for i in range(30)])
+    if ref_format == "files":
+        git(repo, "pack-refs", "--all")
+        git(repo, "update-ref", "refs/heads/loose", "HEAD")
+    refs = len(git(repo, "for-each-ref").splitlines()) + 1
+    rc, out, err = verify_cli(capfd, repo)
+    assert (rc, out) == (0, "")
+    if ref_format == "files":
+        assert err == f"refscope verify: 0 errors, 0 warnings in {refs} refs (files: 31 packed, 2 loose)\n"
+    else:
+        tables = len((repo / ".git" / "reftable" / "tables.list").read_text().splitlines())
+        want = f"refscope verify: 0 errors, 0 warnings in {refs} refs (reftable: {tables} table"
+        assert err == want + ("s" if tables != 1 else "") + ")\n"
+    rc, out, err2 = verify_cli(capfd, repo, "--json")
+    assert (rc, out, err2) == (0, "", err)  # --json: stdout unchanged, the same summary on stderr
 
 
 def test_leftover_packed_refs_new_is_a_warning(tmp_path, capfd):
@@ -250,7 +281,7 @@ def test_dubious_ownership(tmp_path, capfd, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "safe.directory")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(repo))
-    assert verify_cli(capfd, repo) == (0, "", "")
+    assert_clean(verify_cli(capfd, repo))
 
 
 # --------------------------------------------------------------------------------------------- unsafe names
@@ -448,7 +479,7 @@ def test_git_tables_of_every_shape_are_clean(tmp_path, capfd, block_size, restar
     (repo / "file").write_text("stash me\n")
     git(repo, "stash", "-q")
     git(repo, "stash", "drop", "-q")
-    assert verify_cli(capfd, repo) == (0, "", "")
+    assert_clean(verify_cli(capfd, repo))
 
 
 def test_loose_refs_superset_of_git_refs_verify(tmp_path):
