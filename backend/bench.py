@@ -73,8 +73,8 @@ def make_template(repo, dest: str, git: str) -> str:
     subprocess.run([git, "config", "--file", cfg, "core.bare", "true"], check=True, env=env)
     subprocess.run([git, "config", "--file", cfg, "--unset-all", "core.worktree"], env=env)
     os.makedirs(os.path.join(dest, "objects", "info"))
-    with open(os.path.join(dest, "objects", "info", "alternates"), "w") as f:
-        f.write(os.path.join(os.path.abspath(src), "objects") + "\n")
+    with open(os.path.join(dest, "objects", "info", "alternates"), "wb") as f:  # a path is bytes
+        f.write(os.fsencode(os.path.join(os.path.abspath(src), "objects")) + b"\n")
     return dest
 
 
