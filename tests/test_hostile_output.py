@@ -392,3 +392,133 @@ def test_watch_event_is_safe(tmp_path: Path, fmt: str) -> None:
     out, _ = _watch_one_event(repo, fmt, as_json=True, tty=False)
     (ev, *_rest) = strict_json_lines(out.split(b"\n")[0] + b"\n", "watch --json")
     assert any(n.startswith("refs/heads/new-\u202e-\u2028-\u009b") for n in ev["added"]), ev
+
+
+# ---- the TUI ---------------------------------------------------------------------------------------------
+def screen_text(app) -> str:
+    """What the active screen renders: the text of every segment of every strip the compositor would send
+    to the terminal (Textual's own control segments carry no text)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+
+async def _settle(pilot, app) -> None:
+    from tests.test_tui_views_common import until
+
+    await pilot.pause()
+    await until(pilot, lambda: not any(w.is_running for w in app.workers), timeout=20)
+    await pilot.pause()
+
+
+async def _shown(pilot, app, what: str, settle: bool = True) -> str:
+    if settle:
+        await _settle(pilot, app)
+    else:  # a modal awaited by a worker (the commit dialog): the worker runs until it is answered
+        await pilot.pause(0.2)
+    text = screen_text(app)
+    assert_terminal_safe(text.encode("utf-8", "surrogateescape"), what)
+    return text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_every_tui_view_is_safe(hostile: Path, tmp_path: Path) -> None:
+    """main, storage view (stack or packed-refs), every table block, packed-refs, reflog, operations,
+    the commit dialog and its result, over the hostile repository (a copy: the commit deletes)."""
+    import shutil
+
+    from refscope.app.tui.app import RefscopeApp
+    from refscope.app.tui.fake_meter import FakeMeter
+    from refscope.app.tui.screens.dialogs import ConfirmCommit
+    from refscope.app.tui.screens.main import MainScreen
+    from refscope.app.tui.screens.operations import OperationScreen
+    from refscope.app.tui.screens.packed import PackedScreen
+    from refscope.app.tui.screens.reflog import ReflogScreen
+    from refscope.app.tui.screens.stack import StackScreen
+    from refscope.app.tui.screens.table import TableScreen
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+
+    from tests.test_tui_views_common import until
+
+    path = tmp_path / os.fsdecode(DIR)
+    shutil.copytree(hostile, path, symlinks=True)
+    files = (path / ".git" / "packed-refs").is_file()
+    repo = discover(str(path))
+    app = RefscopeApp(open_store(repo), repo=repo, repo_path=str(path), meter=FakeMeter(), watch=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.is_ready(), timeout=20)
+        text = await _shown(pilot, app, "main")
+        assert "refs/heads/caf\\xe9" in text and "refs/heads/bidi-\\u202egnp.exe" in text
+
+        # the storage view of the format
+        await pilot.press("s")
+        await until(pilot, lambda: not isinstance(app.screen, MainScreen), timeout=20)
+        if files:
+            screen = app.screen
+            assert isinstance(screen, PackedScreen)
+            # the 0x9B trait does not stop the indexing worker: records are indexed and shown
+            await until(pilot, lambda: screen.index is not None and screen.index.done, timeout=20)
+            text = await _shown(pilot, app, "packed-refs")
+            assert MARKUP.decode() in text and LINK.decode()[:20] in text  # literal, not interpreted
+            assert "\\x1b]0;PWNED\\x07" in text and "\\x9b" in text
+            assert "indexing records" not in text
+        else:
+            assert isinstance(app.screen, StackScreen)
+            await _shown(pilot, app, "stack")
+            n_tables = len(app.screen.snapshot.tables)
+            for t in range(n_tables):
+                app.screen.query_one("#stack-tables").move_to(t)
+                await pilot.pause()
+                await pilot.press("enter")
+                await until(pilot, lambda: isinstance(app.screen, TableScreen), timeout=20)
+                table = app.screen
+                await _settle(pilot, app)
+                for i in range(len(table.blocks)):
+                    table.show_block(i)
+                    text = await _shown(pilot, app, f"table {t} block {i}")
+                    if chr(table.blocks[i][1].type) == "g" and IDENT_NAME[:2] in b"".join(
+                        r.record.ident_name for r in table.records if hasattr(r.record, "ident_name")
+                    ):
+                        assert "n-\\x1b[5;31m-\\x9b-[red]x[/]" in text, text
+                await pilot.press("escape")
+                await until(pilot, lambda: isinstance(app.screen, StackScreen), timeout=20)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
+
+        # packed-refs (files), the reflog of a hostile ref
+        if files:
+            await pilot.press("p")
+            await until(pilot, lambda: isinstance(app.screen, PackedScreen), timeout=20)
+            await _shown(pilot, app, "packed-refs (p)")
+            await pilot.press("escape")
+            await until(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
+        app.jump_to(NAMES[1])
+        await _settle(pilot, app)
+        assert app.screen.ref_list.current_name() == NAMES[1]
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, ReflogScreen), timeout=20)
+        text = await _shown(pilot, app, "reflog")
+        assert "n-\\x1b[5;31m-\\x9b-[red]x[/]" in text and "m-\\x1b]0;PWNED\\x07" in text
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
+
+        # an operation's report, then the commit dialog and its result for two hostile refs
+        app.push_screen(OperationScreen(app.reports[0]))
+        await _shown(pilot, app, "operation")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
+        for name in (NAMES[1], b"refs/heads/sym"):
+            app.jump_to(name)
+            await _settle(pilot, app)
+            await pilot.press("space")
+        text = await _shown(pilot, app, "main with a queue")
+        assert "refs/heads/csi-\\x9b31m" in text
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmCommit), timeout=20)
+        text = await _shown(pilot, app, "commit dialog", settle=False)
+        assert "refs/heads/csi-\\x9b31m" in text or "refs/heads/caf\\xe9" in text
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, OperationScreen), timeout=30)
+        await _shown(pilot, app, "commit result")
+    assert NAMES[1] not in git(path, "for-each-ref", "--format=%(refname)")
