@@ -179,12 +179,10 @@ def _jstr(key: bytes, b: bytes | None) -> bytes:
         return b'"' + key + b'": null'
     if not b.translate(None, _JSON_PLAIN):
         return b'"' + key + b'": "' + b + b'"'
-    import json
-
-    from refscope.backend.display import json_value
+    from refscope.backend.display import json_value, to_json
 
     text, b64 = json_value(b)
-    out = b'"' + key + b'": ' + json.dumps(text).encode("ascii")
+    out = b'"' + key + b'": ' + to_json(text).encode("ascii")
     return out if b64 is None else out + b', "' + key + b'_b64": "' + b64.encode("ascii") + b'"'
 
 

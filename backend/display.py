@@ -18,8 +18,6 @@ would obey them. So:
 
 from __future__ import annotations
 
-import unicodedata
-
 # Characters that reorder or hide text: bidi embeddings/overrides/isolates, marks, zero-width joiners.
 _INVISIBLE = {
     *range(0x200B, 0x2010),
@@ -30,13 +28,22 @@ _INVISIBLE = {
 }
 
 
+def _category(ch: str) -> str:
+    """``unicodedata.category``, imported on first use: the CLI's plain paths never need it."""
+    global _category
+    from unicodedata import category
+
+    _category = category
+    return category(ch)
+
+
 def _escape_char(ch: str, backslash: bool = True) -> str:
     cp = ord(ch)
     if cp < 0x20 or cp == 0x7F:
         return f"\\x{cp:02x}"
     if 0x80 <= cp < 0xA0:
         return f"\\u{cp:04x}"
-    if cp in _INVISIBLE or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+    if cp in _INVISIBLE or _category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
         if 0xDC80 <= cp <= 0xDCFF:  # surrogateescape'd raw byte
             return f"\\x{cp - 0xDC00:02x}"
         return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
