@@ -466,6 +466,10 @@ async def test_every_tui_view_is_safe(hostile: Path, tmp_path: Path) -> None:
         else:
             assert isinstance(app.screen, StackScreen)
             await _shown(pilot, app, "stack")
+            # the live feed names lock files as the directory lists them: any bytes
+            app.screen._on_locks({os.fsdecode(b"t-" + OSC + b"-[red]-\xff.lock")}, time.monotonic())
+            text = await _shown(pilot, app, "stack feed")
+            assert "t-\\x1b]0;PWNED\\x07-[red]-\\xff.lock taken" in text
             n_tables = len(app.screen.snapshot.tables)
             for t in range(n_tables):
                 app.screen.query_one("#stack-tables").move_to(t)
