@@ -5,7 +5,9 @@ reftable:    header, every block (type, offset, length, restart count) and every
              prefix length, name, value, update index) and the footer, as described by
              ``formats.reftable.dump``.
 The kind is decided by content: a file starting with ``REFT`` is a reftable. ``--json`` prints one
-JSON object; plain output is one line per block / record, names escaped.
+JSON object (``display.to_json``: a field whose bytes are not UTF-8, such as a binary obj key, has U+FFFD
+in its text and its bytes in ``<field>_b64``); plain output is one line per block / record, every field
+through the display function.
 """
 
 from __future__ import annotations

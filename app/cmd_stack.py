@@ -4,8 +4,9 @@ files:    the packed-refs summary (path, size, records, traits, sorted, peeled, 
 reftable: each table of the stack, oldest first (name, size, update-index range, version, hash, block
           size, ref/tombstone/log record counts, blocks), for the common stack and, in a linked
           worktree, the worktree's own stack.
-Plain output is one ``key: value`` block (files) or one line per table (reftable); ``--json`` prints
-one JSON object.
+Plain output is one ``key: value`` block (files) or one line per table (reftable), fields through the
+display function; ``--json`` prints one JSON object (``display.to_json``: traits that are not UTF-8 have
+U+FFFD in ``traits`` and their bytes in ``traits_b64``, null for the others).
 """
 
 from __future__ import annotations
