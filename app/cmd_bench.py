@@ -42,22 +42,24 @@ def run(argv: list[str]) -> int:
             if not parts:
                 continue
             if len(parts) > 2:
-                print(f"refscope bench: bad --stdin line: {line.decode('utf-8', 'replace')}", file=sys.stderr)
+                from refscope.backend.display import emit
+                from refscope.backend.display import line as shown_line
+
+                emit([shown_line("refscope bench: bad --stdin line: ", line)], sys.stderr)
                 return 2
             deletions.append((parts[0], parts[1] if len(parts) == 2 else None))
     else:
         deletions = [(os.fsencode(r), None) for r in args.refs]
 
-    from refscope.backend.bench import format_table, result_json, run_bench
+    from refscope.backend.bench import format_lines, result_json, run_bench
+    from refscope.backend.display import emit, to_json
     from refscope.backend.repo import discover
 
     repo = discover(args.path)
     gits = [os.environ.get("REFSCOPE_GIT") or "git", *args.git]
     result = run_bench(repo, deletions, gits, runs=args.runs, scratch_root=args.scratch)
     if args.json:
-        import json
-
-        print(json.dumps(result_json(result)))
+        sys.stdout.write(to_json(result_json(result)) + "\n")
     else:
-        print(format_table(result))
+        emit(format_lines(result))
     return 0

@@ -99,13 +99,9 @@ _BLANKS = (b" ", b"\t", b"\r", b"\v", b"\f")
 
 
 def _emit(obj: dict) -> None:
-    import json
+    from refscope.backend.display import to_json
 
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-
-
-def _name(name: bytes) -> str:
-    return name.decode("utf-8", "surrogateescape")
+    sys.stdout.write(to_json(obj) + "\n")
 
 
 _SIDE_MIN = 1000  # names from which a reftable delete reads the reflog entries in a second process
@@ -217,7 +213,7 @@ def run(argv: list[str]) -> int:
             {
                 "committed": True,
                 "engine": result.engine,
-                "deleted": [_name(n) for n in result.deleted],
+                "deleted": list(result.deleted),
                 "wall_ms": round(rep.wall_ms, 3),
                 "cpu_ms": round(rep.cpu_ms, 3),
                 "syscalls": rep.syscalls_json(),
@@ -225,9 +221,15 @@ def run(argv: list[str]) -> int:
             }
         )
     else:
-        print(
-            f"refscope delete: {len(result.deleted)} deleted ({result.engine}); commit {rep.wall_ms:.2f} ms, "
-            f"{rep.syscalls_total} syscalls ({rep.source})",
-            file=sys.stderr,
+        from refscope.backend.display import emit, line
+
+        emit(
+            [
+                line(
+                    f"refscope delete: {len(result.deleted)} deleted ({result.engine}); commit {rep.wall_ms:.2f} ms, "
+                    f"{rep.syscalls_total} syscalls ({rep.source})"
+                )
+            ],
+            sys.stderr,
         )
     return 0

@@ -5,7 +5,9 @@ reftable:    header, every block (type, offset, length, restart count) and every
              prefix length, name, value, update index) and the footer, as described by
              ``formats.reftable.dump``.
 The kind is decided by content: a file starting with ``REFT`` is a reftable. ``--json`` prints one
-JSON object; plain output is one line per block / record, names escaped.
+JSON object (``display.to_json``: a field whose bytes are not UTF-8, such as a binary obj key, has U+FFFD
+in its text and its bytes in ``<field>_b64``); plain output is one line per block / record, every field
+through the display function.
 """
 
 from __future__ import annotations
@@ -52,33 +54,30 @@ def _is_reftable(path: str) -> bool:
 
 
 def packed_description(path: str) -> dict:
-    """The packed-refs file as a JSON-ready dict (names with surrogateescape)."""
+    """The packed-refs file as a dict; fields read from the file stay bytes (``display`` shows them and
+    turns them into JSON)."""
     from refscope.backend.errors import RefscopeError
     from refscope.backend.formats.packed import PackedRefs
 
     p = PackedRefs.open(path)
     if p.stat is None:  # gone since it was opened to look at its kind
         raise RefscopeError(path, "No such file or directory")
-
-    def s(b):
-        return None if b is None else b.decode("utf-8", "surrogateescape")
-
     return {
         "path": path,
         "format": "packed-refs",
         "size": p.size,
-        "header": s(bytes(p.buf[: p.header_end]).rstrip(b"\n")) if p.header_end else None,
+        "header": bytes(p.buf[: p.header_end]).rstrip(b"\n") if p.header_end else None,
         "header_end": p.header_end,
-        "traits": [s(t) for t in p.traits],
+        "traits": list(p.traits),
         "sorted": p.sorted,
         "peeled": p.peeled_trait,
         "records": [
             {
                 "offset": r.offset,
                 "length": r.length,
-                "oid": s(r.oid),
-                "name": s(r.name),
-                "peeled": s(r.peeled),
+                "oid": r.oid,
+                "name": r.name,
+                "peeled": r.peeled,
             }
             for r in p.iter_records()
         ],
@@ -91,51 +90,46 @@ def run(argv: list[str]) -> int:
         sys.stderr.write(USAGE + "\n")
         return 2
     path, as_json = parsed
-    import json
-    import os
+    from refscope.backend.display import emit, join, line, path_text, show, to_json
 
-    from refscope.backend.display import escape_name
-
-    def esc(text: str | None) -> str:
-        return "-" if text is None else escape_name(os.fsencode(text))
+    def field(v: object):
+        return "None" if v is None else show(v)  # every record field, bytes or not, through the escaper
 
     if _is_reftable(path):
         from refscope.backend.formats.reftable.dump import describe, to_json_obj
 
-        obj = to_json_obj(describe(path))
+        desc = describe(path)
         if as_json:
-            sys.stdout.write(json.dumps(obj) + "\n")
+            sys.stdout.write(to_json(to_json_obj(desc)) + "\n")
             return 0
-        out = [f"reftable {esc(path)} size {obj['size']}", f"header {json.dumps(obj['header'])}"]
-        for b in obj["blocks"]:
+        out = [line("reftable ", path_text(path), " size ", desc.size), line("header ", to_json(desc.header))]
+        for b in desc.blocks:
             out.append(
-                f"block {b['type']} ({b['section']}) offset {b['offset']} length {b['length']}"
-                f" block_len {b['block_len']} restarts {b['restart_count']} records {len(b['records'])}"
+                line(
+                    f"block {b.type} ({b.section}) offset {b.offset} length {b.length}",
+                    f" block_len {b.block_len} restarts {b.restart_count} records {len(b.records)}",
+                )
             )
-            for r in b["records"]:
-                fields = []
-                for k, v in r.items():
-                    if k in ("offset",):
-                        continue
-                    if isinstance(v, str) and k in ("key", "name", "target", "last_key", "message"):
-                        v = esc(v)
-                    fields.append(f"{k}={v}")
-                out.append(f"  @{r['offset']} " + " ".join(fields))
-        out.append(f"footer {json.dumps(obj['footer'])}")
-        sys.stdout.write("\n".join(out) + "\n")
+            for r in b.records:
+                fields = [line(k, "=", field(v)) for k, v in r.items() if k != "offset"]
+                out.append(line(f"  @{r['offset']} ", join(" ", fields)))
+        out.append(line("footer ", to_json(desc.footer)))
+        emit(out)
         return 0
 
     obj = packed_description(path)
     if as_json:
-        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.write(to_json(obj) + "\n")
         return 0
-    out = [f"packed-refs {esc(path)} size {obj['size']}"]
+    out = [line("packed-refs ", path_text(path), " size ", obj["size"])]
     if obj["header"] is not None:
-        out.append(f"@0 header ({obj['header_end']} bytes) traits: {' '.join(obj['traits']) or '(none)'}")
+        out.append(
+            line(f"@0 header ({obj['header_end']} bytes) traits: ", join(" ", obj["traits"]) or "(none)")
+        )
     for r in obj["records"]:
-        line = f"@{r['offset']} len {r['length']} {r['oid']} {esc(r['name'])}"
+        parts = [f"@{r['offset']} len {r['length']} ", r["oid"], " ", r["name"]]
         if r["peeled"]:
-            line += f" ^{r['peeled']}"
-        out.append(line)
-    sys.stdout.write("\n".join(out) + "\n")
+            parts += [" ^", r["peeled"]]
+        out.append(line(*parts))
+    emit(out)
     return 0

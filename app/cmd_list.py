@@ -2,9 +2,12 @@
 
 Output, one ref per line:
     plain:  ``<oid> <name>`` (as ``git for-each-ref --format='%(objectname) %(refname)'``; a symref shows
-            the oid it resolves to; names go through ``display.escape_name``)
+            the oid it resolves to). Into a pipe or file the names are git's exact bytes (so the output
+            composes with ``delete --stdin``); on a terminal they go through ``display.escape_name``.
     --json: ``{"oid", "name", "peeled", "target"}`` (``peeled`` as the store records it, else null;
-            ``target`` the symref's target, else null; non-UTF-8 bytes decoded with surrogateescape)
+            ``target`` the symref's target, else null), strict UTF-8: a name or target that is not UTF-8
+            has U+FFFD in its text and its exact bytes, base64, in ``name_b64`` / ``target_b64`` right
+            after it (present only then; ``display.json_value``).
 Patterns follow for-each-ref: a pattern matches a name equal to it, or a name it prefixes up to a ``/``
 (``refs/heads`` matches ``refs/heads/x``, not ``refs/headsx``), or, with ``* ? [ \\``, as a wildmatch
 glob where ``*`` stops at ``/``.
@@ -78,32 +81,36 @@ _JSON_LINE_PEELED = (
 )  # peeled: null or "hex"
 
 
-def _jstr(b: bytes | None) -> bytes:
+def _jstr(key: bytes, b: bytes | None) -> bytes:
+    """``"key": value`` for a name or target (plus ``, "key_b64": ...`` when it is not UTF-8)."""
     if b is None:
-        return b"null"
+        return b'"' + key + b'": null'
     if not b.translate(None, _JSON_PLAIN):
-        return b'"' + b + b'"'
-    import json
+        return b'"' + key + b'": "' + b + b'"'
+    from refscope.backend.display import json_value, to_json
 
-    return json.dumps(b.decode("utf-8", "surrogateescape")).encode("ascii")
+    text, b64 = json_value(b)
+    out = b'"' + key + b'": ' + to_json(text).encode("ascii")
+    return out if b64 is None else out + b', "' + key + b'_b64": "' + b64.encode("ascii") + b'"'
 
 
 def _json_line(name: bytes, oid: bytes | None, peeled: bytes | None, target: bytes | None) -> bytes:
     """One line; oids are hex by construction, only names need the escaping check."""
     return (
-        b'{"oid": ' + (b'"' + oid + b'"' if oid is not None else b"null") + b', "name": ' + _jstr(name)
+        b'{"oid": ' + (b'"' + oid + b'"' if oid is not None else b"null") + b", " + _jstr(b"name", name)
         + b', "peeled": ' + (b'"' + peeled + b'"' if peeled is not None else b"null")
-        + b', "target": ' + _jstr(target) + b"}\n"
+        + b", " + _jstr(b"target", target) + b"}\n"
     )  # fmt: skip
 
 
-def _plain_line(name: bytes, oid: bytes | None) -> bytes:
-    if name.translate(None, _JSON_PLAIN) in (b"", b'"'):
+def _plain_line(name: bytes, oid: bytes | None, escape: bool) -> bytes:
+    """``oid name``: git's raw bytes, or (``escape``: stdout is a terminal) the name as display text."""
+    if not escape or name.translate(None, _JSON_PLAIN) in (b"", b'"'):
         shown = name
     else:
         from refscope.backend.display import escape_name
 
-        shown = escape_name(name).encode("utf-8", "surrogateescape")
+        shown = escape_name(name).encode("utf-8")
     return (oid or b"") + b" " + shown + b"\n"
 
 
@@ -134,11 +141,14 @@ class _Out:
 
 
 class _Lister:
-    def __init__(self, snap, as_json: bool, out: _Out, matcher: ForEachRefPatterns | None) -> None:
+    def __init__(
+        self, snap, as_json: bool, out: _Out, matcher: ForEachRefPatterns | None, escape: bool = False
+    ) -> None:
         self.snap = snap
         self.as_json = as_json
         self.out = out
         self.matcher = matcher
+        self.escape = escape  # plain text to a terminal: names through the display function
 
     def ref(self, ref) -> None:
         """One Ref of the snapshot interface (loose refs, reftable, slow paths)."""
@@ -154,7 +164,7 @@ class _Lister:
         if self.as_json:
             self.out.add(_json_line(ref.name, oid, ref.peeled, target))
         else:
-            self.out.add(_plain_line(ref.name, oid))
+            self.out.add(_plain_line(ref.name, oid, self.escape))
 
     def _resolve(self, ref) -> tuple[bytes, bytes] | None:
         """(oid, final ref name) of a symref, as git's %(objectname) and %(symref) show it."""
@@ -313,7 +323,7 @@ def _write_all(fd: int, parts: list[bytes]) -> None:
             view = view[os.write(fd, view) :]
 
 
-def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> None:
+def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str, escape: bool = False) -> None:
     """List ``< split + NUL`` here and ``>= split + NUL`` in a forked child at the same time, the child's
     output following ours: the decoding is per-record Python, a second core halves the wall time.
 
@@ -332,7 +342,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> No
             os.close(r_st)
             os.close(w_go)
             mine = _Out(keep=True)
-            getattr(_Lister(snap, as_json, mine, None), way)([(mid, None)])
+            getattr(_Lister(snap, as_json, mine, None, escape), way)([(mid, None)])
             os.write(w_st, b"K")
             if os.read(r_go, 1) == b"G":
                 _write_all(1, mine.parts)
@@ -345,7 +355,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> No
     os.close(r_go)
     reaped = False
     try:
-        getattr(_Lister(snap, as_json, out, None), way)([(b"", mid)])
+        getattr(_Lister(snap, as_json, out, None, escape), way)([(b"", mid)])
         out.flush()
         if os.read(r_st, 1) == b"K":
             os.write(w_go, b"G")
@@ -356,7 +366,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> No
         else:
             _pid, _status = os.waitpid(pid, 0)
             reaped = True
-            getattr(_Lister(snap, as_json, out, None), way)([(mid, None)])
+            getattr(_Lister(snap, as_json, out, None, escape), way)([(mid, None)])
     finally:
         os.close(r_st)
         os.close(w_go)  # a child still waiting sees EOF and exits without writing
@@ -390,7 +400,8 @@ def run(argv: list[str]) -> int:
         pats = ForEachRefPatterns(bpatterns)
     has_glob = pats is not None and bool(pats.globs)
     intervals = pats.intervals() if pats is not None else [(b"", None)]
-    lister = _Lister(snap, as_json, out, pats if has_glob else None)
+    escape = not as_json and os.isatty(1)
+    lister = _Lister(snap, as_json, out, pats if has_glob else None, escape)
     try:
         way = None
         if snap.format == "files" and not has_glob and snap.packed.in_name_order:
@@ -402,7 +413,7 @@ def run(argv: list[str]) -> int:
             if pats is None and may_fork():
                 split = snap.split_name(_SPLIT_MIN)
             if split is not None:
-                _split_listing(snap, as_json, out, split, way)
+                _split_listing(snap, as_json, out, split, way, escape)
             else:
                 getattr(lister, way)(intervals)
         else:

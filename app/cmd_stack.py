@@ -4,8 +4,9 @@ files:    the packed-refs summary (path, size, records, traits, sorted, peeled, 
 reftable: each table of the stack, oldest first (name, size, update-index range, version, hash, block
           size, ref/tombstone/log record counts, blocks), for the common stack and, in a linked
           worktree, the worktree's own stack.
-Plain output is one ``key: value`` block (files) or one line per table (reftable); ``--json`` prints
-one JSON object.
+Plain output is one ``key: value`` block (files) or one line per table (reftable), fields through the
+display function; ``--json`` prints one JSON object (``display.to_json``: traits that are not UTF-8 have
+U+FFFD in ``traits`` and their bytes in ``traits_b64``, null for the others).
 """
 
 from __future__ import annotations
@@ -73,37 +74,37 @@ def run(argv: list[str]) -> int:
 
     snap = open_store(discover(path)).snapshot()
     info = describe(snap)
+    from refscope.backend.display import emit, join, line, path_text, to_json
+
     if as_json:
-        import json
-
-        sys.stdout.write(json.dumps(info) + "\n")
+        sys.stdout.write(to_json(info) + "\n")
         return 0
-    import os
-
-    from refscope.backend.display import escape_name
-
     lines = []
     if info["format"] == "files":
-        lines.append(
-            f"packed-refs: {escape_name(os.fsencode(info['path']))}"
-            + ("" if info["exists"] else " (missing)")
-        )
-        lines.append(f"size: {info['size']}")
-        lines.append(f"records: {info['records']}")
-        lines.append(f"traits: {' '.join(info['traits']) or '(none)'}")
-        lines.append(f"sorted: {'yes' if info['sorted'] else 'no'}")
-        lines.append(f"peeled: {info['peeled']}")
-        lines.append(f"loose refs: {info['loose']}")
+        lines.append(line("packed-refs: ", path_text(info["path"]), "" if info["exists"] else " (missing)"))
+        lines.append(line("size: ", info["size"]))
+        lines.append(line("records: ", info["records"]))
+        lines.append(line("traits: ", join(" ", info["traits"]) or "(none)"))
+        lines.append(line("sorted: ", "yes" if info["sorted"] else "no"))
+        lines.append(line("peeled: ", info["peeled"]))
+        lines.append(line("loose refs: ", info["loose"]))
     else:
         for st in info["stacks"]:
             lines.append(
-                f"stack: {escape_name(os.fsencode(st['dir']))} ({len(st['tables'])} tables, {info['hash']})"
+                line("stack: ", path_text(st["dir"]), f" ({len(st['tables'])} tables, ", info["hash"], ")")
             )
             for t in st["tables"]:
                 lines.append(
-                    f"  {t['name']}  size {t['size']}  updates {t['min_update_index']}..{t['max_update_index']}"
-                    f"  v{t['version']} {t['hash']} block {t['block_size']}  refs {t['refs']}"
-                    f"  tombstones {t['tombstones']}  logs {t['logs']}  blocks {t['blocks']}"
+                    line(
+                        "  ",
+                        t["name"],
+                        f"  size {t['size']}  updates {t['min_update_index']}..",
+                        t["max_update_index"],
+                        f"  v{t['version']} ",
+                        t["hash"],
+                        f" block {t['block_size']}",
+                        f"  refs {t['refs']}  tombstones {t['tombstones']}  logs {t['logs']}  blocks {t['blocks']}",
+                    )
                 )
-    sys.stdout.write("\n".join(lines) + "\n")
+    emit(lines)
     return 0

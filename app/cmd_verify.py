@@ -21,16 +21,12 @@ def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
     return parse_path_json(argv, USAGE)
 
 
-def format_finding(f) -> str:
-    """The plain one-line form of a Finding (shared with the TUI's copy-to-clipboard)."""
-    import os
+def format_finding(f):
+    """The plain one-line form of a Finding, as ``display.Shown`` (shared with the TUI's copy-to-clipboard)."""
+    from refscope.backend.display import line, path_text
 
-    from refscope.backend.display import escape_name
-
-    where = escape_name(os.fsencode(f.file))
-    if f.offset is not None:
-        where += f"@{f.offset}"
-    return f"{f.severity}: {where}: {f.message}"
+    where = "" if f.offset is None else f"@{f.offset}"
+    return line(f.severity, ": ", path_text(f.file), where, ": ", f.message)
 
 
 def run(argv: list[str]) -> int:
@@ -65,14 +61,13 @@ def run(argv: list[str]) -> int:
     if repo is not None:
         findings, summary = verify_summary(repo)
     out = sys.stdout
-    if as_json:
-        import json
+    from refscope.backend.display import emit, to_json
 
+    if as_json:
         for f in findings:
-            out.write(json.dumps(f.to_json(), ensure_ascii=True) + "\n")
+            out.write(to_json(f.to_json()) + "\n")
     else:
-        for f in findings:
-            out.write(format_finding(f) + "\n")
+        emit([format_finding(f) for f in findings])
     out.flush()
     errors = sum(1 for f in findings if f.severity == ERROR)
     if summary is None:

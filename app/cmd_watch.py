@@ -8,7 +8,8 @@ plain:  ``<seq> <kind>: <refs> | <changes> | refresh <wall> ms, <cpu> ms CPU, <n
         changes: e.g. ``compacted T1,T2 -> T3 (no ref changed)``, ``appended T4``, ``loose-created NAME``,
         ``HEAD <gitdir>: OLD -> NEW``, ``lock-appeared PATH``, ``error: <what>``.
 --json: one object per event: ``{"seq", "kind", "changes": [...], "added", "removed", "changed", "method",
-        "examined", "report": {...OpReport...}, "latency_ms"}`` (names decoded with surrogateescape).
+        "examined", "report": {...OpReport...}, "latency_ms"}`` (through ``display.to_json``: a name that is not
+        UTF-8 has U+FFFD in its text and its bytes in ``<key>_b64``).
 
 Runs until interrupted: SIGINT exits 0 quietly. Exit 2 on a usage error, 1 when the repository cannot be opened.
 """
@@ -26,59 +27,62 @@ def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
     return parse_path_json(argv, USAGE)
 
 
-def _path(p: str) -> str:
-    import os
+def _path(p: str):
+    from refscope.backend.display import path_text
 
-    from refscope.backend.display import escape_name
-
-    return escape_name(os.fsencode(p))
+    return path_text(p)
 
 
-def _value(v: bytes | None) -> str:
-    from refscope.backend.display import escape_name
+def _value(v: bytes | None):
+    from refscope.backend.display import escape_name, line
 
-    return "(none)" if v is None else escape_name(v)
+    return line("(none)") if v is None else escape_name(v)
 
 
-def format_change(c) -> str:
-    """One change in plain text (shared with anything else that prints events)."""
+def format_change(c):
+    """One change as display text (``display.Shown``; shared with anything else that prints events)."""
     import os
 
     from refscope.backend import watch as W
-    from refscope.backend.display import escape_name
+    from refscope.backend.display import join, line
 
     if c.kind == W.TABLES_COMPACTED:
         d = c.detail
         tail = " (no ref changed)" if d.pure else " (with new writes)"
-        return f"compacted {','.join(d.inputs)} -> {d.output}{tail}"
+        return line("compacted ", join(",", d.inputs), " -> ", d.output, tail)
     if c.kind == W.TABLES_APPENDED:
-        return "appended " + (",".join(c.detail) if c.detail else "(compacted at once)")
+        return line("appended ", join(",", c.detail) if c.detail else "(compacted at once)")
     if c.kind in (W.LOOSE_CREATED, W.LOOSE_CHANGED, W.LOOSE_DELETED):
-        return f"{c.kind} {escape_name(c.name)}"
+        return line(c.kind, " ", c.name)
     if c.kind == W.HEAD_MOVED:
         old, new = c.detail
-        return f"HEAD {_path(c.path)}: {_value(old)} -> {_value(new)}"
+        return line("HEAD ", _path(c.path), ": ", _value(old), " -> ", _value(new))
     if c.kind == W.ERROR:
-        return f"error: {c.detail}"
+        return line("error: ", str(c.detail))
     if c.kind in (W.LOCK_APPEARED, W.LOCK_GONE, W.PACKED_REWRITTEN, W.TABLES_LIST_REWRITTEN):
-        return f"{c.kind} {_path(c.path)}" if c.path else c.kind
-    return c.kind if not c.path else f"{c.kind} {_path(os.fspath(c.path))}"
+        return line(c.kind, " ", _path(c.path)) if c.path else line(c.kind)
+    return line(c.kind) if not c.path else line(c.kind, " ", _path(os.fspath(c.path)))
 
 
-def format_event(ev) -> str:
-    from refscope.backend.display import escape_name
+def format_event(ev):
+    """One event as display text (``display.Shown``)."""
+    from refscope.backend.display import join, line
 
     d = ev.diff
-    refs = [*("+" + escape_name(n) for n in d.added), *("-" + escape_name(n) for n in d.removed)]
-    refs += ["~" + escape_name(n) for n in d.changed]
-    parts = [f"{ev.seq} {ev.kind}: {' '.join(refs) if refs else '(no ref changed)'}"]
-    parts.append("; ".join(format_change(c) for c in ev.changes) or "-")
+    refs = [*(line("+", n) for n in d.added), *(line("-", n) for n in d.removed)]
+    refs += [line("~", n) for n in d.changed]
+    parts = [line(f"{ev.seq} ", ev.kind, ": ", join(" ", refs) if refs else "(no ref changed)")]
+    parts.append(join("; ", [format_change(c) for c in ev.changes]) or line("-"))
     r = ev.report
     if r is not None:
         parts.append(
-            f"refresh {r.wall_ms:.2f} ms, {r.cpu_ms:.2f} ms CPU, {r.syscalls_total} syscalls ({r.source})"
+            line(
+                f"refresh {r.wall_ms:.2f} ms, {r.cpu_ms:.2f} ms CPU, {r.syscalls_total} syscalls (",
+                r.source,
+                ")",
+            )
         )
-    return " | ".join(parts)
+    return join(" | ", parts)
 
 
 def run(argv: list[str]) -> int:
@@ -98,25 +102,20 @@ def run(argv: list[str]) -> int:
     watcher = Watcher(store, events.put)
     try:
         watcher.start()
-        print(
-            f"refscope watch: watching {_path(store.repo.gitdir)} ({store.format})",
-            file=sys.stderr,
-            flush=True,
-        )
-        if as_json:
-            import json
+        from refscope.backend.display import emit, line, to_json
 
-            def emit(ev) -> str:
-                return json.dumps(ev.to_json())
-        else:
-            emit = format_event
+        emit([line("refscope watch: watching ", _path(store.repo.gitdir), f" ({store.format})")], sys.stderr)
+        sys.stderr.flush()
         out = sys.stdout
         while True:
             try:
                 ev = events.get(timeout=0.5)
             except queue.Empty:
                 continue
-            out.write(emit(ev) + "\n")
+            if as_json:
+                out.write(to_json(ev.to_json()) + "\n")
+            else:
+                emit([format_event(ev)], out)
             out.flush()
     except KeyboardInterrupt:
         return 0

@@ -73,8 +73,8 @@ def make_template(repo, dest: str, git: str) -> str:
     subprocess.run([git, "config", "--file", cfg, "core.bare", "true"], check=True, env=env)
     subprocess.run([git, "config", "--file", cfg, "--unset-all", "core.worktree"], env=env)
     os.makedirs(os.path.join(dest, "objects", "info"))
-    with open(os.path.join(dest, "objects", "info", "alternates"), "w") as f:
-        f.write(os.path.join(os.path.abspath(src), "objects") + "\n")
+    with open(os.path.join(dest, "objects", "info", "alternates"), "wb") as f:  # a path is bytes
+        f.write(os.fsencode(os.path.join(os.path.abspath(src), "objects")) + b"\n")
     return dest
 
 
@@ -332,8 +332,15 @@ def _ratio(v: float | None) -> str:
 
 def format_table(result: BenchResult, top: int = 5) -> str:
     """The one table ``refscope bench`` prints (plain text, aligned columns)."""
+    return "\n".join(format_lines(result, top))
+
+
+def format_lines(result: BenchResult, top: int = 5) -> list:
+    """The table's lines as ``display.Shown`` (names and paths through the display function)."""
+    from .display import join, line, path_text
+
     rows = summarize(result)
-    names = ", ".join(n.decode("utf-8", "replace") for n, _ in result.deletions[:3])
+    names = join(", ", [n for n, _ in result.deletions[:3]])
     if len(result.deletions) > 3:
         names += f", ... ({len(result.deletions)} refs)"
     refs = f", {result.refs_total} refs" if result.refs_total is not None else ""
@@ -347,10 +354,12 @@ def format_table(result: BenchResult, top: int = 5) -> str:
     else:
         counted = ", ".join(f"{src} ({'/'.join(kinds)})" for src, kinds in by_source.items())
     head = [
-        f"refscope bench: delete {names}",
-        f"  in {result.repo} ({result.ref_storage}{refs}); {result.runs} runs per engine, alternating;"
-        f" syscalls counted by {counted}",
-    ]
+        line("refscope bench: delete ", names),
+        line(
+            "  in ", path_text(result.repo), f" ({result.ref_storage}{refs}); {result.runs} runs per engine,",
+            " alternating; syscalls counted by ", counted,
+        ),
+    ]  # fmt: skip
     cols = ["engine", "wall ms median [min-max]", "cpu ms median [min-max]", "syscalls", "top kinds"]
     cols += ["wall/git", "cpu/git", "sys/git"]
     table = [cols]
@@ -375,20 +384,17 @@ def format_table(result: BenchResult, top: int = 5) -> str:
         cells = [
             c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
+        lines.append(line("  ".join(cells).rstrip()))
+    return lines
 
 
 def result_json(result: BenchResult) -> dict:
-    """The same figures as the table, for ``--json``."""
+    """The same figures as the table, for ``--json`` (names stay bytes: ``display.to_json`` encodes them)."""
     return {
         "repo": result.repo,
         "ref_storage": result.ref_storage,
         "refs_total": result.refs_total,
-        "deletions": [
-            {"name": n.decode("utf-8", "surrogateescape"), "old": o.decode() if o else None}
-            for n, o in result.deletions
-        ],
+        "deletions": [{"name": n, "old": o} for n, o in result.deletions],
         "runs": result.runs,
         "source": result.source,
         "engines": [

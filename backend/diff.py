@@ -73,13 +73,11 @@ class Diff(NamedTuple):
         return {*self.added, *self.removed, *self.changed}
 
     def to_json(self) -> dict:
-        def dec(names: tuple[bytes, ...]) -> list[str]:
-            return [n.decode("utf-8", "surrogateescape") for n in names]
-
+        """The fields for JSON; names stay bytes (``display.to_json`` encodes them)."""
         return {
-            "added": dec(self.added),
-            "removed": dec(self.removed),
-            "changed": dec(self.changed),
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "changed": list(self.changed),
             "method": self.method,
             "examined": self.examined,
         }

@@ -121,8 +121,10 @@ class Event(NamedTuple):
     latency_ms: float = 0.0
 
     def to_json(self) -> dict:
-        def dec(b: bytes | None) -> str | None:
-            return None if b is None else b.decode("utf-8", "surrogateescape")
+        """The fields for JSON; names and values stay bytes (``display.to_json`` encodes them)."""
+
+        def dec(b: bytes | None) -> bytes | None:
+            return b
 
         changes = []
         for c in self.changes:

@@ -8,6 +8,7 @@ repositories, linked worktrees with per-worktree refs, for-each-ref patterns, re
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -53,18 +54,22 @@ def list_json(path: Path | str, *patterns: str) -> list[tuple[bytes, bytes, byte
     proc = refscope("list", "--json", "-C", str(path), *patterns)
     assert proc.returncode == 0, proc.stderr
     rows = []
-    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+    for line in proc.stdout.decode("utf-8").splitlines():  # strict UTF-8 (DESIGN.md, "Headless CLI")
         obj = json.loads(line)
-        assert set(obj) == {"name", "oid", "peeled", "target"}
+        # name_b64 / target_b64 only where the name / target is not UTF-8: its exact bytes
+        assert set(obj) - {"name_b64", "target_b64"} == {"name", "oid", "peeled", "target"}
+
         rows.append(
-            (
-                obj["name"].encode("utf-8", "surrogateescape"),
-                obj["oid"].encode(),
-                (obj["peeled"] or "").encode(),
-                (obj["target"] or "").encode("utf-8", "surrogateescape"),
-            )
+            (_exact(obj, "name"), obj["oid"].encode(), (obj["peeled"] or "").encode(), _exact(obj, "target"))
         )
     return rows
+
+
+def _exact(obj: dict, key: str) -> bytes:
+    """A name's or target's exact bytes from a ``list --json`` object."""
+    if key + "_b64" in obj:
+        return base64.b64decode(obj[key + "_b64"])
+    return (obj[key] or "").encode("utf-8")
 
 
 def git_rows(path: Path | str, *patterns: str) -> list[tuple[bytes, bytes, bytes, bytes]]:

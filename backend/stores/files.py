@@ -376,6 +376,7 @@ class FilesSnapshot:
 
     # -- for ``refscope stack`` ----------------------------------------------------------------------
     def summary(self) -> dict:
+        """The packed-refs summary; ``traits`` stay bytes (display and JSON go through ``display``)."""
         p = self.packed
         return {
             "format": "files",
@@ -383,7 +384,7 @@ class FilesSnapshot:
             "exists": p.stat is not None,
             "size": p.size,
             "records": len(p),
-            "traits": [t.decode("ascii", "replace") for t in p.traits],
+            "traits": list(p.traits),
             "sorted": p.sorted,
             "peeled": p.peeled_trait,
             "header_end": p.header_end,

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from itertools import islice
 
-from refscope.backend.display import escape_name
+from refscope.backend.display import escape_name, printable
 from refscope.backend.errors import RefscopeError
 from refscope.backend.model import PACKED, TABLE
 from rich.text import Text
@@ -593,9 +593,9 @@ class MainScreen(Screen):
             result = bench.run_bench(app.repo, deletions, [git_binary()], runs=BENCH_RUNS, count_refs=False)
             body = Text(bench.format_table(result), no_wrap=True)
         except RefscopeError as err:
-            body = Text(f"bench refused: {err}", "bold red")
+            body = Text(printable(f"bench refused: {err}"), "bold red")
         except Exception as err:  # scratch copy or git failure: shown, never a crash
-            body = Text(f"bench failed: {type(err).__name__}: {err}", "bold red")
+            body = Text(printable(f"bench failed: {type(err).__name__}: {err}"), "bold red")
         app.call_from_thread(app.push_screen, BenchScreen(body))
 
     def action_open_location(self) -> None:

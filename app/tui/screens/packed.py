@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from refscope.backend.display import escape_name
+from refscope.backend.display import escape_name, join, line
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -28,7 +28,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from ..views.base import ViewScreen, short_path
-from ..views.fmt import count, size
+from ..views.fmt import count, field, size
 from ..views.packed_model import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
 from ..views.rows import ListSource, RowsView
 
@@ -231,12 +231,13 @@ class PackedScreen(ViewScreen):
         index = self.index
         assert index is not None
         traits = getattr(index.packed, "traits", ()) or ()
-        trait_text = " ".join(t.decode() if isinstance(t, bytes) else str(t) for t in traits) or "(none)"
+        trait_text = join(" ", traits) or line("(none)")  # traits are bytes from the file: escaped
         info = Text(no_wrap=True)
         header = index.header
         info.append("header  ", style="bold")
         info.append(escape_name(header) if header else "(no header line)", style="cyan")
-        info.append(f"\ntraits  {trait_text}", style="")
+        info.append("\ntraits  ", style="")
+        field(info, trait_text)
         info.append("\nfile    ", style="bold")
         info.append(
             f"{size(index.file_size)} ({count(index.file_size)} bytes), {count(index.count)} records, "

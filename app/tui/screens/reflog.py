@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from refscope.backend.display import line
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 
 from ..views.base import ViewScreen
-from ..views.fmt import bytes_text, git_date, hexstr, name_text
+from ..views.fmt import bytes_text, field, git_date, hexstr, name_text
 from ..views.rows import ListSource, RowsView
 
 OID_W = 12
@@ -27,16 +28,16 @@ def reflog_source(entries: list[Any]) -> ListSource:
     header = Text(f"{'#':<7} {'old':<{OID_W}}   {'new':<{OID_W}}  {'who':<36} {'when':<31} message")
     rows = []
     for i, e in enumerate(entries):
-        who = bytes_text(e.name, 60) + " <" + bytes_text(e.email, 60) + ">"
+        who = line(bytes_text(e.name, 60), " <", bytes_text(e.email, 60), ">")
         t = Text(no_wrap=True)
         t.append(f"@{{{i}}}".ljust(7) + " ", style="bold")
-        t.append(hexstr(e.old, OID_W), style="red" if set(e.old) == {48} else "")
+        field(t, hexstr(e.old, OID_W), style="red" if set(e.old) == {48} else "")
         t.append(" → ", style="dim")
-        t.append(hexstr(e.new, OID_W), style="red" if set(e.new) == {48} else "green")
+        field(t, hexstr(e.new, OID_W), style="red" if set(e.new) == {48} else "green")
         t.append("  ")
-        t.append(f"{who:<36} ")
+        field(t, line(who.ljust(36), " "))
         t.append(f"{git_date(e.time, e.tz):<31} ", style="cyan")
-        t.append(bytes_text(e.message.rstrip(b"\n"), 200))
+        field(t, bytes_text(e.message.rstrip(b"\n"), 200))
         rows.append(t)
     return ListSource(rows, header)
 

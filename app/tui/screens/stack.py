@@ -23,6 +23,7 @@ import contextlib
 import time
 from typing import Any
 
+from refscope.backend.display import path_text, printable
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -345,11 +346,14 @@ class StackScreen(ViewScreen):
         now = self._clock("%H:%M:%S")
         for name in sorted(held - set(self._locks_since)):
             self._locks_since[name] = when
-            self._add_feed(Text(f"{now} 🔒 {name} taken: someone is writing", style="bold yellow"))
+            self._add_feed(Text(f"{now} 🔒 {path_text(name)} taken: someone is writing", style="bold yellow"))
         for name in sorted(set(self._locks_since) - held):
             since = self._locks_since.pop(name)
             self._add_feed(
-                Text(f"{now} 🔓 {name} released after {(when - since) * 1000:.0f} ms", style="yellow")
+                Text(
+                    f"{now} 🔓 {path_text(name)} released after {(when - since) * 1000:.0f} ms",
+                    style="yellow",
+                )
             )
 
     # ---- actions --------------------------------------------------------------------------------------
@@ -393,7 +397,8 @@ class StackScreen(ViewScreen):
         try:
             report = compact(self.store, segment)
         except Exception as err:  # typed backend errors (LockBusy...) are shown, not raised
-            self.app.call_from_thread(self.notify, f"compaction refused: {err}", severity="error")
+            shown = Text(printable(f"compaction refused: {err}"))  # quotes paths: escaped, never markup
+            self.app.call_from_thread(self.notify, shown, severity="error")
             return
         fresh = self.store.refresh(self.snapshot)
         after = [(t.name, t.size) for t in fresh.tables]

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from refscope.backend.display import Shown, path_text
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -31,13 +32,14 @@ def default_meter() -> Callable[[str], Any]:
     return measure
 
 
-def short_path(gitdir: str) -> str:
-    """A git dir as ``<repo>/.git`` (or ``<name>.git`` when bare): enough to know where, stable in tests."""
+def short_path(gitdir: str) -> Shown:
+    """A git dir as ``<repo>/.git`` (or ``<name>.git`` when bare): enough to know where, stable in tests.
+    Escaped: a directory name is bytes from the file system."""
     gitdir = os.path.abspath(gitdir)
     parent = os.path.dirname(gitdir)
     if os.path.basename(gitdir) == ".git":
-        return os.path.join(os.path.basename(parent), ".git")
-    return os.path.basename(gitdir)
+        return path_text(os.path.join(os.path.basename(parent), ".git"))
+    return path_text(os.path.basename(gitdir))
 
 
 def measure_fn(meter: Any) -> Callable[..., Any]:

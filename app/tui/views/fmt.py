@@ -1,16 +1,32 @@
-"""Formatting helpers shared by the storage views: sizes, oids, dates, names as Rich Text (never markup)."""
+"""Formatting helpers shared by the storage views: sizes, oids, dates, names as Rich Text (never markup).
+
+Fields read from files (names, targets, traits, idents, messages, paths) are bytes in the records and
+become text only through ``refscope.backend.display`` (``Shown``); ``field`` and ``shown_text`` are the
+Text builders for them and refuse anything that is not ``Shown`` or bytes (escaped on the way in).
+"""
 
 from __future__ import annotations
 
 import time as _time
 
-from refscope.backend.display import escape_name
+from refscope.backend.display import Shown, escape_name, line, require, show
 from rich.text import Text
 
 
 def name_text(name: bytes, style: str = "") -> Text:
     """A ref name as Text: escaped by the backend's single display function, never parsed as markup."""
     return Text(escape_name(name), style=style, no_wrap=True)
+
+
+def field(t: Text, value: bytes | Shown, style: str = "") -> Text:
+    """Append one field to ``t``: bytes through the display function; text only as ``Shown``."""
+    t.append(escape_name(value) if isinstance(value, bytes) else require(value), style=style)
+    return t
+
+
+def shown_text(value: bytes | Shown, style: str = "") -> Text:
+    """One field as a Text of its own (see ``field``)."""
+    return field(Text(no_wrap=True), value, style)
 
 
 def size(n: int) -> str:
@@ -37,12 +53,11 @@ def git_date(seconds: int, tz_minutes: int) -> str:
     return _time.strftime("%a %b %-d %H:%M:%S %Y", t) + f" {sign}{hh:02d}{mm:02d}"
 
 
-def hexstr(value: bytes | None, width: int = 0) -> str:
+def hexstr(value: bytes | None, width: int = 0) -> Shown:
     """An oid (hex bytes) as text, shortened to ``width`` characters when asked; '-' for none."""
     if value is None:
-        return "-"
-    text = value.decode("ascii", "replace")
-    return text[:width] if width else text
+        return line("-")
+    return show(value[:width] if width else value)
 
 
 def cell(text: str, width: int, right: bool = False) -> str:
@@ -52,7 +67,7 @@ def cell(text: str, width: int, right: bool = False) -> str:
     return text.rjust(width) if right else text.ljust(width)
 
 
-def bytes_text(value: bytes, limit: int = 80) -> str:
+def bytes_text(value: bytes, limit: int = 80) -> Shown:
     """Arbitrary bytes (a key suffix, a message) as printable escaped text, cut to ``limit`` characters."""
     text = escape_name(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= limit else line(text[: limit - 1], "…")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from refscope.backend.display import line
 from rich.text import Text
 
-from .fmt import bytes_text, git_date, hexstr
+from .fmt import bytes_text, field, git_date, hexstr
 
 BLOCK_NAMES = {"r": "ref", "g": "log", "o": "obj", "i": "index"}
 
@@ -51,21 +52,21 @@ def _value_text(rec: Any, kind: str, hexw: int) -> Text:
         if vt == 0:
             t.append("deletion (tombstone)", style="red")
         elif vt == 3:
-            t.append("→ " + bytes_text(rec.target or b"", 100), style="magenta")
+            field(t, line("→ ", bytes_text(rec.target or b"", 100)), style="magenta")
         else:
-            t.append(hexstr(rec.value, hexw), style="yellow")
+            field(t, hexstr(rec.value, hexw), style="yellow")
             if vt == 2:
-                t.append(" ^" + hexstr(rec.peeled, hexw), style="dim yellow")
+                field(t, line(" ^", hexstr(rec.peeled, hexw)), style="dim yellow")
     elif kind == "g":
         t.append(f"{rec.log_type} ", style="bold")
         t.append(f"{rec.update_index:>6} ", style="cyan")
         if rec.log_type == 0:
             t.append("deletion of this log entry", style="red")
         else:
-            t.append(f"{hexstr(rec.old, 12)} → {hexstr(rec.new, 12)} ", style="yellow")
-            t.append(f"{bytes_text(rec.ident_name, 30)} <{bytes_text(rec.email, 40)}> ")
+            field(t, line(hexstr(rec.old, 12), " → ", hexstr(rec.new, 12), " "), style="yellow")
+            field(t, line(bytes_text(rec.ident_name, 30), " <", bytes_text(rec.email, 40), "> "))
             t.append(f"{git_date(rec.time, rec.tz)} ", style="dim")
-            t.append(bytes_text(rec.message.rstrip(b"\n"), 80))
+            field(t, bytes_text(rec.message.rstrip(b"\n"), 80))
     elif kind == "o":
         if not rec.positions:
             t.append("no positions stored (too many blocks: readers scan the ref blocks)", style="dim")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from refscope.backend.display import escape_name
+from refscope.backend.display import escape_name, show
 from refscope.backend.model import LOOSE, PACKED, TABLE
 from rich.segment import Segment
 from rich.style import Style
@@ -95,9 +95,9 @@ def row_text(ref, width: int, marked: bool, styles: Styles) -> Text:
             text.append_text(target)
             text.append(" ")
         else:
-            oid = (ref.oid or b"").decode("ascii", "replace")[:SHORT]
+            oid = show((ref.oid or b"")[:SHORT])  # hex by the stores' checks, escaped all the same
             text.append(oid.ljust(SHORT + 1), styles.oid)
-            peeled = "^" + ref.peeled.decode("ascii", "replace")[:SHORT] if ref.peeled else ""
+            peeled = "^" + show(ref.peeled[:SHORT]) if ref.peeled else ""
             text.append(peeled.ljust(lay.value - SHORT - 1), styles.peeled)
     if lay.location:
         text.append(_fit(location_text(ref.location), lay.location), styles.location)

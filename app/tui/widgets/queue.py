@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from refscope.backend.display import escape_name
+from refscope.backend.display import escape_name, line, show
 from rich.text import Text
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -93,7 +93,7 @@ class Queue(dict):
                 why = "gone"
             elif now.target != entry.seen.target or now.oid != entry.seen.oid:
                 value = now.target if now.target is not None else (now.oid or b"")[:8]
-                why = "now at " + value.decode("utf-8", "replace")
+                why = line("now at ", value)  # a target read from a file: through the display function
             else:
                 why = None
             if why != entry.stale:
@@ -192,7 +192,7 @@ class QueuePanel(ScrollView, can_focus=True):
             self.get_component_rich_style("queue--stale") if entry.stale else "",
         )
         value = (
-            ("→ " + escape_name(seen.target)) if seen.target is not None else (seen.oid or b"")[:8].decode()
+            line("→ ", escape_name(seen.target)) if seen.target is not None else show((seen.oid or b"")[:8])
         )
         tail = f" {value}" + (f"  STALE: {entry.stale}" if entry.stale else "")
         name = Text(escape_name(entry.name), no_wrap=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from refscope.backend.display import escape_name
+from refscope.backend.display import escape_name, printable
 from rich.text import Text
 from textual.widgets import Static
 
@@ -55,7 +55,7 @@ class StatusLine(Static):
         text.append(f" {engine} ", "bold reverse")
         text.append(" · ")
         style = {"live": "bold green", "off": "dim", "error": "bold red"}.get(live.split()[0], "yellow")
-        text.append(("● " if live.startswith("live") else "○ ") + live, style)
+        text.append(printable(("● " if live.startswith("live") else "○ ") + live), style)  # may quote a path
         if error:
             text.append(" · ")
             text.append("⚠ " + escape_name(error.encode("utf-8", "surrogateescape")), "bold red")

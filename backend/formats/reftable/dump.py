@@ -18,7 +18,8 @@ API (for app/cmd_dump.py):
     (bool), ``value_type``, and per kind -- ref: ``name, update_index, value, peeled, target``; log:
     ``name, update_index, log_type, old, new, ident_name, email, time, tz, message``; obj: ``prefix`` (hex),
     ``positions``; index: ``last_key, position``.
-``to_json_obj(desc) -> dict``: the same with bytes decoded (UTF-8, surrogateescape) for ``--json``.
+``to_json_obj(desc) -> dict``: the same as strict JSON wants it, by ``display.json_value`` (bytes as UTF-8
+    text, U+FFFD plus ``<key>_b64`` where they are not UTF-8).
 
 Raises CorruptStore(file, what, offset) on anything git would reject (the description up to that point is
 lost; ``describe_partial`` returns it together with the error instead).
@@ -160,19 +161,15 @@ def describe_partial(path: str) -> tuple[TableDescription | None, CorruptStore |
 
 
 def _j(v):
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "surrogateescape")
-    if isinstance(v, dict):
-        return {k: _j(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_j(x) for x in v]
-    return v
+    from ...display import json_value
+
+    return json_value(v)[0]
 
 
 def to_json_obj(desc: TableDescription) -> dict:
-    """A JSON-ready dict of the description (bytes as text with surrogateescape)."""
+    """A JSON-ready dict of the description (the one JSON conversion, ``display.json_value``)."""
     return {
-        "path": desc.path,
+        **_j({"path": desc.path}),
         "format": "reftable",
         "size": desc.size,
         "header": _j(desc.header),
