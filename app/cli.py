@@ -72,17 +72,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _last_resort_line(err: OSError | MemoryError) -> str:
     """``refscope: <file>: <what>`` for an untyped OSError (the file it names, else the error alone)."""
-    from refscope.backend.display import printable
+    from refscope.backend.errors import from_untyped
 
-    if isinstance(err, MemoryError):
-        return "refscope: out of memory"
-    what = err.strerror or str(err) or type(err).__name__
-    file = err.filename
-    if file is None:
-        return printable(f"refscope: {what}")
-    if isinstance(file, bytes):
-        file = file.decode("utf-8", "surrogateescape")
-    return printable(f"refscope: {file}: {what}")
+    return from_untyped(err).cli_line()
 
 
 def _global_options(args: list[str]) -> list[str] | int:

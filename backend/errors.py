@@ -27,6 +27,20 @@ class RefscopeError(Exception):
         return printable(f"refscope: {self}")
 
 
+def from_untyped(err: BaseException) -> RefscopeError:
+    """A typed error for an OSError or MemoryError that escaped every reader and writer (the CLI's last
+    resort): the file it names, if any, and what happened."""
+    if isinstance(err, MemoryError):
+        return RefscopeError(None, "out of memory")
+    what = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    file = getattr(err, "filename", None)
+    if isinstance(file, bytes):
+        import os
+
+        file = os.fsdecode(file)
+    return RefscopeError(file, what)
+
+
 class NotARepository(RefscopeError):
     """No git directory was found where discovery looked."""
 
