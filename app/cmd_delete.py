@@ -214,6 +214,7 @@ def run(argv: list[str]) -> int:
                 "committed": True,
                 "engine": result.engine,
                 "deleted": list(result.deleted),
+                "missing": list(result.missing),
                 "wall_ms": round(rep.wall_ms, 3),
                 "cpu_ms": round(rep.cpu_ms, 3),
                 "syscalls": rep.syscalls_json(),
@@ -223,13 +224,19 @@ def run(argv: list[str]) -> int:
     else:
         from refscope.backend.display import emit, line
 
-        emit(
-            [
-                line(
-                    f"refscope delete: {len(result.deleted)} deleted ({result.engine}); commit {rep.wall_ms:.2f} ms, "
-                    f"{rep.syscalls_total} syscalls ({rep.source})"
-                )
-            ],
-            sys.stderr,
-        )
+        missing = result.missing
+        gone = f", {len(missing)} not found" if missing else ""
+        lines = [
+            line(
+                f"refscope delete: {len(result.deleted)} deleted{gone} ({result.engine}); "
+                f"commit {rep.wall_ms:.2f} ms, {rep.syscalls_total} syscalls ({rep.source})"
+            )
+        ]
+        lines += [line("refscope delete: not found: ", name) for name in missing[:_MISSING_SHOWN]]
+        if len(missing) > _MISSING_SHOWN:
+            lines.append(line(f"refscope delete: ... and {len(missing) - _MISSING_SHOWN:,} more not found"))
+        emit(lines, sys.stderr)
     return 0
+
+
+_MISSING_SHOWN = 10  # names of refs not found listed on stderr (--json lists them all)

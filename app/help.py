@@ -110,8 +110,9 @@ usage: refscope delete [-C PATH] [--engine native|git] [--no-deref] [--allow-che
                        [--stdin] [--json] [REF...]
 
 Delete every REF in one atomic transaction: all are deleted or none (then nothing on disk changed).
-Branches checked out in any worktree are refused unless --allow-checked-out. Exit 0 committed, 1 refused
-(one line on stderr), 2 usage.
+REF is a full name (refs/heads/topic; a short one is refused with the full name it would mean). Refs that
+do not exist are reported, not refused (as git deletes them silently). Branches checked out in any
+worktree are refused unless --allow-checked-out. Exit 0 committed, 1 refused (one line on stderr), 2 usage.
 
 options:
   -C PATH              run as if started in PATH
@@ -121,8 +122,9 @@ options:
   --allow-checked-out  also delete branches checked out in a worktree (git update-ref allows it too)
   --stdin              read the refs from standard input, one per line: `REF [OLD_OID]`; names are raw
                        bytes (as `refscope list` prints them); an OLD_OID is checked under the lock
-  --json               one object: {"committed", "engine", "deleted", "wall_ms", "cpu_ms", "syscalls",
-                       "phases"}; the top-level figures are the commit's (first lock to last unlink)
+  --json               one object: {"committed", "engine", "deleted", "missing", "wall_ms", "cpu_ms",
+                       "syscalls", "phases"}; the top-level figures are the commit's (first lock to last
+                       unlink); "missing" lists the refs that did not exist
 
 examples:
   refscope delete refs/heads/old-topic

@@ -26,10 +26,13 @@ _BATCH = 64  # delete_many reads the values of more names than this in one pass
 _HEX = frozenset(b"0123456789abcdef")
 
 
-class CommitResult(namedtuple("CommitResult", "committed engine deleted report phases")):
+class CommitResult(
+    namedtuple("CommitResult", "committed engine deleted report phases missing", defaults=((),))
+):
     """``committed`` (bool), ``engine`` (str), ``deleted`` (list of names), ``report``: the OpReport of the
     commit itself (first lock to last unlink, including git's child process), ``phases``: OpReports of the
-    snapshot (when taken here), the commit, auto-compaction (reftable), ..."""
+    snapshot (when taken here), the commit, auto-compaction (reftable), ...; ``missing``: the names asked
+    for that did not exist (git deletes them silently; a user wants to know)."""
 
     __slots__ = ()
 
@@ -102,7 +105,11 @@ class Transaction:
         if not isinstance(name, bytes):
             raise TypeError("ref names are bytes")
         if not _name_checked and (check_refname(name) is not None or not is_safe_refname(name)):
-            raise InvalidRefName(self._where(), f"refusing to update ref with bad name '{_text(name)}'")
+            what = f"refusing to update ref with bad name '{_text(name)}'"
+            meant = self._meant(name)
+            if meant is not None:
+                what += f"; did you mean '{_text(meant)}'?"
+            raise InvalidRefName(self._where(), what)
         if old_oid is not None:
             old_oid = old_oid.lower()
             hexsz = HEXSZ[self.store.repo.hash_name]
@@ -152,6 +159,21 @@ class Transaction:
                 return rec.target if rec is not None else None
         ref = snap.head() if name == b"HEAD" else snap.lookup(name)
         return ref.target if ref is not None else None
+
+    def _meant(self, name: bytes) -> bytes | None:
+        """The full name git's rev-parse rules would make of a short ``name`` (``main`` ->
+        ``refs/heads/main``), when that ref exists: the hint for a refused short name."""
+        if name.startswith(b"refs/") or check_refname(b"refs/heads/" + name) is not None:
+            return None
+        try:
+            snap = self.snapshot
+            for rule in (b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s"):
+                full = rule % name
+                if snap.lookup(full) is not None:
+                    return full
+        except (CorruptStore, TransactionRefused):
+            return None
+        return None
 
     def _where(self) -> str:
         """The file a refusal that concerns no single file is reported against: the git dir."""
@@ -239,7 +261,9 @@ class Transaction:
             raise TransactionRefused(file, err.strerror or str(err)) from None
         self._done = True
         report = m.report
-        return CommitResult(True, self.engine, deleted, report, [*self._phases, report, *extra])
+        done = set(deleted)
+        missing = [d.name for d in self.deletions if d.name not in done and self._resolve(d.name) not in done]
+        return CommitResult(True, self.engine, deleted, report, [*self._phases, report, *extra], missing)
 
     def _check_packed(self, snap) -> None:
         """Refuse to rewrite a damaged packed-refs: the native splice copies unchanged records through

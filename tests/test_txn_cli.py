@@ -44,8 +44,17 @@ def test_delete_json(cli_repo: Path, engine: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"committed", "engine", "deleted", "wall_ms", "cpu_ms", "syscalls", "phases"}
-    assert out["committed"] is True and out["engine"] == engine
+    assert set(out) == {
+        "committed",
+        "engine",
+        "deleted",
+        "missing",
+        "wall_ms",
+        "cpu_ms",
+        "syscalls",
+        "phases",
+    }
+    assert out["committed"] is True and out["engine"] == engine and out["missing"] == []
     assert out["deleted"] == ["refs/heads/b0", "refs/heads/b1"]
     assert set(out["syscalls"]) == {"total", "by_name", "source"}
     assert out["syscalls"]["total"] > 0
