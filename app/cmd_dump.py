@@ -53,15 +53,19 @@ def _is_reftable(path: str) -> bool:
         os.close(fd)
 
 
-def packed_description(path: str) -> dict:
+def packed_description(path: str, records=None) -> dict:
     """The packed-refs file as a dict; fields read from the file stay bytes (``display`` shows them and
-    turns them into JSON)."""
+    turns them into JSON). ``records`` is a generator (a dump streams them), or a list when asked for."""
     from refscope.backend.errors import RefscopeError
     from refscope.backend.formats.packed import PackedRefs
 
     p = PackedRefs.open(path)
     if p.stat is None:  # gone since it was opened to look at its kind
         raise RefscopeError(path, "No such file or directory")
+    rows = (
+        {"offset": r.offset, "length": r.length, "oid": r.oid, "name": r.name, "peeled": r.peeled}
+        for r in p.iter_records()
+    )
     return {
         "path": path,
         "format": "packed-refs",
@@ -71,17 +75,50 @@ def packed_description(path: str) -> dict:
         "traits": list(p.traits),
         "sorted": p.sorted,
         "peeled": p.peeled_trait,
-        "records": [
-            {
-                "offset": r.offset,
-                "length": r.length,
-                "oid": r.oid,
-                "name": r.name,
-                "peeled": r.peeled,
-            }
-            for r in p.iter_records()
-        ],
+        "records": rows if records is None else list(rows),
     }
+
+
+_BATCH = 4096  # lines or JSON items written at a time: memory stays bounded at any file size
+_BATCH_CHARS = 1 << 20
+
+
+def _stream_json(obj: dict, key: str, items, convert) -> None:
+    """``to_json(obj)`` with ``obj[key]`` (its last field, a list of dicts) streamed from ``items``:
+    the same bytes as the whole document encoded at once, written a batch at a time."""
+    from refscope.backend.display import to_json
+
+    head = to_json({**obj, key: []})
+    assert head.endswith("[]}")
+    out = sys.stdout
+    out.write(head[:-2])
+    batch: list[str] = []
+    size = 0
+    first = True
+    for item in items:
+        text = to_json(convert(item))
+        batch.append(text)
+        size += len(text)
+        if len(batch) >= _BATCH or size >= _BATCH_CHARS:  # an item may be a whole block of records
+            out.write(("" if first else ", ") + ", ".join(batch))
+            first = False
+            batch = []
+            size = 0
+    if batch:
+        out.write(("" if first else ", ") + ", ".join(batch))
+    out.write("]}\n")
+
+
+def _stream_lines(lines) -> None:
+    from refscope.backend.display import emit
+
+    batch = []
+    for item in lines:
+        batch.append(item)
+        if len(batch) >= _BATCH:
+            emit(batch)
+            batch = []
+    emit(batch)
 
 
 def run(argv: list[str]) -> int:
@@ -96,40 +133,57 @@ def run(argv: list[str]) -> int:
         return "None" if v is None else show(v)  # every record field, bytes or not, through the escaper
 
     if _is_reftable(path):
-        from refscope.backend.formats.reftable.dump import describe, to_json_obj
+        from refscope.backend.formats.reftable.dump import block_json, describe_lazily
 
-        desc = describe(path)
+        desc = describe_lazily(path)
         if as_json:
-            sys.stdout.write(to_json(to_json_obj(desc)) + "\n")
+            head = {**to_json_obj_head(desc), "blocks": []}
+            _stream_json(head, "blocks", desc.blocks, block_json)
             return 0
-        out = [line("reftable ", path_text(path), " size ", desc.size), line("header ", to_json(desc.header))]
-        for b in desc.blocks:
-            out.append(
-                line(
-                    f"block {b.type} ({b.section}) offset {b.offset} length {b.length}",
-                    f" block_len {b.block_len} restarts {b.restart_count} records {len(b.records)}",
-                )
-            )
-            for r in b.records:
-                fields = [line(k, "=", field(v)) for k, v in r.items() if k != "offset"]
-                out.append(line(f"  @{r['offset']} ", join(" ", fields)))
-        out.append(line("footer ", to_json(desc.footer)))
-        emit(out)
+        emit([line("reftable ", path_text(path), " size ", desc.size), line("header ", to_json(desc.header))])
+        _stream_lines(_table_lines(desc.blocks, field))
+        emit([line("footer ", to_json(desc.footer))])
         return 0
 
     obj = packed_description(path)
     if as_json:
-        sys.stdout.write(to_json(obj) + "\n")
+        _stream_json(obj, "records", obj["records"], lambda r: r)
         return 0
-    out = [line("packed-refs ", path_text(path), " size ", obj["size"])]
+    head = [line("packed-refs ", path_text(path), " size ", obj["size"])]
     if obj["header"] is not None:
-        out.append(
+        head.append(
             line(f"@0 header ({obj['header_end']} bytes) traits: ", join(" ", obj["traits"]) or "(none)")
         )
-    for r in obj["records"]:
+    emit(head)
+    _stream_lines(_packed_lines(obj["records"]))
+    return 0
+
+
+def to_json_obj_head(desc) -> dict:
+    """The table's JSON document without its blocks (``formats.reftable.dump.to_json_obj``'s order)."""
+    from refscope.backend.formats.reftable.dump import to_json_obj
+
+    return to_json_obj(desc._replace(blocks=[]))
+
+
+def _table_lines(blocks, field):
+    from refscope.backend.display import join, line
+
+    for b in blocks:
+        yield line(
+            f"block {b.type} ({b.section}) offset {b.offset} length {b.length}",
+            f" block_len {b.block_len} restarts {b.restart_count} records {len(b.records)}",
+        )
+        for r in b.records:
+            fields = [line(k, "=", field(v)) for k, v in r.items() if k != "offset"]
+            yield line(f"  @{r['offset']} ", join(" ", fields))
+
+
+def _packed_lines(records):
+    from refscope.backend.display import line
+
+    for r in records:
         parts = [f"@{r['offset']} len {r['length']} ", r["oid"], " ", r["name"]]
         if r["peeled"]:
             parts += [" ^", r["peeled"]]
-        out.append(line(*parts))
-    emit(out)
-    return 0
+        yield line(*parts)

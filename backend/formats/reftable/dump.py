@@ -2,7 +2,8 @@
 
 API (for app/cmd_dump.py):
 
-``describe(path: str) -> TableDescription``
+``describe(path: str) -> TableDescription``; ``describe_lazily(path)``: the same with ``blocks`` an iterator
+    that decodes one block at a time (``refscope dump`` streams: its memory does not grow with the table)
     ``TableDescription`` NamedTuple: ``path``, ``size``, ``header`` (dict: magic, version, block_size,
     min_update_index, max_update_index, hash_id, header_size), ``footer`` (dict: offset, ref_index_position,
     obj_position, obj_id_len, obj_index_position, log_position, log_index_position, crc (int), crc_ok (bool)),
@@ -118,10 +119,14 @@ def _footer(t: Table) -> dict:
 
 
 def _describe_blocks(t: Table, out: list[BlockDescription]) -> None:
+    out.extend(_iter_described(t))
+
+
+def _iter_described(t: Table) -> Iterator[BlockDescription]:
     for section, blk in t.iter_blocks():
         recs = list(iter_block_records(t, blk))
         stored = blk.block_len if blk.type != BLOCK_LOG else blk.full_size
-        out.append(
+        yield (
             BlockDescription(
                 chr(blk.type),
                 section,
@@ -135,6 +140,18 @@ def _describe_blocks(t: Table, out: list[BlockDescription]) -> None:
                 recs,
             )
         )
+
+
+def describe_lazily(path: str) -> TableDescription:
+    """``describe`` with ``blocks`` an iterator over the blocks, each decoded when it is reached (a
+    CorruptStore surfaces there, after the blocks before it)."""
+    t = Table.open(path)
+    return TableDescription(path, t.size, _header(t), _footer(t), _iter_described(t))  # type: ignore[arg-type]
+
+
+def block_json(b: BlockDescription) -> dict:
+    """One block as ``to_json_obj`` gives it in ``blocks``."""
+    return _j(b._asdict())
 
 
 def describe(path: str) -> TableDescription:
@@ -174,7 +191,7 @@ def to_json_obj(desc: TableDescription) -> dict:
         "size": desc.size,
         "header": _j(desc.header),
         "footer": _j(desc.footer),
-        "blocks": [_j(b._asdict()) for b in desc.blocks],
+        "blocks": [block_json(b) for b in desc.blocks],
     }
 
 
@@ -183,6 +200,8 @@ __all__ = [
     "BlockDescription",
     "TableDescription",
     "describe",
+    "describe_lazily",
+    "block_json",
     "describe_partial",
     "iter_block_records",
     "to_json_obj",
