@@ -77,7 +77,7 @@ class Transaction:
         self._names: set[bytes] = set()
         self._snapshot = snapshot
         self._phases: list[OpReport] = []
-        self._heads: list[tuple[str, bytes | None]] | None = None
+        self._heads: list[tuple[str, bytes]] | None = None
         self._done = False
         # engines.reftable.StackReads: records and reflog entries read from the snapshot's stack (by
         # delete_many, the read phase, the CLI's child), reused by the engine while its stack is unchanged
@@ -175,14 +175,15 @@ class Transaction:
             return
         if self._heads is None:
             repo = self.store.repo
-            if repo.gitdir == repo.commondir and not os.path.isdir(os.path.join(repo.commondir, "worktrees")):
-                # no linked worktree: HEAD of the snapshot is the only checkout (no second read of the store)
-                head = self.snapshot.head()
-                self._heads = [(repo.gitdir, head.target if head is not None else None)]
-            else:
-                from .repo import list_worktrees
+            from .repo import checked_out_branches, main_worktree_is_bare
 
-                self._heads = list_worktrees(repo)
+            if repo.gitdir == repo.commondir and not os.path.isdir(os.path.join(repo.commondir, "worktrees")):
+                # no linked worktree: HEAD of the snapshot is the only possible checkout (no second read
+                # of the store), and a bare repository has none
+                head = None if main_worktree_is_bare(repo) else self.snapshot.head()
+                self._heads = [(repo.gitdir, head.target)] if head is not None and head.target else []
+            else:
+                self._heads = checked_out_branches(repo)
         for gitdir, head in self._heads:
             if head == target:
                 raise TransactionRefused(
