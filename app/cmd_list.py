@@ -405,6 +405,30 @@ def _write_all(fd: int, parts: list[bytes]) -> None:
             view = view[os.write(fd, view) :]
 
 
+def _warn_unlisted(snap, intervals: list[tuple[bytes, bytes | None]]) -> None:
+    """One stderr line per reftable record in the listed intervals that the listing did not serve
+    because its key holds a NUL byte (git reads such a key up to the NUL): the table, the escaped name,
+    the block."""
+    tables = [*(getattr(snap, "tables", None) or ()), *(getattr(snap, "worktree_tables", None) or ())]
+    lines = []
+    for t in tables:
+        for name, off in sorted(t.nul_names.items()):
+            if any(name >= lo and (hi is None or name < hi) for lo, hi in intervals):
+                from refscope.backend.display import escape_name, printable
+
+                lines.append(
+                    printable(
+                        f"refscope: {t.path}: warning: ref name '{escape_name(name)}' holds a NUL byte; "
+                        f"not listed (ref block at {off})"
+                    )
+                    + "\n"
+                )
+    if lines:
+        import os
+
+        os.write(2, "".join(lines).encode("utf-8", "surrogateescape"))
+
+
 def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> None:
     """List ``< split + NUL`` here and ``>= split + NUL`` in a forked child at the same time, the child's
     output following ours: the decoding is per-record Python, a second core halves the wall time.
@@ -428,6 +452,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> No
             os.write(w_st, b"K")
             if os.read(r_go, 1) == b"G":
                 _write_all(1, mine.parts)
+                _warn_unlisted(snap, [(mid, None)])
             code = 0
         except BaseException:
             pass
@@ -501,4 +526,8 @@ def run(argv: list[str]) -> int:
                     lister.ref(ref)
     finally:
         out.flush()
+    if snap.format == "reftable":
+        if way is not None and split is not None:
+            intervals = [(b"", split + b"\x00")]  # the child warned about its half
+        _warn_unlisted(snap, intervals)
     return 0

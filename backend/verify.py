@@ -1215,6 +1215,15 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
         if rec[1] == 0:
             del merged[name]
             continue
+        if b"\0" in name:
+            as_git = name.split(b"\0")[0]
+            out.error(
+                path,
+                rec[6],
+                f"ref name {_q(name)} holds a NUL byte: git reads it as {_q(as_git)}; "
+                "refscope does not list it and refuses writes that name it",
+            )
+            continue
         _check_name(out, path, rec[6], name)
     # stray files
     listed = set(names)

@@ -86,6 +86,14 @@ def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
         meta = rb.meta
         for j, n in enumerate(names):
             if meta[j] & 7 and not is_valid_refname(n):
+                if b"\0" in n:
+                    # git reads such a key as a C string, up to the NUL: the record is damage, not a
+                    # name. It is not served (every other ref is); the table remembers it for the
+                    # warning a listing prints, and no transaction can name it (check_refname refuses).
+                    bad.add(j)
+                    if table is not None:
+                        table.nul_names[n] = rb.offset
+                    continue
                 if not is_safe_refname(n):
                     shown = n.decode("utf-8", "backslashreplace")
                     raise CorruptStore(rb.file, f"refname is dangerous: {shown}", rb.offset)

@@ -90,6 +90,7 @@ class Table:
         "_counts",
         "hidden_cache",
         "listed_cache",
+        "nul_names",
         "__weakref__",
     )
 
@@ -135,6 +136,7 @@ class Table:
         t._counts = None
         t.hidden_cache = {}
         t.listed_cache = {}
+        t.nul_names = {}  # name -> ref block offset: records whose key holds a NUL (not served)
         t._parse_header_footer()
         return t
 

@@ -1,0 +1,89 @@
+"""A NUL byte in one reftable ref name (git writes the table; only the name's bytes are patched: ref
+blocks carry no CRC). It is damage in one record, not in the repository: every other ref is served, the
+record is reported (verify's error; one warning from ``list`` naming the table and the block, escaped),
+and a write that names it is refused with nothing changed.
+
+git reads such a key as a C string, up to the NUL, and lists it as that shorter name; refscope does not
+serve the record under any name (the rest of the listing is git's, byte for byte)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.gitutil import git, git_binary, git_env, init_repo, tree_bytes
+
+
+def refscope(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "refscope.app.cli", *args],
+        cwd=repo,
+        input=stdin,
+        capture_output=True,
+        env=git_env(),
+    )
+
+
+def fingerprint(repo: Path) -> dict[str, bytes]:
+    return {k: v for k, v in tree_bytes(repo / ".git").items() if not k.startswith("objects/")}
+
+
+@pytest.fixture
+def nul_repo(tmp_path: Path) -> tuple[Path, Path]:
+    repo = init_repo(tmp_path / "repo", fmt="reftable")
+    for name in ("aaa", "abXc", "zzz", "tags/v1"):
+        git(repo, "update-ref", f"refs/heads/{name}" if "/" not in name else f"refs/{name}", "HEAD")
+    git(repo, "pack-refs", "--all")
+    (table,) = (repo / ".git" / "reftable").glob("*.ref")
+    data = bytearray(table.read_bytes())
+    assert data.count(b"bXc") == 1
+    data[data.index(b"bXc") + 1] = 0  # refs/heads/abXc -> refs/heads/ab\0c
+    table.write_bytes(bytes(data))
+    return repo, table
+
+
+def test_nul_name_is_reported_and_the_rest_served(nul_repo: tuple[Path, Path]) -> None:
+    repo, table = nul_repo
+    theirs = subprocess.run(
+        [git_binary(), "for-each-ref", "--format=%(objectname) %(refname)"],
+        cwd=repo,
+        capture_output=True,
+        env=git_env(),
+    )
+    assert theirs.returncode == 0
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    phantom = oid + b" refs/heads/ab\n"  # git's reading of the damaged key: cut at the NUL
+    assert phantom in theirs.stdout
+    before = fingerprint(repo)
+    proc = refscope(repo, "list")
+    assert proc.returncode == 0
+    assert proc.stdout == theirs.stdout.replace(phantom, b"")
+    warning = f"refscope: {table}: warning: ref name 'refs/heads/ab\\x00c' holds a NUL byte; not listed (ref block at 0)\n"
+    assert proc.stderr.decode() == warning  # once
+    proc = refscope(repo, "list", "refs/tags")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, oid + b" refs/tags/v1\n", b"")  # not in range
+    proc = refscope(repo, "verify")
+    assert proc.returncode == 1
+    assert (
+        f"error: {table}@0: ref name 'refs/heads/ab\\x00c' holds a NUL byte: git reads it as 'refs/heads/ab'; "
+        "refscope does not list it and refuses writes that name it"
+    ) in proc.stdout.decode().splitlines()
+    assert fingerprint(repo) == before
+
+
+def test_writes_naming_it_are_refused_others_pass(nul_repo: tuple[Path, Path]) -> None:
+    repo, _table = nul_repo
+    before = fingerprint(repo)
+    proc = refscope(repo, "delete", "--stdin", stdin=b"refs/heads/ab\0c\n")
+    assert proc.returncode == 1
+    assert (
+        proc.stderr.decode()
+        == f"refscope: {repo / '.git'}: refusing to update ref with bad name 'refs/heads/ab\\x00c'\n"
+    )
+    assert fingerprint(repo) == before
+    proc = refscope(repo, "delete", "refs/heads/zzz")
+    assert proc.returncode == 0, proc.stderr
+    assert b"refs/heads/zzz" not in git(repo, "for-each-ref", "--format=%(refname)")
