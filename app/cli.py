@@ -22,13 +22,18 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    from refscope.backend.errors import RefscopeError
+
+    try:
+        args = _leading_dirs(args)
+    except RefscopeError as err:
+        print(err.cli_line(), file=sys.stderr)
+        return 1
     if args and args[0] in COMMANDS:
         module_name, rest = COMMANDS[args[0]], args[1:]
     else:
         module_name, rest = "cmd_tui", args
     from importlib import import_module
-
-    from refscope.backend.errors import RefscopeError
 
     try:
         module = import_module(f"refscope.app.{module_name}")
@@ -45,6 +50,27 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _leading_dirs(args: list[str]) -> list[str]:
+    """``refscope -C A -C B list``: each ``-C`` before the command changes directory, in order, as
+    git's do (``-C ''`` changes nothing); returns the arguments from the command on. A command's own
+    ``-C`` options then count from there."""
+    i = 0
+    while i < len(args) and args[i].startswith("-C"):
+        if args[i] == "-C":
+            if i + 1 >= len(args):
+                break  # a usage error: left to the command line's parser
+            arg, i = args[i + 1], i + 2
+        else:
+            arg, i = args[i][2:], i + 1
+        if arg:
+            import os
+
+            from .args import change_dir
+
+            os.chdir(change_dir(None, arg))
+    return args[i:]
 
 
 def run() -> None:

@@ -47,10 +47,14 @@ def _parse(argv: list[str]) -> tuple[str | None, bool, list[str]] | None:
         elif arg == "-C":
             if i + 1 >= len(argv):
                 return None
-            path = argv[i + 1]
+            from .args import change_dir
+
+            path = change_dir(path, argv[i + 1])
             i += 1
         elif arg.startswith("-C"):
-            path = arg[2:]
+            from .args import change_dir
+
+            path = change_dir(path, arg[2:])
         elif arg in ("-h", "--help"):
             sys.stdout.write(USAGE + "\n")
             sys.exit(0)

@@ -233,6 +233,9 @@ def discover(path: str | None = None, env: Mapping[str, str] | None = None) -> R
         start = os.getcwd()
 
     gitdir_env = env.get("GIT_DIR")
+    if gitdir_env == "":
+        # set but empty is not unset: git takes it as the git dir and finds no repository there
+        raise NotARepository(None, "not a git repository: ''")
     if gitdir_env:
         gd = gitdir_env if os.path.isabs(gitdir_env) else os.path.join(start, gitdir_env)
         via_file = read_gitfile(gd, env) if os.path.isfile(gd) else None

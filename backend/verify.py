@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .display import escape_name
+from .display import escape_name, needs_escape
 from .errors import LockBusy, RefscopeError, TransactionRefused
 from .refname import check_refname, is_safe_refname
 
@@ -36,8 +36,6 @@ _TABLE_NAME = re.compile(r"\A0x([0-9a-f]{12})-0x([0-9a-f]{12})-[0-9a-f]{8}\.ref\
 _HEX_LOWER = re.compile(rb"\A[0-9a-f]+\Z")
 _HEX_ANY = re.compile(rb"\A[0-9a-fA-F]+\Z")
 # Bytes/characters a terminal would act on even though git accepts them in a name.
-_RAW_BYTE = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as surrogateescape decodes it
-_C1_OR_BIDI = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 # Names under the per-worktree part of the ref namespace (git's worktree.c / refs.c).
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Locks older than this with no live holder are "stale" (an error: git commands needing them will fail).
@@ -170,12 +168,13 @@ def _warn_hostile_name(
     if name.isascii():
         return  # the common case; an ASCII name that passed check_refname has no control bytes
     text = name.decode("utf-8", "surrogateescape")
-    if _C1_OR_BIDI.search(text) or _RAW_BYTE.search(text):
+    if needs_escape(text):
         out.warning(
             file,
             offset,
             f"{where}{what} name {_q(name)} is valid for git but contains bytes a terminal may "
-            "obey (C1 control, 8-bit CSI, invalid UTF-8 or bidi override); tools that print it raw "
+            "obey or hide (C1 control, 8-bit CSI, invalid UTF-8, bidi override, line or paragraph "
+            "separator, invisible or unassigned character); tools that print it raw "
             "can be spoofed",
         )
 

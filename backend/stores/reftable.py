@@ -30,7 +30,7 @@ from ..formats.reftable.block import ref_block_pairs
 from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
-from ..model import TABLE, Location, LogEntry, Ref
+from ..model import SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
 
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
@@ -464,9 +464,10 @@ class ReftableSnapshot:
     def head(self) -> Ref | None:
         return self.lookup(b"HEAD")
 
-    def resolve(self, name: bytes, depth: int = 5) -> bytes | None:
-        """The oid ``name`` finally points at (following symrefs as git does, at most 5 levels), or None."""
-        for _ in range(depth + 1):
+    def resolve(self, name: bytes, depth: int = SYMREF_MAXDEPTH) -> bytes | None:
+        """The oid ``name`` finally points at (following symrefs as git does: at most ``depth`` reads),
+        or None."""
+        for _ in range(depth):
             ref = self.lookup(name)
             if ref is None:
                 return None
