@@ -199,6 +199,7 @@ class Transaction:
         store = self.store
         repo = store.repo
         snap = self.snapshot
+        self._refuse_known_damage(snap)
         existed = self._existing(snap) if self.engine == "git" else None
         children = self.engine == "git"
         # Engines are imported before the meter starts: the commit's figures are the commit's own.
@@ -236,6 +237,19 @@ class Transaction:
         self._done = True
         report = m.report
         return CommitResult(True, self.engine, deleted, report, [*self._phases, report, *extra])
+
+    def _refuse_known_damage(self, snap) -> None:
+        """A write lands on every table of the stack (the new table shadows them all): when a read in
+        this process already found one of them damaged -- the listing on screen, a lookup -- the commit is
+        refused with that finding, whichever engine, even if this transaction reads only healthy blocks."""
+        if getattr(snap, "format", None) != "reftable":
+            return  # packed-refs is checked whole before any rewrite (``_check_packed``)
+        from .errors import known_damage
+
+        for t in (*snap.tables, *(getattr(snap, "worktree_tables", None) or ())):
+            err = known_damage(t.path)
+            if err is not None:
+                raise TransactionRefused(err.file, err.what, err.offset)
 
     def _check_packed(self, snap) -> None:
         """Refuse to rewrite a damaged packed-refs: the native splice copies unchanged records through

@@ -158,6 +158,43 @@ def test_a_store_that_fails_to_read_is_refused_for_writes(case, bases, tmp_path,
     assert tree_bytes(repo) == before
 
 
+ELSEWHERE = ("refs/heads/after-pack", "refs/heads/feature/a-long-branch-name-0000", "refs/tags/lw-05")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.base != "files"], ids=lambda c: c.id)
+def test_a_listing_that_failed_taints_writes_in_its_process(case, bases, tmp_path):
+    """The TUI's situation: the listing on screen hit damage, then a commit of refs whose own blocks
+    are healthy (the newest table's, the first block's, a tag's). Every one is refused, whichever the
+    engine, with the listing's own finding, and nothing changes."""
+    from refscope.backend.errors import RefscopeError, TransactionRefused
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+    from refscope.backend.txn import Transaction
+
+    repo, damaged = damaged_copy(case, bases, tmp_path)
+    before = tree_bytes(repo)
+    store = open_store(discover(str(repo), git_env()))
+    try:
+        snap = store.snapshot()
+    except RefscopeError:
+        return  # the stack does not even open: no write can start (the other tests see to that)
+    try:
+        for _ref in snap.iter_from(b""):
+            pass
+    except RefscopeError as err:
+        failed = err
+    else:
+        return  # the listing reads cleanly: damage only verify sees (the test above covers it)
+    for engine in ("native", "git"):
+        for name in ELSEWHERE:
+            txn = Transaction(store, engine, no_deref=True, allow_checked_out=True, snapshot=snap)
+            txn.delete(name.encode())
+            with pytest.raises(TransactionRefused) as got:
+                txn.commit()
+            assert (got.value.file, got.value.what) == (failed.file, failed.what)
+    assert tree_bytes(repo) == before
+
+
 def test_footer_pointing_into_another_section_fails_every_reader(bases, tmp_path, capfd):
     """The footer is checked once, at open: a listing and a delete that needs no seek (the first ref of
     the first block) fail alike, with the same line."""
