@@ -52,6 +52,7 @@ class Transaction:
         "_snapshot",
         "_phases",
         "_heads",
+        "_missing",
         "_done",
         "_known",
     )
@@ -78,6 +79,7 @@ class Transaction:
         self._snapshot = snapshot
         self._phases: list[OpReport] = []
         self._heads: list[tuple[str, bytes]] | None = None
+        self._missing: list[bytes] | None = None  # names the git engine's lookups found missing
         self._done = False
         # engines.reftable.StackReads: records and reflog entries read from the snapshot's stack (by
         # delete_many, the read phase, the CLI's child), reused by the engine while its stack is unchanged
@@ -213,6 +215,8 @@ class Transaction:
             self._check_packed(snap)
         elif self.engine != "git":
             self._read_ahead(snap)
+        if store.format == "reftable":
+            self._refuse_nul_readings(snap)
         try:
             with measure("commit", children=children) as m:
                 extra: list[OpReport] = []
@@ -250,6 +254,42 @@ class Transaction:
             err = known_damage(t.path)
             if err is not None:
                 raise TransactionRefused(err.file, err.what, err.offset)
+
+    def _refuse_nul_readings(self, snap) -> None:
+        """A reftable key with a NUL byte is read by git as the name before the NUL: git lists, resolves
+        and deletes ``refs/heads/ab`` for the damaged record ``refs/heads/ab\\0c``. refscope does not
+        serve that record, so a deletion of such a name finds nothing -- and is refused rather than done
+        as a silent no-op (or, through git, as a write onto the damaged record). Only names this
+        transaction found missing are looked at: one seek per table each."""
+        if self._missing is not None:  # the git engine's lookups found these missing
+            candidates = self._missing
+        else:
+            known = self._known.records if self._known is not None else {}
+            candidates = []
+            for d in self.deletions:
+                name = d.name
+                if name in known:
+                    rec = known[name]
+                    if rec is None or not rec.value_type:
+                        candidates.append(name)
+                elif (snap.head() if name == b"HEAD" else snap.lookup(name)) is None:
+                    candidates.append(name)
+        tables = (*snap.tables, *(getattr(snap, "worktree_tables", None) or ()))
+        for name in candidates:
+            prefix = name + b"\0"
+            for t in tables:
+                try:
+                    first = next(t.iter_refs(name), None)
+                except CorruptStore as err:
+                    raise TransactionRefused(err.file, err.what, err.offset) from None
+                if first is not None and first.name.startswith(prefix):
+                    from .display import escape_name
+
+                    raise TransactionRefused(
+                        t.path,
+                        f"'{escape_name(name)}' is how git reads the damaged record "
+                        f"'{escape_name(first.name)}' (a NUL byte in its name): refusing to write",
+                    )
 
     def _check_packed(self, snap) -> None:
         """Refuse to rewrite a damaged packed-refs: the native splice copies unchanged records through
@@ -307,11 +347,15 @@ class Transaction:
 
     def _existing(self, snap) -> list[bytes]:
         out = []
+        missing = []
         for d in self.deletions:
             target = self._resolve(d.name)
             ref = snap.head() if target == b"HEAD" else snap.lookup(target)
             if ref is not None:
                 out.append(target)
+            elif target == d.name:
+                missing.append(d.name)
+        self._missing = missing
         return out
 
 

@@ -1,7 +1,7 @@
 """A NUL byte in one reftable ref name (git writes the table; only the name's bytes are patched: ref
 blocks carry no CRC). It is damage in one record, not in the repository: every other ref is served, the
 record is reported (verify's error; one warning from ``list`` naming the table and the block, escaped),
-and a write that names it is refused with nothing changed.
+and a write that names it -- by its bytes, or by git's reading of them -- is refused with nothing changed.
 
 git reads such a key as a C string, up to the NUL, and lists it as that shorter name; refscope does not
 serve the record under any name (the rest of the listing is git's, byte for byte)."""
@@ -84,6 +84,15 @@ def test_writes_naming_it_are_refused_others_pass(nul_repo: tuple[Path, Path]) -
         == f"refscope: {repo / '.git'}: refusing to update ref with bad name 'refs/heads/ab\\x00c'\n"
     )
     assert fingerprint(repo) == before
+    # git's reading of the key (cut at the NUL): git would delete the damaged record under that name
+    for engine in ("native", "git"):
+        proc = refscope(repo, "delete", "--engine", engine, "refs/heads/ab")
+        assert (proc.returncode, proc.stdout) == (1, b"")
+        assert proc.stderr.decode() == (
+            f"refscope: {_table}: 'refs/heads/ab' is how git reads the damaged record 'refs/heads/ab\\x00c' "
+            "(a NUL byte in its name): refusing to write\n"
+        )
+        assert fingerprint(repo) == before
     proc = refscope(repo, "delete", "refs/heads/zzz")
     assert proc.returncode == 0, proc.stderr
     assert b"refs/heads/zzz" not in git(repo, "for-each-ref", "--format=%(refname)")
