@@ -52,12 +52,13 @@ class CorruptStore(RefscopeError):
         if file:
             key = _identity(file)
             if key is not None:
-                _DAMAGED.setdefault(key, self)
+                _DAMAGED.setdefault(key, (file, what, offset))  # not the error: its traceback pins frames
 
 
-# (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) of a file some read found corrupt -> the first error
-# found there. A file rewritten in place or replaced gets another identity, so a repaired file is clean.
-_DAMAGED: dict[tuple[int, ...], CorruptStore] = {}
+# (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) of a file some read found corrupt -> (file, what,
+# offset) of the first error found there. A file rewritten in place or replaced gets another identity, so a
+# repaired file is clean.
+_DAMAGED: dict[tuple[int, ...], tuple[str, str, int | None]] = {}
 
 
 def _identity(path: str) -> tuple[int, ...] | None:
@@ -70,9 +71,9 @@ def _identity(path: str) -> tuple[int, ...] | None:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def known_damage(path: str) -> CorruptStore | None:
-    """The error an earlier read in this process found in the file at ``path`` (as it is now), or None.
-    Costs nothing while no read has found damage anywhere."""
+def known_damage(path: str) -> tuple[str, str, int | None] | None:
+    """(file, what, offset) of the error an earlier read in this process found in the file at ``path``
+    (as it is now), or None. Costs nothing while no read has found damage anywhere."""
     if not _DAMAGED:
         return None
     key = _identity(path)

@@ -251,9 +251,9 @@ class Transaction:
         from .errors import known_damage
 
         for t in (*snap.tables, *(getattr(snap, "worktree_tables", None) or ())):
-            err = known_damage(t.path)
-            if err is not None:
-                raise TransactionRefused(err.file, err.what, err.offset)
+            found = known_damage(t.path)
+            if found is not None:
+                raise TransactionRefused(*found)
 
     def _refuse_nul_readings(self, snap) -> None:
         """A reftable key with a NUL byte is read by git as the name before the NUL: git lists, resolves
