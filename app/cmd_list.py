@@ -409,13 +409,17 @@ def _write_all(fd: int, parts: list[bytes]) -> None:
             view = view[os.write(fd, view) :]
 
 
+def _tables_of(snap) -> list:
+    """Every reftable table of the snapshot (none for a files snapshot), in a fixed order."""
+    return [*(getattr(snap, "tables", None) or ()), *(getattr(snap, "worktree_tables", None) or ())]
+
+
 def _warn_unlisted(snap, intervals: list[tuple[bytes, bytes | None]]) -> None:
     """One stderr line per reftable record in the listed intervals that the listing did not serve
     because its key holds a NUL byte (git reads such a key up to the NUL): the table, the escaped name,
     the block."""
-    tables = [*(getattr(snap, "tables", None) or ()), *(getattr(snap, "worktree_tables", None) or ())]
     lines = []
-    for t in tables:
+    for t in _tables_of(snap):
         for name, off in sorted(t.nul_names.items()):
             if any(name >= lo and (hi is None or name < hi) for lo, hi in intervals):
                 from refscope.backend.display import escape_name, printable
@@ -456,7 +460,13 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> No
             os.write(w_st, b"K")
             if os.read(r_go, 1) == b"G":
                 _write_all(1, mine.parts)
-                _warn_unlisted(snap, [(mid, None)])
+                # what it found unlisted goes to the parent, which warns once for the whole listing
+                found = [
+                    b"%d %s %d\n" % (i, name.hex().encode(), off)
+                    for i, t in enumerate(_tables_of(snap))
+                    for name, off in t.nul_names.items()
+                ]
+                _write_all(w_st, found)
             code = 0
         except BaseException:
             pass
@@ -470,10 +480,17 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str) -> No
         out.flush()
         if os.read(r_st, 1) == b"K":
             os.write(w_go, b"G")
+            found = []
+            while chunk := os.read(r_st, 65536):  # until the child exits
+                found.append(chunk)
             _pid, status = os.waitpid(pid, 0)
             reaped = True
             if status != 0:
                 raise BrokenPipeError("the listing's second half could not be written")
+            tables = _tables_of(snap)
+            for line in b"".join(found).splitlines():
+                i, name, off = line.split(b" ")
+                tables[int(i)].nul_names.setdefault(bytes.fromhex(name.decode()), int(off))
         else:
             _pid, _status = os.waitpid(pid, 0)
             reaped = True
@@ -531,7 +548,5 @@ def run(argv: list[str]) -> int:
     finally:
         out.flush()
     if snap.format == "reftable":
-        if way is not None and split is not None:
-            intervals = [(b"", split + b"\x00")]  # the child warned about its half
-        _warn_unlisted(snap, intervals)
+        _warn_unlisted(snap, intervals)  # a split listing's child sent what it found
     return 0

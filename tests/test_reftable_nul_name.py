@@ -96,3 +96,40 @@ def test_writes_naming_it_are_refused_others_pass(nul_repo: tuple[Path, Path]) -
     proc = refscope(repo, "delete", "refs/heads/zzz")
     assert proc.returncode == 0, proc.stderr
     assert b"refs/heads/zzz" not in git(repo, "for-each-ref", "--format=%(refname)")
+
+
+def test_split_listing_warns_once_for_what_its_child_found(tmp_path: Path, capfd) -> None:
+    """A listing split over two processes, the damaged record in a block only the child decodes: the
+    parent still prints the one warning, after the whole listing (the child sends what it found)."""
+    from refscope.app import cmd_list
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+
+    from tests.listing import listed
+
+    repo = init_repo(tmp_path / "repo", fmt="reftable")
+    names = [b"refs/heads/b%03d" % i for i in range(60)] + [b"refs/heads/zzXc"]
+    git(repo, "update-ref", "--stdin", input=b"".join(b"create %s HEAD\n" % n for n in names))
+    git(repo, "config", "reftable.blockSize", "512")  # several ref blocks (read from the repository's config)
+    git(repo, "update-ref", "refs/heads/c", "HEAD")  # a second table, so that pack-refs rewrites them all
+    git(repo, "pack-refs", "--all")
+    (table,) = (repo / ".git" / "reftable").glob("*.ref")
+    data = bytearray(table.read_bytes())
+    assert data.count(b"zzXc") >= 1  # the record, and keys naming it in the index blocks
+    table.write_bytes(bytes(data).replace(b"zzXc", b"zz\0c"))
+    snap = open_store(discover(str(repo), git_env())).snapshot()
+    capfd.readouterr()
+    whole = listed(capfd, snap, False, None, "columns")
+    assert b"zz" not in whole
+    snap = open_store(discover(str(repo), git_env())).snapshot()  # nothing decoded yet
+    (t,) = snap.tables
+    assert t.locate_ref(b"refs/heads/b000")[0].offset != t.locate_ref(b"refs/heads/b059")[0].offset
+    split = listed(capfd, snap, False, b"refs/heads/b010", "columns")
+    assert split == whole
+    assert t.nul_names and all(off > 0 for off in t.nul_names.values())  # found by the child, sent back
+    cmd_list._warn_unlisted(snap, [(b"", None)])
+    off = t.nul_names[b"refs/heads/zz\0c"]
+    assert capfd.readouterr().err == (
+        f"refscope: {table}: warning: ref name 'refs/heads/zz\\x00c' holds a NUL byte; not listed "
+        f"(ref block at {off})\n"
+    )
