@@ -114,14 +114,18 @@ def _global_options(args: list[str]) -> list[str] | int:
 
 
 def _chdir(path: str) -> None:
+    """One ``-C`` before the command, as git's: a step that leads nowhere is named."""
     import os
 
-    from refscope.backend.errors import RefscopeError
+    from .args import change_dir
 
+    target = change_dir(None, path)
     try:
-        os.chdir(path)
+        os.chdir(target)
     except OSError as err:
-        raise RefscopeError(path, f"cannot change to it: {err.strerror}") from None
+        from refscope.backend.errors import NotARepository
+
+        raise NotARepository(path, f"cannot change to '{path}': {err.strerror}") from None
 
 
 def _asks_help(rest: list[str]) -> bool:

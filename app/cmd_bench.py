@@ -18,7 +18,7 @@ def _parse(argv: list[str]):
     import argparse
 
     p = argparse.ArgumentParser(prog="refscope bench", usage=USAGE[len("usage: ") :], add_help=True)
-    p.add_argument("-C", dest="path", default=None)
+    p.add_argument("-C", dest="dirs", action="append", default=[])
     p.add_argument("--git", action="append", default=[], metavar="PATH")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--json", action="store_true")
@@ -26,6 +26,9 @@ def _parse(argv: list[str]):
     p.add_argument("--scratch", default=None, help=argparse.SUPPRESS)
     p.add_argument("refs", nargs="*")
     args = p.parse_args(argv)
+    from .args import fold_dirs
+
+    args.path = fold_dirs(args.dirs)  # each -C relative to the one before, as git's
     if args.stdin == bool(args.refs) or args.runs < 1:
         p.error("give REF... or --stdin (not both), and --runs >= 1")
     return args

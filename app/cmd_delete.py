@@ -61,13 +61,17 @@ def _parse(argv: list[str]) -> _Args | None:
                 return None
             i += 1
             if arg == "-C":
-                a.path = argv[i]
+                from .args import change_dir
+
+                a.path = change_dir(a.path, argv[i])
             else:
                 a.engine = argv[i]
         elif arg.startswith("--engine="):
             a.engine = arg[len("--engine=") :]
         elif arg.startswith("-C") and len(arg) > 2:
-            a.path = arg[2:]
+            from .args import change_dir
+
+            a.path = change_dir(a.path, arg[2:])
         elif arg in ("-h", "--help"):
             print(USAGE)
             sys.exit(0)

@@ -54,10 +54,14 @@ def _parse(argv: list[str]) -> tuple[str | None, bool, list[str]] | None:
         elif arg == "-C":
             if i + 1 >= len(argv):
                 return None
-            path = argv[i + 1]
+            from .args import change_dir
+
+            path = change_dir(path, argv[i + 1])
             i += 1
         elif arg.startswith("-C"):
-            path = arg[2:]
+            from .args import change_dir
+
+            path = change_dir(path, arg[2:])
         elif arg in ("-h", "--help"):
             sys.stdout.write(USAGE + "\n")
             sys.exit(0)
@@ -323,6 +327,34 @@ def _write_all(fd: int, parts: list[bytes]) -> None:
             view = view[os.write(fd, view) :]
 
 
+def _tables_of(snap) -> list:
+    """Every reftable table of the snapshot (none for a files snapshot), in a fixed order."""
+    return [*(getattr(snap, "tables", None) or ()), *(getattr(snap, "worktree_tables", None) or ())]
+
+
+def _warn_unlisted(snap, intervals: list[tuple[bytes, bytes | None]]) -> None:
+    """One stderr line per reftable record in the listed intervals that the listing did not serve
+    because its key holds a NUL byte (git reads such a key up to the NUL): the table, the escaped name,
+    the block."""
+    lines = []
+    for t in _tables_of(snap):
+        for name, off in sorted(t.nul_names.items()):
+            if any(name >= lo and (hi is None or name < hi) for lo, hi in intervals):
+                from refscope.backend.display import escape_name, printable
+
+                lines.append(
+                    printable(
+                        f"refscope: {t.path}: warning: ref name '{escape_name(name)}' holds a NUL byte; "
+                        f"not listed (ref block at {off})"
+                    )
+                    + "\n"
+                )
+    if lines:
+        import os
+
+        os.write(2, "".join(lines).encode("utf-8", "surrogateescape"))
+
+
 def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str, escape: bool = False) -> None:
     """List ``< split + NUL`` here and ``>= split + NUL`` in a forked child at the same time, the child's
     output following ours: the decoding is per-record Python, a second core halves the wall time.
@@ -346,6 +378,13 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str, escap
             os.write(w_st, b"K")
             if os.read(r_go, 1) == b"G":
                 _write_all(1, mine.parts)
+                # what it found unlisted goes to the parent, which warns once for the whole listing
+                found = [
+                    b"%d %s %d\n" % (i, name.hex().encode(), off)
+                    for i, t in enumerate(_tables_of(snap))
+                    for name, off in t.nul_names.items()
+                ]
+                _write_all(w_st, found)
             code = 0
         except BaseException:
             pass
@@ -359,10 +398,17 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str, escap
         out.flush()
         if os.read(r_st, 1) == b"K":
             os.write(w_go, b"G")
+            found = []
+            while chunk := os.read(r_st, 65536):  # until the child exits
+                found.append(chunk)
             _pid, status = os.waitpid(pid, 0)
             reaped = True
             if status != 0:
                 raise BrokenPipeError("the listing's second half could not be written")
+            tables = _tables_of(snap)
+            for line in b"".join(found).splitlines():
+                i, name, off = line.split(b" ")
+                tables[int(i)].nul_names.setdefault(bytes.fromhex(name.decode()), int(off))
         else:
             _pid, _status = os.waitpid(pid, 0)
             reaped = True
@@ -424,4 +470,6 @@ def run(argv: list[str]) -> int:
                     lister.ref(ref)
     finally:
         out.flush()
+    if snap.format == "reftable":
+        _warn_unlisted(snap, intervals)  # a split listing's child sent what it found
     return 0

@@ -13,7 +13,7 @@ import sys
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="refscope", description="Browse, watch and edit git refs.")
-    parser.add_argument("-C", dest="path", default=None, help="run as if started in PATH")
+    parser.add_argument("-C", dest="dirs", action="append", default=[], help="run as if started in PATH")
     parser.add_argument(
         "--demo",
         nargs="?",
@@ -30,7 +30,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--engine", choices=("native", "git"), default="native", help="engine for commits")
     parser.add_argument("--no-watch", action="store_true", help="do not follow changes live")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    from .args import fold_dirs
+
+    args.path = fold_dirs(args.dirs)  # each -C relative to the one before, as git's
+    return args
 
 
 def build_app(args: argparse.Namespace, meter=None):

@@ -63,6 +63,15 @@ class Shown(str):
 _new = str.__new__
 
 
+def needs_escape(text: str) -> bool:
+    """Does ``text`` hold a character the display escapes (anything but a backslash)? The one predicate
+    for "a terminal may obey or hide this": verify's warning about a name asks exactly this, so the
+    warning and the escaping cannot disagree."""
+    if text.isascii() and text.isprintable():
+        return False
+    return any(_escape_char(ch, backslash=False) != ch for ch in text)
+
+
 def escape_name(name: bytes) -> Shown:
     """Printable text for a ref name: invalid UTF-8 bytes as ``\\xNN``, controls and bidi as escapes."""
     text = name.decode("utf-8", "surrogateescape")

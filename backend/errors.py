@@ -54,7 +54,44 @@ class UnsupportedFormat(RefscopeError):
 
 
 class CorruptStore(RefscopeError):
-    """On-disk data that git would reject (or that refscope checks more strictly)."""
+    """On-disk data that git would reject (or that refscope checks more strictly).
+
+    Each one is remembered against the file it names (by identity: device, inode, size, times), for the
+    life of the process: a read that found a file damaged -- a listing that hit one bad block of a table,
+    say -- taints writes onto that file even when the write itself would read only healthy parts of it
+    (``known_damage``). One rule for the TUI, where the listing and the commit share a process."""
+
+    def __init__(self, file: str | None, what: str, offset: int | None = None) -> None:
+        super().__init__(file, what, offset)
+        if file:
+            key = _identity(file)
+            if key is not None:
+                _DAMAGED.setdefault(key, (file, what, offset))  # not the error: its traceback pins frames
+
+
+# (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) of a file some read found corrupt -> (file, what,
+# offset) of the first error found there. A file rewritten in place or replaced gets another identity, so a
+# repaired file is clean.
+_DAMAGED: dict[tuple[int, ...], tuple[str, str, int | None]] = {}
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    import os
+
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def known_damage(path: str) -> tuple[str, str, int | None] | None:
+    """(file, what, offset) of the error an earlier read in this process found in the file at ``path``
+    (as it is now), or None. Costs nothing while no read has found damage anywhere."""
+    if not _DAMAGED:
+        return None
+    key = _identity(path)
+    return None if key is None else _DAMAGED.get(key)
 
 
 class InvalidRefName(RefscopeError):

@@ -16,6 +16,11 @@ LOOSE = "loose"
 PACKED = "packed"
 TABLE = "table"
 
+# refs.c: resolving a name reads at most this many refs, so a chain of symrefs resolves only when a ref
+# that is not a symref comes within those reads (at most SYMREF_MAXDEPTH - 1 hops); a longer chain is "too
+# many levels" (ELOOP) and for-each-ref does not list the name. Every store's resolver uses this one rule.
+SYMREF_MAXDEPTH = 5
+
 
 class Location(namedtuple("Location", "kind file offset update_index", defaults=(-1, -1))):
     """Where a ref's value was read from (``offset`` and ``update_index`` default to -1).

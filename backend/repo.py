@@ -229,6 +229,9 @@ def discover(path: str | None = None, env: Mapping[str, str] | None = None) -> R
         start = os.getcwd()
 
     gitdir_env = env.get("GIT_DIR")
+    if gitdir_env == "":
+        # set but empty is not unset: git takes it as the git dir and finds no repository there
+        raise NotARepository(None, "not a git repository: ''")
     if gitdir_env:
         gd = gitdir_env if os.path.isabs(gitdir_env) else os.path.join(start, gitdir_env)
         via_file = read_gitfile(gd, env) if os.path.isfile(gd) else None
@@ -338,6 +341,10 @@ def _finish(
     worktree_config = version == 1 and _truthy(exts.get("extensions.worktreeconfig", "false"))
     config = load_repo_config(commondir, gitdir, env, worktree_config)
     bare_cfg = config.get("core.bare") if config.has("core.bare") else None
+    if gitdir != commondir and not worktree_config:
+        # a linked worktree: setup ignores the common config's core.bare (a bare repository's linked
+        # worktree has its working tree; setup.c check_repository_format_gently, has_common)
+        bare_cfg = None
     bare = bool(bare_cfg is not None and _truthy(bare_cfg))
     worktree: str | None
     if worktree_env:
@@ -381,11 +388,42 @@ def _read_format(commondir: str, env: Mapping[str, str]) -> tuple[int, dict[str,
     return version, exts
 
 
-def list_worktrees(repo: Repo) -> list[tuple[str, bytes | None]]:
+def main_worktree_is_bare(repo: Repo) -> bool:
+    """Is the main worktree bare, as git's get_main_worktree decides: ``core.bare`` true in the
+    repository's config, or (from the main worktree) no working tree, or (from a linked one) ``core.bare``
+    in the common dir's ``config.worktree``. A bare main worktree has nothing checked out, whatever its
+    HEAD names; a linked worktree never is bare."""
+    config = repo.config
+    if config.has("core.bare") and _truthy(config.get("core.bare")):
+        return True
+    if not repo.is_linked_worktree:
+        return repo.worktree is None
+    bare = None
+    for key, value in read_file_entries(os.path.join(repo.commondir, "config.worktree"), gitdir=repo.gitdir):
+        if key == "core.bare":
+            bare = value
+    return bare is not None and _truthy(bare)
+
+
+def checked_out_branches(repo: Repo) -> list[tuple[str, bytes]]:
+    """(git dir, branch) of every worktree that has a branch checked out, main worktree first: the
+    branches git's branch_checked_out protects (branch.c prepare_checked_out_branches skips a bare
+    main worktree, so a bare repository's HEAD protects nothing; its linked worktrees still do)."""
+    skip_main = main_worktree_is_bare(repo)
+    out = []
+    for gitdir, target in list_worktrees(repo, skip_main=skip_main):
+        if target is not None:
+            out.append((gitdir, target))
+    return out
+
+
+def list_worktrees(repo: Repo, *, skip_main: bool = False) -> list[tuple[str, bytes | None]]:
     """Every worktree of the repository as (git dir, HEAD's symref target or None when detached/missing),
-    main worktree first: what "checked out in any worktree" checks need. Bare main repos have no
-    checkout, but their HEAD is reported like git's worktree list does."""
-    out: list[tuple[str, bytes | None]] = [(repo.commondir, _head_target(repo, repo.commondir))]
+    main worktree first (unless ``skip_main``). A bare main worktree's HEAD is reported too, as git's
+    worktree list does; ``checked_out_branches`` is what "checked out in any worktree" checks need."""
+    out: list[tuple[str, bytes | None]] = []
+    if not skip_main:
+        out.append((repo.commondir, _head_target(repo, repo.commondir)))
     wtdir = os.path.join(repo.commondir, "worktrees")
     try:
         names = sorted(os.listdir(wtdir))

@@ -55,6 +55,7 @@ class Transaction:
         "_snapshot",
         "_phases",
         "_heads",
+        "_missing",
         "_done",
         "_known",
     )
@@ -80,7 +81,8 @@ class Transaction:
         self._names: set[bytes] = set()
         self._snapshot = snapshot
         self._phases: list[OpReport] = []
-        self._heads: list[tuple[str, bytes | None]] | None = None
+        self._heads: list[tuple[str, bytes]] | None = None
+        self._missing: list[bytes] | None = None  # names the git engine's lookups found missing
         self._done = False
         # engines.reftable.StackReads: records and reflog entries read from the snapshot's stack (by
         # delete_many, the read phase, the CLI's child), reused by the engine while its stack is unchanged
@@ -197,14 +199,15 @@ class Transaction:
             return
         if self._heads is None:
             repo = self.store.repo
-            if repo.gitdir == repo.commondir and not os.path.isdir(os.path.join(repo.commondir, "worktrees")):
-                # no linked worktree: HEAD of the snapshot is the only checkout (no second read of the store)
-                head = self.snapshot.head()
-                self._heads = [(repo.gitdir, head.target if head is not None else None)]
-            else:
-                from .repo import list_worktrees
+            from .repo import checked_out_branches, main_worktree_is_bare
 
-                self._heads = list_worktrees(repo)
+            if repo.gitdir == repo.commondir and not os.path.isdir(os.path.join(repo.commondir, "worktrees")):
+                # no linked worktree: HEAD of the snapshot is the only possible checkout (no second read
+                # of the store), and a bare repository has none
+                head = None if main_worktree_is_bare(repo) else self.snapshot.head()
+                self._heads = [(repo.gitdir, head.target)] if head is not None and head.target else []
+            else:
+                self._heads = checked_out_branches(repo)
         for gitdir, head in self._heads:
             if head == target:
                 raise TransactionRefused(
@@ -220,6 +223,7 @@ class Transaction:
         store = self.store
         repo = store.repo
         snap = self.snapshot
+        self._refuse_known_damage(snap)
         existed = self._existing(snap) if self.engine == "git" else None
         children = self.engine == "git"
         # Engines are imported before the meter starts: the commit's figures are the commit's own.
@@ -233,6 +237,8 @@ class Transaction:
             self._check_packed(snap)
         elif self.engine != "git":
             self._read_ahead(snap)
+        if store.format == "reftable":
+            self._refuse_nul_readings(snap)
         try:
             with measure("commit", children=children) as m:
                 extra: list[OpReport] = []
@@ -264,6 +270,55 @@ class Transaction:
         done = set(deleted)
         missing = [d.name for d in self.deletions if d.name not in done and self._resolve(d.name) not in done]
         return CommitResult(True, self.engine, deleted, report, [*self._phases, report, *extra], missing)
+
+    def _refuse_known_damage(self, snap) -> None:
+        """A write lands on every table of the stack (the new table shadows them all): when a read in
+        this process already found one of them damaged -- the listing on screen, a lookup -- the commit is
+        refused with that finding, whichever engine, even if this transaction reads only healthy blocks."""
+        if getattr(snap, "format", None) != "reftable":
+            return  # packed-refs is checked whole before any rewrite (``_check_packed``)
+        from .errors import known_damage
+
+        for t in (*snap.tables, *(getattr(snap, "worktree_tables", None) or ())):
+            found = known_damage(t.path)
+            if found is not None:
+                raise TransactionRefused(*found)
+
+    def _refuse_nul_readings(self, snap) -> None:
+        """A reftable key with a NUL byte is read by git as the name before the NUL: git lists, resolves
+        and deletes ``refs/heads/ab`` for the damaged record ``refs/heads/ab\\0c``. refscope does not
+        serve that record, so a deletion of such a name finds nothing -- and is refused rather than done
+        as a silent no-op (or, through git, as a write onto the damaged record). Only names this
+        transaction found missing are looked at: one seek per table each."""
+        if self._missing is not None:  # the git engine's lookups found these missing
+            candidates = self._missing
+        else:
+            known = self._known.records if self._known is not None else {}
+            candidates = []
+            for d in self.deletions:
+                name = d.name
+                if name in known:
+                    rec = known[name]
+                    if rec is None or not rec.value_type:
+                        candidates.append(name)
+                elif (snap.head() if name == b"HEAD" else snap.lookup(name)) is None:
+                    candidates.append(name)
+        tables = (*snap.tables, *(getattr(snap, "worktree_tables", None) or ()))
+        for name in candidates:
+            prefix = name + b"\0"
+            for t in tables:
+                try:
+                    first = next(t.iter_refs(name), None)
+                except CorruptStore as err:
+                    raise TransactionRefused(err.file, err.what, err.offset) from None
+                if first is not None and first.name.startswith(prefix):
+                    from .display import escape_name
+
+                    raise TransactionRefused(
+                        t.path,
+                        f"'{escape_name(name)}' is how git reads the damaged record "
+                        f"'{escape_name(first.name)}' (a NUL byte in its name): refusing to write",
+                    )
 
     def _check_packed(self, snap) -> None:
         """Refuse to rewrite a damaged packed-refs: the native splice copies unchanged records through
@@ -321,11 +376,15 @@ class Transaction:
 
     def _existing(self, snap) -> list[bytes]:
         out = []
+        missing = []
         for d in self.deletions:
             target = self._resolve(d.name)
             ref = snap.head() if target == b"HEAD" else snap.lookup(target)
             if ref is not None:
                 out.append(target)
+            elif target == d.name:
+                missing.append(d.name)
+        self._missing = missing
         return out
 
 

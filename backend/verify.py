@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .display import escape_name
+from .display import escape_name, needs_escape
 from .errors import LockBusy, RefscopeError, TransactionRefused, UnreadableFile
 from .fileio import map_fd, open_regular, read_fd
 from .formats.loose import read_contents
@@ -38,8 +38,6 @@ _TABLE_NAME = re.compile(r"\A0x([0-9a-f]{12})-0x([0-9a-f]{12})-[0-9a-f]{8}\.ref\
 _HEX_LOWER = re.compile(rb"\A[0-9a-f]+\Z")
 _HEX_ANY = re.compile(rb"\A[0-9a-fA-F]+\Z")
 # Bytes/characters a terminal would act on even though git accepts them in a name.
-_RAW_BYTE = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as surrogateescape decodes it
-_C1_OR_BIDI = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 # Names under the per-worktree part of the ref namespace (git's worktree.c / refs.c).
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Locks older than this with no live holder are "stale" (an error: git commands needing them will fail).
@@ -173,12 +171,13 @@ def _warn_hostile_name(
     if name.isascii():
         return  # the common case; an ASCII name that passed check_refname has no control bytes
     text = name.decode("utf-8", "surrogateescape")
-    if _C1_OR_BIDI.search(text) or _RAW_BYTE.search(text):
+    if needs_escape(text):
         out.warning(
             file,
             offset,
             f"{where}{what} name {_q(name)} is valid for git but contains bytes a terminal may "
-            "obey (C1 control, 8-bit CSI, invalid UTF-8 or bidi override); tools that print it raw "
+            "obey or hide (C1 control, 8-bit CSI, invalid UTF-8, bidi override, line or paragraph "
+            "separator, invisible or unassigned character); tools that print it raw "
             "can be spoofed",
         )
 
@@ -1223,6 +1222,15 @@ def verify_reftable(out: _Out, commondir: str, hash_name: str) -> dict[bytes, tu
         path, rec = merged[name]
         if rec[1] == 0:
             del merged[name]
+            continue
+        if b"\0" in name:
+            as_git = name.split(b"\0")[0]
+            out.error(
+                path,
+                rec[6],
+                f"ref name {_q(name)} holds a NUL byte: git reads it as {_q(as_git)}; "
+                "refscope does not list it and refuses writes that name it",
+            )
             continue
         _check_name(out, path, rec[6], name)
     # stray files

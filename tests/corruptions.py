@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -46,9 +47,9 @@ class Corruption(NamedTuple):
     id: str
     base: str  # one of BASES
     apply: Callable[[Path, dict[str, Path]], Path]  # (repo copy, bases) -> the damaged file
-    # The damage lies where deleting refs/heads/topic/003 need not read (another ref's log block, the
-    # obj section) or is a name git itself just hides: a delete may proceed as git's would, but must
-    # leave the damaged bytes exactly as they were. Everything else: the delete must refuse.
+    # The damage lies in the obj section, which nothing but verify reads (no listing, no lookup, no
+    # write; git's neither): a delete may proceed as git's would, but must leave the damaged bytes
+    # exactly as they were. Everything else: the delete must refuse.
     delete_may_pass: bool = False
     # For damage inside one block of the oldest table ("r1", "g0"...): the test deletes a ref whose
     # record (or reflog) lives in that block, so the delete has to read the damaged bytes.
@@ -196,6 +197,26 @@ def _trunc_footer(point: str) -> Callable:
     return apply
 
 
+def _footer_points_at(field: int, which: str) -> Callable:
+    """Footer field ``field`` (0 ref_index_position ... 4 log_index_position; obj_position keeps its
+    obj_id_len bits) set to the offset of block ``which``, CRC-32 fixed: a footer that reads cleanly but
+    sends a seek into the wrong section, while a linear walk never looks at it."""
+
+    def apply(repo: Path, bases: dict) -> Path:
+        t = big_table(repo)
+        off = _pick(_blocks(t), which).offset
+        data = bytearray(t.read_bytes())
+        foot, hsz = _footer_start(t)
+        at = foot + hsz + 8 * field
+        old = int.from_bytes(data[at : at + 8], "big")
+        data[at : at + 8] = ((off << 5) | (old & 31) if field == 1 else off).to_bytes(8, "big")
+        data[-4:] = zlib.crc32(bytes(data[foot:-4])).to_bytes(4, "big")
+        _write(t, bytes(data))
+        return t
+
+    return apply
+
+
 def _flip_at(locate: Callable[[Path, list], int], mask: int = 0x01, base_table: str = "big") -> Callable:
     def apply(repo: Path, bases: dict) -> Path:
         t = big_table(repo) if base_table == "big" else reftable_dir(repo) / table_names(repo)[-1]
@@ -318,6 +339,22 @@ def reftable_cases() -> list[Corruption]:
         _write(t, bytes(data))
         return t
 
+    # The footer's section pointers at blocks of another section. The delete target is the first ref
+    # of the first block: found without the index, so only a check of the footer itself catches it.
+    for field, label, which in (
+        (0, "ref-index", "r1"),
+        (0, "ref-index", "rlast"),
+        (0, "ref-index", "g0"),
+        (1, "obj", "r1"),
+        (2, "obj-index", "g0"),
+        (3, "log", "ri"),
+        (4, "log-index", "g1"),
+    ):
+        add(
+            Corruption(
+                f"reftable-footer-{label}-at-{which}", "reftable", _footer_points_at(field, which), block="r0"
+            )
+        )
     add(Corruption("reftable-restart-count-zero", "reftable", zero_restart_count, block="r1"))
 
     def swap_ref_blocks(repo: Path, bases: dict) -> Path:
@@ -431,13 +468,10 @@ def packed_cases() -> list[Corruption]:
         ("terminal-escape-oid", lambda d: d.replace(b"\n", b"\n\x1b[2J\xc2\x9b31m\xe2\x80\xae", 1)),
     ]
     # refscope's delete splices packed-refs (records other than the deleted one pass through unparsed),
-    # so damage away from the deleted record does not stop it, where git (which parses every record
-    # while rewriting) would die. Such a delete must then change nothing but the deleted record. Damage
-    # the snapshot itself rejects (header, final LF) makes the delete refuse.
-    refused = ("bad-header", "bad-header-no-space", "no-final-newline", "terminal-escape-header")
-    return [
-        Corruption(f"packed-{name}", "files", _packed_edit(edit), name not in refused) for name, edit in edits
-    ]
+    # so it checks the whole file first: every one of these, a name git only hides included, makes the
+    # delete refuse (verify reports them all as errors; a store that does not read cleanly is not
+    # rewritten).
+    return [Corruption(f"packed-{name}", "files", _packed_edit(edit)) for name, edit in edits]
 
 
 def _short_oid(data: bytes, name: bytes) -> bytes:

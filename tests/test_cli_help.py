@@ -96,5 +96,8 @@ def test_dash_c_before_the_command(tmp_path: Path) -> None:
     os.mkdir(tmp_path / "empty")
     missing = refscope("-C", str(tmp_path), "-C", "nonexistent", "list")
     assert missing.returncode == 1 and missing.stdout == b""
-    assert missing.stderr == b"refscope: nonexistent: cannot change to it: No such file or directory\n"
+    assert (
+        missing.stderr
+        == b"refscope: nonexistent: cannot change to 'nonexistent': No such file or directory\n"
+    )
     assert refscope("-C").returncode == 2

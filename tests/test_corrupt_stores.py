@@ -132,6 +132,85 @@ def test_corruption(case, bases, tmp_path, capfd):
             assert tree_bytes(repo) == before
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_a_store_that_fails_to_read_is_refused_for_writes(case, bases, tmp_path, capfd):
+    """One rule for every write, over the whole corpus: when ``list`` or ``verify`` reports an error, a
+    delete is refused with one line and no byte changes (the only exception: damage confined to the
+    obj section, which no listing, lookup or write reads)."""
+    repo, damaged = damaged_copy(case, bases, tmp_path)
+    before = tree_bytes(repo)
+    list_rc, _out, _err = run(capfd, "list", "-C", str(repo))
+    verify_rc, out, _err = run(capfd, "verify", "-C", str(repo))
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert list_rc == 1 or errors, "every case of the corpus is damage a reader sees"
+    target = corruptions.delete_target(case, bases).decode()
+    # The target may be HEAD or the checked-out branch: the damage, not that guard, must be what refuses,
+    # and the deletion must be of the named ref itself (whose records and reflog the damage touches).
+    rc, out, err = run(capfd, "delete", "-C", str(repo), "--allow-checked-out", "--no-deref", target)
+    if case.delete_may_pass:
+        assert list_rc == 0 and rc == 0, out + err
+        assert damaged.read_bytes() == before[str(damaged.relative_to(repo))]
+        return
+    assert rc == 1, out + err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("refscope: ") and damaged.name in lines[0], err
+    assert out == ""
+    assert tree_bytes(repo) == before
+
+
+ELSEWHERE = ("refs/heads/after-pack", "refs/heads/feature/a-long-branch-name-0000", "refs/tags/lw-05")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.base != "files"], ids=lambda c: c.id)
+def test_a_listing_that_failed_taints_writes_in_its_process(case, bases, tmp_path):
+    """The TUI's situation: the listing on screen hit damage, then a commit of refs whose own blocks
+    are healthy (the newest table's, the first block's, a tag's). Every one is refused, whichever the
+    engine, with the listing's own finding, and nothing changes."""
+    from refscope.backend.errors import RefscopeError, TransactionRefused
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+    from refscope.backend.txn import Transaction
+
+    repo, damaged = damaged_copy(case, bases, tmp_path)
+    before = tree_bytes(repo)
+    store = open_store(discover(str(repo), git_env()))
+    try:
+        snap = store.snapshot()
+    except RefscopeError:
+        return  # the stack does not even open: no write can start (the other tests see to that)
+    try:
+        for _ref in snap.iter_from(b""):
+            pass
+    except RefscopeError as err:
+        failed = err
+    else:
+        return  # the listing reads cleanly: damage only verify sees (the test above covers it)
+    for engine in ("native", "git"):
+        for name in ELSEWHERE:
+            txn = Transaction(store, engine, no_deref=True, allow_checked_out=True, snapshot=snap)
+            txn.delete(name.encode())
+            with pytest.raises(TransactionRefused) as got:
+                txn.commit()
+            assert (got.value.file, got.value.what) == (failed.file, failed.what)
+    assert tree_bytes(repo) == before
+
+
+def test_footer_pointing_into_another_section_fails_every_reader(bases, tmp_path, capfd):
+    """The footer is checked once, at open: a listing and a delete that needs no seek (the first ref of
+    the first block) fail alike, with the same line."""
+    case = next(c for c in CASES if c.id == "reftable-footer-ref-index-at-r1")
+    repo, damaged = damaged_copy(case, bases, tmp_path)
+    before = tree_bytes(repo)
+    rc, out, err = run(capfd, "list", "-C", str(repo))
+    assert (rc, out) == (1, "")
+    footer_field = damaged.stat().st_size - 68 + 24  # v1: a 68-byte footer, its 24-byte header copy first
+    assert err.endswith(f" does not point at an index block (at byte {footer_field})\n")
+    assert err.startswith(f"refscope: {damaged}: footer ref_index_position ")
+    rc2, out2, err2 = run(capfd, "delete", "-C", str(repo), corruptions.delete_target(case, bases).decode())
+    assert (rc2, out2, err2) == (1, "", err)
+    assert tree_bytes(repo) == before
+
+
 def test_cases_are_distinct():
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))

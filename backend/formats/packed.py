@@ -218,6 +218,17 @@ class PackedRefs:
     def corrupt(self, what: str, offset: int | None) -> CorruptStore:
         return CorruptStore(self.path, what, offset)
 
+    def broken_name(self, name: bytes, offset: int | None) -> CorruptStore:
+        """What a write meets at a name git hides from listings: verify reports it as an error, and a
+        store that does not read cleanly is not rewritten (git copies such a record through)."""
+        from ..refname import check_refname
+
+        return self.corrupt(
+            f"ref name '{escape_name(name)}' {check_refname(name)}: git ignores this ref; "
+            "refusing to rewrite the file that holds it",
+            offset,
+        )
+
     def _parse_header(self) -> None:
         buf = self.buf
         if not self.size or buf[:1] != b"#":
@@ -706,7 +717,7 @@ class PackedRefs:
     # -- whole-file check ----------------------------------------------------------------------------
     def validate(self) -> None:
         """Everything git's reader would reject anywhere in the file, plus the order the ``sorted`` trait
-        promises: raises the first CorruptStore found.
+        promises and the names git hides: raises the first CorruptStore found.
 
         A transaction that rewrites packed-refs must refuse a damaged file (the splice would otherwise copy
         the damage through). A file in name order is checked chunk by chunk (``_check_range``); a big one
@@ -716,7 +727,10 @@ class PackedRefs:
         if self._validated:
             return
         if self._names is not None:
-            self.hidden_rows()
+            hidden = self.hidden_rows()
+            if hidden:
+                rec = self.record_at(self._starts[hidden[0]])
+                raise self.broken_name(rec.name, rec.offset)
             self._validated = True
             return
         he, size = self.header_end, self.size
@@ -790,8 +804,10 @@ class PackedRefs:
         return None if prev is None else (prev, prev_off)
 
     def _decoded_names(self, start: int, end: int) -> list[bytes]:
-        """The names in [start, end), each record decoded with every check; a name git hides is kept (git
-        copies it through a rewrite), a dangerous one raises as git dies."""
+        """The names in [start, end), each record decoded with every check. A dangerous name raises as
+        git dies; so does a name git hides from every listing ("ignoring ref with broken name"), which
+        verify reports as an error: a store that does not read cleanly is not rewritten (git would copy
+        that record through its rewrite; refscope refuses instead, one rule for every write)."""
         from ..refname import is_safe_refname, is_valid_refname
 
         names = []
@@ -800,10 +816,12 @@ class PackedRefs:
         while pos < end:
             rec = record_at(pos)
             name = rec.name
-            if not is_valid_refname(name) and not is_safe_refname(name):
-                raise self.corrupt(
-                    f"packed refname is dangerous: {name.decode('utf-8', 'replace')}", rec.offset
-                )
+            if not is_valid_refname(name):
+                if not is_safe_refname(name):
+                    raise self.corrupt(
+                        f"packed refname is dangerous: {name.decode('utf-8', 'replace')}", rec.offset
+                    )
+                raise self.broken_name(name, rec.offset)
             names.append(name)
             pos += rec.length
         return names

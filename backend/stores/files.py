@@ -30,12 +30,10 @@ from ..formats.loose import (
     still_valid,
 )
 from ..formats.packed import PackedRecord, PackedRefs
-from ..model import LOOSE, PACKED, Location, LogEntry, Ref
+from ..model import LOOSE, PACKED, SYMREF_MAXDEPTH, Location, LogEntry, Ref
 from ..refname import check_refname, is_safe_refname, is_valid_refname
 from ..refpattern import prefix_successor
 from ..repo import Repo
-
-SYMREF_MAXDEPTH = 5
 
 
 def _same_file(a: os.stat_result | None, b: os.stat_result | None) -> bool:
@@ -171,13 +169,14 @@ class FilesSnapshot:
         return self.loose.get(name)
 
     def resolve(self, name: bytes) -> bytes | None:
-        """The oid ``name`` finally points at (symrefs followed as git does, depth 5), or None."""
+        """The oid ``name`` finally points at (symrefs followed as git does), or None."""
         r = self.resolve_full(name)
         return None if r is None else r[0]
 
     def resolve_full(self, name: bytes) -> tuple[bytes, bytes] | None:
-        """(oid, final ref name) following symrefs as git's resolve_ref (depth 5); None if unresolvable."""
-        for _ in range(SYMREF_MAXDEPTH + 1):
+        """(oid, final ref name) following symrefs as git's resolve_ref (at most ``SYMREF_MAXDEPTH``
+        reads); None if unresolvable."""
+        for _ in range(SYMREF_MAXDEPTH):
             lr = self.head_file if name == b"HEAD" else self.loose.get(name)
             if lr is not None:
                 if lr.kind == OID:

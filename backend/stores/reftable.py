@@ -31,7 +31,7 @@ from ..formats.reftable.block import ref_block_pairs
 from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
-from ..model import TABLE, Location, LogEntry, Ref
+from ..model import SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
 
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
@@ -87,6 +87,14 @@ def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
         meta = rb.meta
         for j, n in enumerate(names):
             if meta[j] & 7 and not is_valid_refname(n):
+                if b"\0" in n:
+                    # git reads such a key as a C string, up to the NUL: the record is damage, not a
+                    # name. It is not served (every other ref is); the table remembers it for the
+                    # warning a listing prints, and no transaction can name it (check_refname refuses).
+                    bad.add(j)
+                    if table is not None:
+                        table.nul_names[n] = rb.offset
+                    continue
                 if not is_safe_refname(n):
                     shown = n.decode("utf-8", "backslashreplace")
                     raise CorruptStore(rb.file, f"refname is dangerous: {shown}", rb.offset)
@@ -459,9 +467,10 @@ class ReftableSnapshot:
     def head(self) -> Ref | None:
         return self.lookup(b"HEAD")
 
-    def resolve(self, name: bytes, depth: int = 5) -> bytes | None:
-        """The oid ``name`` finally points at (following symrefs as git does, at most 5 levels), or None."""
-        for _ in range(depth + 1):
+    def resolve(self, name: bytes, depth: int = SYMREF_MAXDEPTH) -> bytes | None:
+        """The oid ``name`` finally points at (following symrefs as git does: at most ``depth`` reads),
+        or None."""
+        for _ in range(depth):
             ref = self.lookup(name)
             if ref is None:
                 return None

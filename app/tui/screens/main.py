@@ -625,13 +625,13 @@ class MainScreen(Screen):
 
 
 def _worktree_heads(repo):
-    """(gitdir, branch name bytes or None) for every worktree, or [] when unknown."""
+    """(gitdir, branch name bytes) for every worktree with a branch checked out, or [] when unknown."""
     if repo is None:
         return []
     try:
-        from refscope.backend.repo import list_worktrees
+        from refscope.backend.repo import checked_out_branches
 
-        heads = list_worktrees(repo)
+        heads = checked_out_branches(repo)
     except Exception:
         return []
     out = []

@@ -91,6 +91,7 @@ class Table:
         "_counts",
         "hidden_cache",
         "listed_cache",
+        "nul_names",
         "__weakref__",
     )
 
@@ -133,6 +134,7 @@ class Table:
         t._counts = None
         t.hidden_cache = {}
         t.listed_cache = {}
+        t.nul_names = {}  # name -> ref block offset: records whose key holds a NUL (not served)
         t._parse_header_footer()
         return t
 
@@ -198,6 +200,24 @@ class Table:
         ):
             if pos >= foot_at and pos:
                 raise CorruptStore(path, f"{what} {pos} points past the table data", foot_at + hs)
+        # Every section a footer names must start with a block of that section's type. A seek trusts
+        # these positions (the ref index above all), a linear walk does not look at them: checked here,
+        # once, so that every reader -- a listing, a lookup, a transaction -- judges the table alike
+        # (one byte each; the blocks themselves are checked when parsed).
+        for i, (what, pos, want) in enumerate(
+            (
+                ("ref_index_position", self.footer.ref_index_position, BLOCK_INDEX),
+                ("obj_position", self.footer.obj_position, BLOCK_OBJ),
+                ("obj_index_position", self.footer.obj_index_position, BLOCK_INDEX),
+                ("log_position", self.footer.log_position, BLOCK_LOG),
+                ("log_index_position", self.footer.log_index_position, BLOCK_INDEX),
+            )
+        ):
+            if pos and mm[pos] != want:
+                kind = {BLOCK_INDEX: "an index", BLOCK_OBJ: "an obj", BLOCK_LOG: "a log"}[want]
+                raise CorruptStore(
+                    path, f"footer {what} {pos} does not point at {kind} block", foot_at + hs + 8 * i
+                )
 
     def close(self) -> None:
         """Release the mapping (only when no decoded block still references it)."""
