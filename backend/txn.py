@@ -18,6 +18,7 @@ from collections import namedtuple
 
 from .engines.common import HEXSZ, Deletion
 from .errors import CorruptStore, InvalidRefName, TransactionRefused
+from .lockfile import protect
 from .meter import OpReport, measure
 from .refname import all_valid_and_safe, check_refname, is_safe_refname
 
@@ -211,6 +212,7 @@ class Transaction:
             self._check_packed(snap)
         elif self.engine != "git":
             self._read_ahead(snap)
+        protect()  # the signal handlers, before the meter starts (lockfile.py, "Signals")
         try:
             with measure("commit", children=children) as m:
                 extra: list[OpReport] = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from ..lockfile import create_temp, remove
 from .crashpoint import step
 
 HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
@@ -54,7 +55,7 @@ def kept_ranges(packed, dropped: list[tuple[int, int]]) -> list[tuple[int, int]]
 def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: bool) -> None:
     """Create ``new_path`` (O_EXCL, as git's tempfile) holding the header + ``kept`` ranges of ``buf``."""
     step("create packed-refs.new")
-    fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    fd = create_temp(new_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC)
     try:
         mv = memoryview(buf) if kept else None
         iov = [HEADER]
@@ -83,7 +84,7 @@ def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: boo
     except BaseException:
         os.close(fd)
         try:
-            os.unlink(new_path)
+            remove(new_path)
         except OSError:
             pass
         raise
