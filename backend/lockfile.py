@@ -239,10 +239,10 @@ def protect() -> bool:
             if sig in _UNHANDLED:
                 continue
             prev = _signal.getsignal(sig)
-            if prev is None or (prev == _signal.SIG_IGN and sig != _SIGPIPE):
-                continue  # a handler not installed from Python; or ignored, so it cannot kill us
+            if prev is None or prev is _on_signal or (prev == _signal.SIG_IGN and sig != _SIGPIPE):
+                continue  # a handler not installed from Python, ours already; or ignored: cannot kill us
             _previous[sig] = _signal.signal(sig, _on_signal)
-    except ValueError:  # not the main thread (nothing was installed: the first call raises)
+    except (ValueError, OSError):  # not the main thread (the first call raises: nothing was installed)
         return False
     _main_ident = _thread.get_ident()
     return True

@@ -147,7 +147,6 @@ POINTS = {
     "loose": [
         ("lock refs/", 0),
         ("lock refs/", N // 2),
-        ("lock packed-refs", 0),
         ("unlink reflog ", 0),  # the commit point: the finish begins
         ("unlink refs/", N // 2),
         ("unlock refs/", N - 1),
@@ -159,14 +158,12 @@ POINTS = {
         ("write packed-refs.new", 0),  # the last step before the commit point
         ("unlink reflog ", N // 2),
         ("rename packed-refs.new", 0),
-        ("unlink refs/", N // 20),
     ],
     "reftable": [
         ("lock tables.list", 0),
         ("create table temp", 0),
         ("rename table", 0),
         ("rename tables.list", 0),  # the commit point is this step's action
-        ("compaction: lock tables.list", 0),
         ("compaction: write temp", 0),
         ("compaction: rename tables.list", 0),
         ("compaction: unlink", 0),
