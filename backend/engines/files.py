@@ -489,9 +489,8 @@ class FilesCommit:
             try:
                 self.finish()
             except BaseException:
-                self.cleanup(
-                    removed=True
-                )  # never leave our locks behind, even when a step of the finish fails
+                # never leave our locks behind, even when a step of the finish fails
+                self.cleanup(removed=True)
                 raise
         return self.deleted
 
