@@ -9,9 +9,13 @@ changed; from it on the transaction completes first (lockfile.py, "Signals"). Ei
 that signal, as git's own handlers re-raise it. SIGKILL, which nothing can catch, leaves the locks git would
 leave, and ``refscope verify`` reports every one of them.
 
-The 10k-ref repositories are built (and the delete traced) once per module; each case runs on a copy.
-(Hard-linked copies would be cheaper to make, but creating files beside 10k hard-linked ones made every
-``openat`` ten times slower here.)
+Also: ``--engine git`` (the signal reaches git, whose handlers remove its locks, and refscope waits for it),
+the TUI (its commit runs in a worker thread, the handlers in the main thread under Textual's event loop), and
+the registry itself (empty after every outcome, so no signal can remove a published file).
+
+The 10k-ref repositories are built (and the delete traced) once per module; each case runs on a copy, and a
+case that changed nothing hands its copy to the next. (Hard-linked copies would be cheaper to make, but
+creating files beside 10k hard-linked ones made every ``openat`` ten times slower here.)
 """
 
 from __future__ import annotations
