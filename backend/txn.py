@@ -18,6 +18,7 @@ from collections import namedtuple
 
 from .engines.common import HEXSZ, Deletion
 from .errors import CorruptStore, InvalidRefName, TransactionRefused
+from .lockfile import protect
 from .meter import OpReport, measure
 from .refname import all_valid_and_safe, check_refname, is_safe_refname
 
@@ -239,6 +240,7 @@ class Transaction:
             self._read_ahead(snap)
         if store.format == "reftable":
             self._refuse_nul_readings(snap)
+        protect()  # the signal handlers, before the meter starts (lockfile.py, "Signals")
         try:
             with measure("commit", children=children) as m:
                 extra: list[OpReport] = []

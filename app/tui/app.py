@@ -92,7 +92,11 @@ class RefscopeApp(App[None]):
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def on_mount(self) -> None:
+        from refscope.backend.lockfile import protect
+
         from .screens.main import MainScreen
+
+        protect()  # commits run in workers; handlers can only be installed here, in the main thread
 
         if self.snapshot is None and self.store is not None:
             self.open_snapshot()

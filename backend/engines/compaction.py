@@ -18,7 +18,7 @@ from ..errors import LockBusy, RefscopeError, TransactionRefused
 from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
 from ..formats.reftable.stack import compaction_size, suggest_compaction_segment
 from ..formats.reftable.table import Table
-from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout
+from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
 from .common import config_int, fsync_references
 from .crashpoint import step
 from .stack_io import Stack, _mkstemp, read_list, table_bytes, table_name
@@ -114,45 +114,48 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
         if not empty:
             new_name = table_name(min_i, max_i) + ".ref"
             step("compaction: rename table")
-            os.rename(temp, os.path.join(st.dir, new_name))
+            rename(temp, os.path.join(st.dir, new_name), keep=True)  # ours until the list names it
             temp = ""
         new_names = names[:start] + ([new_name] if new_name else []) + names[end + 1 :]
-        try:
-            st.commit_list(new_names, do_fsync, "compaction: rename tables.list")
-        except BaseException:
-            if new_name:
+        new_path = (os.path.join(st.dir, new_name),) if new_name else ()
+        # From the new list on, a signal waits until the replaced tables are gone (no strays left behind).
+        with committing():
+            try:
+                st.commit_list(new_names, do_fsync, "compaction: rename tables.list", publish=new_path)
+            except BaseException:
+                for p in new_path:
+                    try:
+                        remove(p)
+                    except OSError:
+                        pass
+                raise
+            # The stack in memory now mirrors the list: reuse the tables outside the segment.
+            reuse = {t.name: t for t in st.tables}
+            if not empty:
+                reuse[new_name] = Table.from_bytes(data, os.path.join(st.dir, new_name))
+            st.tables = []
+            st.names = []
+            try:
+                st.load(reuse)
+            except (RefscopeError, OSError):
+                pass  # the list moved on after we released it (another writer); the next user reloads
+            for lock in table_locks:
+                step("compaction: unlink", lock[: -len(LOCK_SUFFIX)])
                 try:
-                    os.unlink(os.path.join(st.dir, new_name))
+                    os.unlink(lock[: -len(LOCK_SUFFIX)])
                 except OSError:
                     pass
-            raise
-        # The stack in memory now mirrors the list: reuse the tables outside the segment.
-        reuse = {t.name: t for t in st.tables}
-        if not empty:
-            reuse[new_name] = Table.from_bytes(data, os.path.join(st.dir, new_name))
-        st.tables = []
-        st.names = []
-        try:
-            st.load(reuse)
-        except (RefscopeError, OSError):
-            pass  # the list moved on after we released it (another writer); the next user reloads
-        for lock in table_locks:
-            step("compaction: unlink", lock[: -len(LOCK_SUFFIX)])
-            try:
-                os.unlink(lock[: -len(LOCK_SUFFIX)])
-            except OSError:
-                pass
         return new_name
     finally:
         st.unlock("compaction: release tables.list")
         for lock in table_locks:
             try:
-                os.unlink(lock)
+                remove(lock)
             except OSError:
                 pass
         if temp:
             try:
-                os.unlink(temp)
+                remove(temp)
             except OSError:
                 pass
 

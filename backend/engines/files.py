@@ -25,7 +25,15 @@ import stat as _stat
 from ..errors import LockBusy, StaleValue, TransactionRefused, UnreadableFile
 from ..formats.loose import read_contents
 from ..formats.packed import PackedRefs
-from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
+from ..lockfile import (
+    LOCK_SUFFIX,
+    busy_error,
+    committing,
+    create_with_timeout,
+    remove,
+    rename,
+    unable_to_lock_message,
+)
 from .common import (
     HEXSZ,
     Deletion,
@@ -460,7 +468,7 @@ class FilesCommit:
             self._remove_empty_parents(u.name, os.path.join(ref_base(self.repo, u.name), "logs"))
         if self.new_path:
             step("rename packed-refs.new")
-            os.rename(self.new_path, self.packed_lock[: -len(LOCK_SUFFIX)])
+            rename(self.new_path, self.packed_lock[: -len(LOCK_SUFFIX)])
             self.new_path = ""
         for u in deleting:
             if u.kind != MISSING:
@@ -478,23 +486,14 @@ class FilesCommit:
         for u in self.updates:
             if u.locked:
                 step("unlock", u.name)
-                try:
-                    os.unlink(u.lock_path)
-                except FileNotFoundError:
-                    pass
+                remove(u.lock_path)
                 u.locked = False
         if self.new_path:
-            try:
-                os.unlink(self.new_path)
-            except FileNotFoundError:
-                pass
+            remove(self.new_path)
             self.new_path = ""
         if self.packed_lock:
             step("unlock packed-refs")
-            try:
-                os.unlink(self.packed_lock)
-            except FileNotFoundError:
-                pass
+            remove(self.packed_lock)
             self.packed_lock = ""
         for u in self.updates:
             if (removed and not u.log_only and u.kind != MISSING) or u.created_dirs:
@@ -506,11 +505,15 @@ class FilesCommit:
         except BaseException:
             self.cleanup()
             raise
-        try:
-            self.finish()
-        except BaseException:
-            self.cleanup(removed=True)  # never leave our locks behind, even when a step of the finish fails
-            raise
+        # The point of no return: from the first reflog entry on, a signal waits until the transaction is
+        # complete and its locks are released (lockfile.py, "Signals"), then ends the process.
+        with committing():
+            try:
+                self.finish()
+            except BaseException:
+                # never leave our locks behind, even when a step of the finish fails
+                self.cleanup(removed=True)
+                raise
         return self.deleted
 
 

@@ -70,11 +70,34 @@ def commit(repo, deletions: list[Deletion], *, no_deref: bool = False, message: 
     env.pop("GIT_DIR", None)
     env.pop("GIT_COMMON_DIR", None)
     cwd = repo.worktree or repo.gitdir
+    from ..lockfile import add_child, drop_child, hold, release
     from ..meter import child_argv
 
-    proc = subprocess.run(
-        child_argv(argv), input=build_input(deletions), capture_output=True, env=env, cwd=cwd
-    )
+    data = build_input(deletions)
+    # git holds the locks: a signal that ends us goes to git too, and we wait while git's own handlers
+    # remove its lock files (lockfile.py, "Signals"). Started inside a hold, so that no signal finds the
+    # child started but not yet known.
+    hold()
+    try:
+        proc = subprocess.Popen(
+            child_argv(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+        )
+        add_child(proc.pid)
+    finally:
+        release()
+    try:
+        _out, err = proc.communicate(data)
+    except BaseException:
+        proc.terminate()  # SIGTERM, not SIGKILL: git's handlers remove its locks
+        proc.wait()
+        raise
+    finally:
+        drop_child(proc.pid)
     if proc.returncode != 0:
-        raise map_error(proc.stderr, repo.gitdir)
+        raise map_error(err, repo.gitdir)
     return [d.name for d in deletions]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ..fileio import refused_write
+from ..lockfile import create_temp, remove
 from .crashpoint import step
 
 HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
@@ -56,7 +57,7 @@ def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: boo
     """Create ``new_path`` (O_EXCL, as git's tempfile) holding the header + ``kept`` ranges of ``buf``."""
     step("create packed-refs.new")
     try:
-        fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        fd = create_temp(new_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC)
     except OSError as err:
         raise refused_write(new_path, err) from None
     try:
@@ -87,7 +88,7 @@ def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: boo
     except BaseException as err:
         os.close(fd)
         try:
-            os.unlink(new_path)
+            remove(new_path)
         except OSError:
             pass
         if isinstance(err, OSError):  # disk full, quota, I/O error: refused, nothing left behind
@@ -97,7 +98,7 @@ def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: boo
         os.close(fd)  # (a network file system may report a failed write only here)
     except OSError as err:
         try:
-            os.unlink(new_path)
+            remove(new_path)
         except OSError:
             pass
         raise refused_write(new_path, err) from None

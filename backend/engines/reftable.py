@@ -28,6 +28,7 @@ from ..formats.reftable.record import (
     RefRecord,
 )
 from ..formats.reftable.table import Table
+from ..lockfile import remove
 from ..meter import measure
 from .common import (
     Deletion,
@@ -293,11 +294,12 @@ class ReftableCommit:
             ts = st.next_update_index()
             data = table_bytes(self.repo, refs, logs, ts, ts)
             name = st.write_table(data, ts, ts, do_fsync)
+            path = os.path.join(st.dir, name)
             try:
-                st.commit_list([*st.names, name], do_fsync)
+                st.commit_list([*st.names, name], do_fsync, publish=(path,))
             except BaseException:
                 try:
-                    os.unlink(os.path.join(st.dir, name))
+                    remove(path)
                 except OSError:
                     pass
                 raise

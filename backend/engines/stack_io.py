@@ -28,7 +28,15 @@ from ..formats.reftable.record import (
 from ..formats.reftable.stack import parse_tables_list
 from ..formats.reftable.table import Table
 from ..formats.reftable.writer import write_table
-from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, unable_to_lock_message
+from ..lockfile import (
+    LOCK_SUFFIX,
+    busy_error,
+    create_temp,
+    create_with_timeout,
+    remove,
+    rename,
+    unable_to_lock_message,
+)
 from .common import config_bool, config_int
 from .crashpoint import step
 
@@ -100,14 +108,18 @@ class Stack:
             self.lock_fd = -1
         if self.lock_path:
             step(label)
-            try:
-                os.unlink(self.lock_path)
-            except FileNotFoundError:
-                pass
+            remove(self.lock_path)
             self.lock_path = ""
 
-    def commit_list(self, names: list[str], do_fsync: bool, label: str = "rename tables.list") -> None:
-        """Write ``names`` into the held lock, fsync if asked, rename it over tables.list."""
+    def commit_list(
+        self,
+        names: list[str],
+        do_fsync: bool,
+        label: str = "rename tables.list",
+        publish: tuple[str, ...] = (),
+    ) -> None:
+        """Write ``names`` into the held lock, fsync if asked, rename it over tables.list: the commit point.
+        ``publish``: the new table(s) the list names, no longer ours to remove once it is renamed."""
         data = "".join(n + "\n" for n in names).encode()
         try:
             step("write tables.list.lock")
@@ -120,7 +132,7 @@ class Stack:
             fd, self.lock_fd = self.lock_fd, -1
             os.close(fd)
             step(label)
-            os.rename(self.lock_path, self.list_path)
+            rename(self.lock_path, self.list_path, publish=publish)
         except OSError as err:  # the caller removes the new table; unlock() the lock
             raise refused_write(self.lock_path, err) from None
         self.lock_path = ""
@@ -273,7 +285,7 @@ class Stack:
         except BaseException as err:
             os.close(fd)
             try:
-                os.unlink(temp)
+                remove(temp)
             except OSError:
                 pass
             if isinstance(err, OSError):
@@ -283,10 +295,11 @@ class Stack:
         try:
             os.close(fd)
             step("rename table")
-            os.rename(temp, os.path.join(self.dir, final))
+            # still ours until tables.list names it (``commit_list(publish=...)``): a signal removes it
+            rename(temp, os.path.join(self.dir, final), keep=True)
         except BaseException as err:
             try:
-                os.unlink(temp)
+                remove(temp)
             except OSError:
                 pass
             if isinstance(err, OSError):
@@ -621,7 +634,7 @@ def _mkstemp(prefix: str) -> tuple[int, str]:
         r = _rand32() << 32 | _rand32()
         path = prefix + "".join(letters[(r >> (6 * i)) % 62] for i in range(6))
         try:
-            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), path
+            return create_temp(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC), path
         except FileExistsError:
             continue
     raise TransactionRefused(prefix, "cannot create a temporary table file")
