@@ -286,3 +286,44 @@ def test_tui_shows_the_long_stack_at_ulimit_64(repo: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     assert proc.stdout.splitlines() == refs
+
+
+TIERS = r"""
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+from refscope.backend.formats.reftable.table import Table
+
+path = sys.argv[1]
+tables = [Table.open(path) for _ in range(100)]
+kinds = [type(t._mm).__name__ for t in tables]
+held = len(os.listdir("/proc/self/fd"))
+assert list(tables[0].iter_refs()) == list(tables[-1].iter_refs())
+
+
+def mapped():
+    with open("/proc/self/maps") as f:
+        return sum(line.rstrip("\n").endswith(path) for line in f)
+
+
+during = mapped()
+del tables
+print(kinds.count("mmap"), kinds.count("_Mapping"), held, during, mapped())
+"""
+
+
+def test_mapped_tables_take_descriptors_only_up_to_half_the_limit(long_stack: Path) -> None:
+    """One large table opened 100 times at ``ulimit -n 64``: mapped with a descriptor (before 3.13) while
+    fewer than half are in use, then by libc's mmap without one; every mapping goes with its table."""
+    rdir = long_stack / ".git/reftable"
+    large = max(rdir.glob("*.ref"), key=lambda p: p.stat().st_size)
+    proc = subprocess.run(
+        [sys.executable, "-c", TIERS, str(large)], capture_output=True, env=git_env(), timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    with_fd, without, held, during, after = map(int, proc.stdout.split())
+    if sys.version_info >= (3, 13):
+        assert (with_fd, without) == (100, 0)
+    else:
+        assert with_fd >= 16 and without == 100 - with_fd
+    assert held <= 64 // 2 + 1  # listdir counts its own descriptor
+    assert during == 100 and after == 0
