@@ -316,6 +316,8 @@ class _Counters:
     __slots__ = ("fds", "names", "inherit", "last", "depth", "tids", "cpu", "_size", "__weakref__")
 
     def __init__(self, s: _Setup, inherit: bool) -> None:
+        if _event_budget(len(s.events)) < 0:
+            raise OSError(0, "too few file descriptors to spare for counters")
         self.inherit = inherit
         self.fds: list[int] = []
         self.names: list[str] = [""]
@@ -543,13 +545,20 @@ def _close_quietly(fd: int) -> None:
 
 def _event_budget(wanted: int) -> int:
     """How many per-syscall counters a set may hold: each is a file descriptor, and a process running with a
-    small RLIMIT_NOFILE must keep its descriptors for its own work (then only the total is counted)."""
+    small RLIMIT_NOFILE must keep its descriptors for its own work (then only the total is counted); -1: not
+    even the total and the task clock, below ``_COUNTERS_MIN_FDS``, where those two sets' four descriptors
+    would be a third of what the work has (git deletes a thousand packed refs at ``ulimit -n 8``)."""
     import resource
 
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft == resource.RLIM_INFINITY or soft >= 4096:
         return wanted
+    if soft < _COUNTERS_MIN_FDS:
+        return -1
     return max(0, min(wanted, (soft - 64) // 8))
+
+
+_COUNTERS_MIN_FDS = 16
 
 
 _tls = _thread._local()

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from refscope.backend.formats.packed import _FORK_MIN
 from refscope.backend.formats.reftable.record import VALUE_DELETION, VALUE_VAL1, RefRecord
 from refscope.backend.formats.reftable.table import _READ_UP_TO
 from refscope.backend.formats.reftable.writer import write_table
@@ -327,3 +328,42 @@ def test_mapped_tables_take_descriptors_only_up_to_half_the_limit(long_stack: Pa
         assert with_fd >= 16 and without == 100 - with_fd
     assert held <= 64 // 2 + 1  # listdir counts its own descriptor
     assert during == 100 and after == 0
+
+
+@pytest.fixture(scope="module")
+def files_repo(tmp_path_factory: pytest.TempPathFactory, git_bin: str) -> Path:
+    """A files repository whose packed-refs is big enough to be checked in two processes, with loose refs
+    over it in many directories."""
+    path = init_repo(tmp_path_factory.mktemp("fds-files") / "repo")
+    head = git(path, "rev-parse", "HEAD").strip()
+    git(path, "pack-refs", "--all")
+    packed = (path / ".git/packed-refs").read_bytes()  # git's header and refs/heads/main, then ours
+    header, main = packed.split(b"\n", 1)[0], packed.split(b"\n", 1)[1]
+    assert header.startswith(b"# pack-refs with:") and main.endswith(b" refs/heads/main\n")
+    ours = b"".join(sorted(b"%s refs/heads/p/%02d/%05d\n" % (head, i % 50, i) for i in range(36000)))
+    (path / ".git/packed-refs").write_bytes(header + b"\n" + main + ours)  # "main" < "p/"
+    assert (path / ".git/packed-refs").stat().st_size > _FORK_MIN
+    lines = b"".join(b"create refs/heads/l/%02d/%04d %s\n" % (i % 20, i, head) for i in range(300))
+    git(path, "update-ref", "--stdin", input=lines)
+    git(path, "refs", "verify")
+    return path
+
+
+def test_files_list_and_delete_stdin_at_ulimit_8(files_repo: Path, tmp_path: Path) -> None:
+    """The files backend too: loose refs read one at a time, the packed check stays in-process when no
+    pipe can be had, and the meter opens no counters that the work would need."""
+    repo = tmp_path / "repo"
+    shutil.copytree(files_repo, repo, symlinks=True)
+    expected = git(repo, "for-each-ref", LIST_FORMAT)
+    got = refscope(repo, 8, "list")
+    assert got.returncode == 0, got.stderr.decode()[-2000:]
+    assert got.stdout == expected
+    names = [line.split(b" ", 1)[1] for line in expected.splitlines()]
+    gone = names[1::97]  # loose and packed
+    assert any(b"/l/" in n for n in gone) and any(b"/p/" in n for n in gone)
+    got = refscope(repo, 8, "delete", "--stdin", stdin=b"".join(n + b"\n" for n in gone))
+    assert got.returncode == 0, got.stderr.decode()[-2000:]
+    assert b"%d deleted" % len(gone) in got.stderr
+    assert [r[0] for r in for_each_ref(repo)] == [n for n in names if n not in set(gone)]
+    git(repo, "refs", "verify")
+    assert leftovers(repo) == []
