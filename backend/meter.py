@@ -316,7 +316,8 @@ class _Counters:
     __slots__ = ("fds", "names", "inherit", "last", "depth", "tids", "cpu", "_size", "__weakref__")
 
     def __init__(self, s: _Setup, inherit: bool) -> None:
-        if _event_budget(len(s.events)) < 0:
+        budget = _event_budget(len(s.events))
+        if budget < 0:
             raise OSError(0, "too few file descriptors to spare for counters")
         self.inherit = inherit
         self.fds: list[int] = []
@@ -327,7 +328,7 @@ class _Counters:
         if leader < 0:
             raise OSError(-leader, f"perf_event_open raw_syscalls:sys_enter: {os.strerror(-leader)}")
         self.fds.append(leader)
-        events = s.events[: _event_budget(len(s.events))]
+        events = s.events[:budget]
         if not inherit:  # (an inheriting set is opened under _kids_counters' exact accounting)
             _ledger()[_PERF_OPEN] += 1 + len(events)
         for name, config in events:
