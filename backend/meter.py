@@ -316,11 +316,11 @@ class _Counters:
     __slots__ = ("fds", "names", "inherit", "last", "depth", "tids", "cpu", "_size", "__weakref__")
 
     def __init__(self, s: _Setup, inherit: bool) -> None:
+        self.inherit = inherit
+        self.fds: list[int] = []
         budget = _event_budget(len(s.events))
         if budget < 0:
             raise OSError(0, "too few file descriptors to spare for counters")
-        self.inherit = inherit
-        self.fds: list[int] = []
         self.names: list[str] = [""]
         self.depth = 0
         group = not inherit

@@ -24,7 +24,7 @@ from refscope.backend.formats.reftable.record import VALUE_DELETION, VALUE_VAL1,
 from refscope.backend.formats.reftable.table import _READ_UP_TO
 from refscope.backend.formats.reftable.writer import write_table
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
+from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo, tree_bytes
 from tests.test_txn_support import leftovers
 
 SMALL = 1100  # one-ref tables over the large ones
@@ -367,3 +367,14 @@ def test_files_list_and_delete_stdin_at_ulimit_8(files_repo: Path, tmp_path: Pat
     assert [r[0] for r in for_each_ref(repo)] == [n for n in names if n not in set(gone)]
     git(repo, "refs", "verify")
     assert leftovers(repo) == []
+
+
+def test_git_engine_without_pipes_to_spare_is_one_line_and_changes_nothing(repo: Path) -> None:
+    """The git engine needs pipes for its child: at ``ulimit -n 8`` there are none, and the refusal is
+    the one line, exit 1, no byte under .git changed (objects aside)."""
+    before = {k: v for k, v in tree_bytes(repo / ".git").items() if not k.startswith("objects/")}
+    got = refscope(repo, 8, "delete", "--engine", "git", "refs/heads/stack/0001")
+    assert got.returncode == 1
+    want = f"refscope: {repo / '.git'}: cannot run {git_binary()}: Too many open files\n"
+    assert got.stderr.decode() == want
+    assert {k: v for k, v in tree_bytes(repo / ".git").items() if not k.startswith("objects/")} == before

@@ -72,9 +72,12 @@ def commit(repo, deletions: list[Deletion], *, no_deref: bool = False, message: 
     cwd = repo.worktree or repo.gitdir
     from ..meter import child_argv
 
-    proc = subprocess.run(
-        child_argv(argv), input=build_input(deletions), capture_output=True, env=env, cwd=cwd
-    )
+    try:
+        proc = subprocess.run(
+            child_argv(argv), input=build_input(deletions), capture_output=True, env=env, cwd=cwd
+        )
+    except OSError as e:  # no git, or no pipes or process to spare (EMFILE, EAGAIN...): git never ran
+        raise TransactionRefused(repo.gitdir, f"cannot run {argv[0]}: {e.strerror}") from None
     if proc.returncode != 0:
         raise map_error(proc.stderr, repo.gitdir)
     return [d.name for d in deletions]
