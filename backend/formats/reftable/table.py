@@ -139,10 +139,11 @@ class _Mapping:
         return self._size
 
     def close(self) -> None:
+        """Unmap. Safe: no view of the memory ever leaves this object (``__getitem__`` copies)."""
         view = self._view
         if view is not None:
-            self._view = None
             view.release()
+            self._view = None
             self._libc[1](self._addr, self._size)
 
     def __del__(self) -> None:
