@@ -361,13 +361,18 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str, escap
 
     The child collects its output and waits; once our half is written it is told to write its own to the
     same fd 1. If it fails (a corrupt table, say) its half is listed here instead, so errors surface as in
-    one process; if it cannot write (the reader went away) we end as on a broken pipe."""
+    one process; if it cannot write (the reader went away) we end as on a broken pipe. Without descriptors
+    or a process to spare (a short ``ulimit -n``), everything is listed here."""
     import os
 
+    from refscope.backend.forked import pipes_and_fork
+
     mid = split + b"\x00"
-    r_st, w_st = os.pipe()
-    r_go, w_go = os.pipe()
-    pid = os.fork()
+    got = pipes_and_fork(2)
+    if got is None:
+        getattr(_Lister(snap, as_json, out, None), way)([(b"", None)])
+        return
+    pid, ((r_st, w_st), (r_go, w_go)) = got
     if pid == 0:  # the child: never returns, never touches sys.stdout or runs exit handlers
         code = 1
         try:

@@ -39,6 +39,23 @@ def may_fork() -> bool:
     return hasattr(os, "fork") and cores() > 1 and single_threaded()
 
 
+def pipes_and_fork(n: int) -> tuple[int, list[tuple[int, int]]] | None:
+    """``n`` pipes, then a fork: (pid, [(read fd, write fd)...]) as ``os.fork`` returns in each process, or
+    None in the parent, with nothing left open, when the process lacks descriptors or the system
+    processes or memory (EMFILE, ENFILE, EAGAIN, ENOMEM...): the work then runs in this process,
+    which needs neither (a short ``ulimit -n`` must not fail where git works)."""
+    pipes: list[tuple[int, int]] = []
+    try:
+        for _ in range(n):
+            pipes.append(os.pipe())
+        return os.fork(), pipes
+    except OSError:
+        for r, w in pipes:
+            os.close(r)
+            os.close(w)
+        return None
+
+
 class Forked:
     """``Forked(fn, *args)`` starts the child; ``result()`` waits for its value (``FAILED`` when it did not
     deliver); ``abandon()`` kills it when the value is no longer wanted. Exactly one of the two is called."""
@@ -46,8 +63,12 @@ class Forked:
     __slots__ = ("pid", "_r")
 
     def __init__(self, fn, *args) -> None:
-        r, w = os.pipe()
-        pid = os.fork()
+        got = pipes_and_fork(1)
+        if got is None:  # no descriptor or process to spare: ``result`` says FAILED, the caller does the work
+            self.pid = -1
+            self._r = -1
+            return
+        pid, ((r, w),) = got
         if pid == 0:  # the child: never returns
             code = 1
             try:
@@ -68,6 +89,8 @@ class Forked:
 
     def result(self):
         """The child's ``fn(*args)``, or ``FAILED``."""
+        if self.pid < 0:
+            return FAILED
         chunks = []
         while chunk := os.read(self._r, 1 << 20):
             chunks.append(chunk)

@@ -318,6 +318,9 @@ class _Counters:
     def __init__(self, s: _Setup, inherit: bool) -> None:
         self.inherit = inherit
         self.fds: list[int] = []
+        budget = _event_budget(len(s.events))
+        if budget < 0:
+            raise OSError(0, "too few file descriptors to spare for counters")
         self.names: list[str] = [""]
         self.depth = 0
         group = not inherit
@@ -325,7 +328,7 @@ class _Counters:
         if leader < 0:
             raise OSError(-leader, f"perf_event_open raw_syscalls:sys_enter: {os.strerror(-leader)}")
         self.fds.append(leader)
-        events = s.events[: _event_budget(len(s.events))]
+        events = s.events[:budget]
         if not inherit:  # (an inheriting set is opened under _kids_counters' exact accounting)
             _ledger()[_PERF_OPEN] += 1 + len(events)
         for name, config in events:
@@ -543,13 +546,20 @@ def _close_quietly(fd: int) -> None:
 
 def _event_budget(wanted: int) -> int:
     """How many per-syscall counters a set may hold: each is a file descriptor, and a process running with a
-    small RLIMIT_NOFILE must keep its descriptors for its own work (then only the total is counted)."""
+    small RLIMIT_NOFILE must keep its descriptors for its own work (then only the total is counted); -1: not
+    even the total and the task clock, below ``_COUNTERS_MIN_FDS``, where those two sets' four descriptors
+    would be a third of what the work has (git deletes a thousand packed refs at ``ulimit -n 8``)."""
     import resource
 
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft == resource.RLIM_INFINITY or soft >= 4096:
         return wanted
+    if soft < _COUNTERS_MIN_FDS:
+        return -1
     return max(0, min(wanted, (soft - 64) // 8))
+
+
+_COUNTERS_MIN_FDS = 16
 
 
 _tls = _thread._local()

@@ -88,6 +88,8 @@ def commit(repo, deletions: list[Deletion], *, no_deref: bool = False, message: 
             cwd=cwd,
         )
         add_child(proc.pid)
+    except OSError as e:  # no git, or no pipes or process to spare (EMFILE, EAGAIN...): git never ran
+        raise TransactionRefused(repo.gitdir, f"cannot run {argv[0]}: {e.strerror}") from None
     finally:
         release()
     try:
