@@ -562,6 +562,7 @@ class Watcher:
         new_stacks = _stacks(new)
         cands: set[bytes] = set()
         full = False
+        appended_only: list = []  # the new tables when the one stack only grew (the common case)
         for rdir in sorted(set(old_stacks) | set(new_stacks)):
             old_t = old_stacks.get(rdir, [])
             new_t = new_stacks.get(rdir, [])
@@ -580,6 +581,9 @@ class Watcher:
                 changes.append(Change(TABLES_APPENDED, list_path, None, plan.appended))
             for c in plan.compactions:
                 changes.append(Change(TABLES_COMPACTED, list_path, None, c))
+            if not plan.compactions and len(old_stacks) == len(new_stacks) == 1:
+                appended_only = new_t[len(old_t) :]
+                continue
             more = _diff.table_candidates(plan, old_t, new_t)
             if more is None:
                 full = True
@@ -587,6 +591,12 @@ class Watcher:
                 cands |= more
         if full:
             return _diff.full_diff(prev, new)
+        if appended_only and getattr(prev, "worktree_stack", True) is None:
+            return _diff.appended_diff(prev, appended_only)
+        if appended_only:
+            for t in appended_only:
+                for rb, _i in t.iter_ref_blocks():
+                    cands.update(rb.names)
         if not cands:
             return EMPTY
         return _diff.diff_names(prev, new, cands)
@@ -626,13 +636,50 @@ class Watcher:
                 return _diff.full_diff(prev, new)
         elif old_p is not new_p:  # (a fresh snapshot maps the same file anew: then only bytes tell)
             span = new_p.span_from(old_p) if hasattr(new_p, "span_from") else None
-            more = _diff.packed_candidates(old_p.buf, new_p.buf, span)
-            if more or old_p.identity() != new_p.identity():
+            packed = _diff.packed_diff(old_p.buf, new_p.buf, span, prev.hexlen)
+            if any(packed) or old_p.identity() != new_p.identity():
                 changes.append(Change(PACKED_REWRITTEN, pp))
-            cands |= more
+            if any(packed):
+                return _merge_packed(prev, new, packed, cands)
         if not cands:
             return EMPTY
         return _diff.diff_names(prev, new, cands)
+
+
+def _merge_packed(prev, new, packed: tuple[list, list, list], cands: set[bytes]) -> Diff:
+    """The packed-refs records' own differences are the refs' differences except where a loose file
+    shadows the name in either snapshot or git hides it (a bad name): those few are looked up."""
+    groups = list(packed)
+    shadowed = prev.loose.keys() | new.loose.keys()
+    odd: set[bytes] = set()
+    for group in groups:
+        group.sort()  # already in name order unless packed-refs is not sorted (then git sorts it too)
+        if shadowed:
+            odd.update(n for n in group if n in shadowed)
+        odd.update(_hidden_names(group))
+    if odd:
+        groups = [[n for n in g if n not in odd] for g in groups]
+        cands |= odd
+    examined = sum(map(len, groups))
+    if cands:
+        looked = _diff.diff_names(prev, new, cands)
+        examined += looked.examined
+        groups = [sorted([*g, *extra]) for g, extra in zip(groups, looked[:3], strict=True)]
+    return Diff(tuple(groups[0]), tuple(groups[1]), tuple(groups[2]), _diff.PACKED, examined)
+
+
+def _hidden_names(names: list[bytes], chunk: int = 1024) -> list[bytes]:
+    """The names git hides (failing check_refname), checked a chunk at a time at C speed; only a chunk
+    that may hold one is checked name by name."""
+    from .refname import is_valid_refname
+    from .stores.reftable import _block_names_suspect
+
+    out: list[bytes] = []
+    for k in range(0, len(names), chunk):
+        part = names[k : k + chunk]
+        if _block_names_suspect(part):
+            out.extend(n for n in part if not is_valid_refname(n))
+    return out
 
 
 # --- helpers ---------------------------------------------------------------------------------------------

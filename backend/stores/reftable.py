@@ -204,6 +204,19 @@ class Stack:
             if rb.meta[j] & 7:
                 yield name, -neg, rb, j
 
+    def values_sorted(self, names: list[bytes]) -> list:
+        """The value key (``value_key``) of each of ``names`` (sorted, unique) in this stack's merged view,
+        None where absent: one forward walk per table over only the blocks that hold a candidate, so many
+        names cost a merge of the candidates with those blocks (a block is decoded once, not once per name)
+        and a few names cost about one seek each."""
+        out: list = [_UNSEEN] * len(names)
+        todo = list(range(len(names)))
+        for t in reversed(self.tables):
+            if not todo:
+                break
+            todo = _table_values(t, names, todo, out)
+        return [None if v is _UNSEEN else v for v in out]
+
     def log_records(self, name: bytes) -> list:
         """Effective log records of ``name`` newest first: per update index the newest table's record,
         deletion records hiding older ones (and themselves)."""
@@ -215,6 +228,74 @@ class Stack:
         out = [r for r in seen.values() if r.log_type != 0]
         out.sort(key=lambda r: -r.update_index)
         return out
+
+
+_UNSEEN = object()
+
+
+def value_key(rb, j: int) -> bytes | None:
+    """What makes a record's ref "the same" (``diff.ref_value``): its oid, or NUL + target for a symref;
+    None for a tombstone. The peeled oid is a cache of the object graph and does not count."""
+    m = rb.meta[j]
+    t = m & 7
+    if not t:
+        return None
+    data = rb.data
+    p = m >> 3
+    if data[p] < 0x80:
+        p += 1
+    else:
+        _d, p = get_varint(data, p, len(data))
+    if t == 3:
+        n, p = get_varint(data, p, len(data))
+        return b"\0" + bytes(data[p : p + n])
+    return bytes(data[p : p + rb.hash_size])
+
+
+def _table_values(t: Table, names: list[bytes], todo: list[int], out: list) -> list[int]:
+    """Fill ``out[i]`` for the ``todo`` names (indexes into sorted ``names``) that table ``t`` holds a
+    record of (tombstones too: they hide older tables); return the indexes it does not hold."""
+    rest: list[int] = []
+    sub = [names[i] for i in todo]
+    n = len(sub)
+    k = 0
+    gen = None
+    while k < n:
+        name = sub[k]
+        rb = None
+        if gen is not None:  # the next block is the usual next stop of a dense walk: no seek
+            got = next(gen, None)
+            if got is not None and got[0].names and got[0].names[-1] >= name:
+                rb = got[0]
+        if rb is None:
+            gen = t.iter_ref_blocks(name)
+            while True:
+                got = next(gen, None)
+                if got is None or (got[0].names and got[0].names[-1] >= name):
+                    break
+            if got is None:
+                rest.extend(todo[k:])
+                break
+            rb = got[0]
+        bnames = rb.names
+        hi = bisect_right(sub, bnames[-1], k)
+        if hi - k > 8:
+            pos = {nm: j for j, nm in enumerate(bnames)}
+            for m in range(k, hi):
+                j = pos.get(sub[m])
+                if j is None:
+                    rest.append(todo[m])
+                else:
+                    out[todo[m]] = value_key(rb, j)
+        else:
+            for m in range(k, hi):
+                j = bisect_left(bnames, sub[m])
+                if j < len(bnames) and bnames[j] == sub[m]:
+                    out[todo[m]] = value_key(rb, j)
+                else:
+                    rest.append(todo[m])
+        k = hi
+    return rest
 
 
 _new = tuple.__new__  # builds NamedTuples without their Python-level __new__ (hot path)
@@ -452,6 +533,19 @@ class ReftableSnapshot:
         if not rb.meta[j] & 7:
             return None
         return _ref_from(name, t, rb, j)
+
+    def values_sorted(self, names: list[bytes]) -> list:
+        """``Stack.values_sorted`` over this snapshot's view of ``names`` (sorted, unique, under refs/):
+        names a linked worktree's stack holds are looked up one by one (they are few)."""
+        wt = self.worktree_stack
+        if wt is None:
+            return self.stack.values_sorted(names)
+        out = self.stack.values_sorted(names)
+        for i, name in enumerate(names):
+            if is_current_worktree_ref(name):
+                got = wt.locate(name)
+                out[i] = None if got is None else value_key(got[1], got[2])
+        return out
 
     def head(self) -> Ref | None:
         return self.lookup(b"HEAD")
