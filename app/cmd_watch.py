@@ -6,7 +6,9 @@ so a script knows that every later change will be reported. Then, per event, on 
 plain:  ``<seq> <kind>: <refs> | <changes> | refresh <wall> ms, <cpu> ms CPU, <n> syscalls (<source>)``
         refs: ``+name`` added, ``-name`` removed, ``~name`` changed (names through display.escape_name);
         changes: e.g. ``compacted T1,T2 -> T3 (no ref changed)``, ``appended T4``, ``loose-created NAME``,
-        ``HEAD <gitdir>: OLD -> NEW``, ``lock-appeared PATH``, ``error: <what>``.
+        ``HEAD <gitdir>: OLD -> NEW``, ``lock-appeared PATH``, ``error: <what>``,
+        ``watcher restarted after a failure: <what>``, ``watcher polling: <why>`` (file events failed or
+        cannot be had, e.g. on a path that is not UTF-8: the watcher recovered by polling).
 --json: one object per event: ``{"seq", "kind", "changes": [...], "added", "removed", "changed", "method",
         "examined", "report": {...OpReport...}, "latency_ms"}`` (names decoded with surrogateescape).
 
@@ -40,6 +42,13 @@ def _value(v: bytes | None) -> str:
     return "(none)" if v is None else escape_name(v)
 
 
+def _text(s: str) -> str:
+    """An error's text (it may quote a path or name read from disk) through the display function."""
+    from refscope.backend.display import escape_name
+
+    return escape_name(s.encode("utf-8", "surrogateescape"))
+
+
 def format_change(c) -> str:
     """One change in plain text (shared with anything else that prints events)."""
     import os
@@ -60,6 +69,10 @@ def format_change(c) -> str:
         return f"HEAD {_path(c.path)}: {_value(old)} -> {_value(new)}"
     if c.kind == W.ERROR:
         return f"error: {c.detail}"
+    if c.kind == W.WATCHER_RESTARTED:
+        return f"watcher restarted after a failure: {_text(str(c.detail))}"
+    if c.kind == W.WATCHER_POLLING:
+        return f"watcher polling: {_text(str(c.detail))}"
     if c.kind in (W.LOCK_APPEARED, W.LOCK_GONE, W.PACKED_REWRITTEN, W.TABLES_LIST_REWRITTEN):
         return f"{c.kind} {_path(c.path)}" if c.path else c.kind
     return c.kind if not c.path else f"{c.kind} {_path(os.fspath(c.path))}"

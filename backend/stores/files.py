@@ -33,6 +33,7 @@ from ..formats.packed import PackedRecord, PackedRefs, _prefix_successor
 from ..model import LOOSE, PACKED, Location, LogEntry, Ref
 from ..refname import check_refname, is_safe_refname, is_valid_refname
 from ..repo import Repo
+from .seq import next_read_seq
 
 SYMREF_MAXDEPTH = 5
 
@@ -70,10 +71,13 @@ class FilesStore:
         self.hexlen = 40 if repo.hash_name == "sha1" else 64
 
     def snapshot(self) -> FilesSnapshot:
+        seq = next_read_seq()
         packed = PackedRefs.open(self.packed_path, self.repo.hash_name)
         loose = read_loose_refs(self.gitdir, self.commondir, self.hexlen)
         head = self._read_head()
-        return FilesSnapshot(self.repo, packed, loose, head)
+        snap = FilesSnapshot(self.repo, packed, loose, head)
+        snap.read_seq = seq
+        return snap
 
     def refresh(self, previous: FilesSnapshot) -> FilesSnapshot:
         """A snapshot of now, reusing the mapped packed-refs and every loose file whose (dev, inode,
@@ -83,6 +87,7 @@ class FilesStore:
         time renewed in place). ``previous`` itself when nothing changed."""
         if previous is None or getattr(previous, "format", None) != "files":
             return self.snapshot()
+        seq = next_read_seq()
         packed = previous.packed
         if not packed.still_valid(_stat_or_none(self.packed_path)):
             fresh = PackedRefs.open(self.packed_path, self.repo.hash_name)
@@ -101,7 +106,9 @@ class FilesStore:
             and all(previous.loose.get(k) is v for k, v in loose.items())
         ):
             return previous
-        return FilesSnapshot(self.repo, packed, loose, head)
+        snap = FilesSnapshot(self.repo, packed, loose, head)
+        snap.read_seq = seq
+        return snap
 
     def _read_head(self, prev_snap: FilesSnapshot | None = None) -> LooseRef | None:
         """HEAD's file; the previous snapshot's entry when the file surely did not change (as loose
@@ -145,6 +152,7 @@ class FilesSnapshot:
             if ref is not None:
                 self._loose_refs.append(ref)
         self._loose_vis_names = [r.name for r in self._loose_refs]
+        self.read_seq = 0  # set by the store (seq.next_read_seq) before anyone sees the snapshot
         self._merge: tuple[list[int], list[int], list[int]] | None = None  # see _merge_table
         self._len: int | None = None
 

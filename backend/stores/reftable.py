@@ -31,6 +31,7 @@ from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..model import TABLE, Location, LogEntry, Ref
+from .seq import next_read_seq
 
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
@@ -502,6 +503,7 @@ class ReftableSnapshot:
         self._rows_iter = None
         self._rows_done = False
         self._rows_lock = _thread.allocate_lock()  # the row index grows lazily; views and watchers share them
+        self.read_seq = 0  # set by the store (seq.next_read_seq) before anyone sees the snapshot
         self.index_method: str | None = None  # how the complete row index was built: "spliced" or "walked"
 
     # --- routing -----------------------------------------------------------------------------------------
@@ -1179,13 +1181,17 @@ class ReftableStore:
         self.worktree_dir = os.path.join(self.gitdir, "reftable") if self.gitdir != self.commondir else None
 
     def snapshot(self) -> ReftableSnapshot:
+        seq = next_read_seq()
         common = Stack.load(self.common_dir, self.repo.hash_name)
         wt = Stack.load(self.worktree_dir, self.repo.hash_name) if self.worktree_dir else None
-        return ReftableSnapshot(self, common, wt)
+        snap = ReftableSnapshot(self, common, wt)
+        snap.read_seq = seq
+        return snap
 
     def refresh(self, previous: ReftableSnapshot) -> ReftableSnapshot:
         """A snapshot of now, reusing every table of ``previous`` whose file is unchanged; ``previous``
         itself when neither tables.list changed."""
+        seq = next_read_seq()
         names, lst = read_tables_list_stat(self.common_dir)
         same = previous.stack.unchanged(names, lst)
         if same and self.worktree_dir:
@@ -1199,7 +1205,9 @@ class ReftableStore:
             if self.worktree_dir
             else None
         )
-        return ReftableSnapshot(self, common, wt)
+        snap = ReftableSnapshot(self, common, wt)
+        snap.read_seq = seq
+        return snap
 
 
 def _keyed_records(ti: int, t: Table, start: bytes):
