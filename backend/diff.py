@@ -97,10 +97,11 @@ def ref_value(ref: Ref | None) -> tuple[bytes | None, bytes | None] | None:
     return (ref.oid, ref.target)
 
 
-# Above this many candidates ``diff_names`` walks both snapshots' tables forward once (``values_sorted``)
-# instead of seeking each name: measured on 1M-ref stacks (tests/bench/bench_live_scale.py --crossover), a
-# sorted walk costs about what one seek costs from a few dozen names on, and far less per name beyond.
-SORTED_WALK_MIN = 32
+# From this many candidates on, ``diff_names`` resolves them by one forward walk over each snapshot's tables
+# (``values_sorted``) instead of one seek each. Measured on a 1M-ref table (``bench_live_scale.py
+# --crossover``): below it both cost about the same (each name then lies in a block of its own), from it on
+# the seeks grow with the names while the walk levels off at one decode of every block.
+SORTED_WALK_MIN = 1024
 
 
 def diff_names(old, new, names: Iterable[bytes]) -> Diff:
@@ -276,8 +277,10 @@ def appended_diff(old, appended: list) -> Diff:
                 if nm not in known:
                     known[nm] = value_key(rb, j)
     names = sorted(n for n in known if n.startswith(b"refs/"))
+    method = SORTED
     if len(names) < SORTED_WALK_MIN:
         a_vals = [_record_key(old.stack, n) for n in names]
+        method = CANDIDATES
     else:
         a_vals = old.values_sorted(names)
     added, removed, changed = [], [], []
@@ -291,7 +294,7 @@ def appended_diff(old, appended: list) -> Diff:
             removed.append(n)
         else:
             changed.append(n)
-    return Diff(tuple(added), tuple(removed), tuple(changed), SORTED, len(names))
+    return Diff(tuple(added), tuple(removed), tuple(changed), method, len(names))
 
 
 def _record_key(stack, name: bytes) -> bytes | None:

@@ -663,7 +663,7 @@ class Watcher:
         with self._swap:
             if self.snapshot is not prev:  # the consumer offered a newer snapshot meanwhile
                 if err is not None or is_older(new, self.snapshot):
-                    self._queue.put((time.monotonic(), set(paths)))  # redo from it
+                    self._queue.put((time.monotonic(), {(2, p) for p in paths}))  # redo from it
                     return
                 prev = self.snapshot
         if err is not None:

@@ -261,10 +261,11 @@ def _table_values(t: Table, names: list[bytes], todo: list[int], out: list) -> l
     n = len(sub)
     k = 0
     gen = None
+    dense = False  # did the last block hold several candidates? Then the next one likely holds some too
     while k < n:
         name = sub[k]
         rb = None
-        if gen is not None:  # the next block is the usual next stop of a dense walk: no seek
+        if gen is not None and dense:  # the next block is the usual next stop of a dense walk: no seek
             got = next(gen, None)
             if got is not None and got[0].names and got[0].names[-1] >= name:
                 rb = got[0]
@@ -280,6 +281,7 @@ def _table_values(t: Table, names: list[bytes], todo: list[int], out: list) -> l
             rb = got[0]
         bnames = rb.names
         hi = bisect_right(sub, bnames[-1], k)
+        dense = hi - k > 1
         if hi - k > 8:
             pos = {nm: j for j, nm in enumerate(bnames)}
             for m in range(k, hi):
