@@ -333,34 +333,61 @@ def packed_candidates(old_buf, new_buf, span: tuple[int, int, int] | None = None
     return out
 
 
-def packed_diff(old_buf, new_buf, span: tuple[int, int, int] | None = None, hexlen: int = 40):
-    """(added, removed, changed) sorted name lists between two packed-refs files: the differing middles
-    (``packed_candidates``' span) are split into lines and each side's lines are looked up in a set of
-    the other's, so the records both hold drop out at C speed and only lines that differ are sliced into
-    names, in file order (name order: no sort). One linear pass over the change, however many records
-    it holds, and no per-name seek."""
-    start, a_end, b_end = changed_span(old_buf, new_buf) if span is None else span
-    if start == a_end == b_end:
-        return [], [], []
-    a_lines = bytes(old_buf[start:a_end]).split(b"\n")
-    b_lines = bytes(new_buf[start:b_end]).split(b"\n")
+def _lines_diff(a_lines: list[bytes], b_lines: list[bytes], hexlen: int, out: tuple) -> None:
+    """Append to ``out`` = (added, removed, changed) the names whose record lines differ between two
+    sorted runs of lines: each side's lines looked up in a set of the other's (C speed), and only the
+    lines that differ sliced into names, in file order."""
     b_set = set(b_lines)
     only_a = [ln for ln in a_lines if ln not in b_set]
-    del b_set
     a_set = set(a_lines)
-    del a_lines
     only_b = [ln for ln in b_lines if ln not in a_set]
-    del a_set, b_lines
+    if not only_a and not only_b:
+        return
     sep = b" "
     # a record line has the space right after its oid; peeled ("^oid") and empty lines have not
     a_names = [ln[hexlen + 1 :] for ln in only_a if ln[hexlen : hexlen + 1] == sep]
     b_names = [ln[hexlen + 1 :] for ln in only_b if ln[hexlen : hexlen + 1] == sep]
     a_set = set(a_names)
     b_set = set(b_names)
-    added = [n for n in b_names if n not in a_set]
-    removed = [n for n in a_names if n not in b_set]
-    changed = [n for n in a_names if n in b_set]
-    return added, removed, changed
+    out[0].extend(n for n in b_names if n not in a_set)
+    out[1].extend(n for n in a_names if n not in b_set)
+    out[2].extend(n for n in a_names if n in b_set)
+
+
+PACKED_CHUNK = 1 << 20  # bytes of the old file compared at a time: bounds the memory of a huge diff
+
+
+def packed_diff(old_buf, new_buf, span=None, hexlen: int = 40, seek_new=None):
+    """(added, removed, changed) name lists, in name order, between two packed-refs files: only their
+    differing middles (``packed_candidates``' span) are read, a chunk of ``PACKED_CHUNK`` bytes of the
+    old file at a time against the new file's records below the same name (``seek_new(name)``: the
+    offset of the new file's first record >= name; without it, for files not in name order, the
+    middles are compared whole). One linear pass over the change, however many records it holds, no
+    per-name seek, and memory bounded by the chunk, not by the change."""
+    start, a_end, b_end = changed_span(old_buf, new_buf) if span is None else span
+    out: tuple[list, list, list] = ([], [], [])
+    if start == a_end == b_end:
+        return out
+    a_pos = b_pos = start
+    while a_pos < a_end or b_pos < b_end:
+        a_next = a_end
+        if seek_new is not None and a_end - a_pos > PACKED_CHUNK:
+            cut = old_buf.find(b"\n", a_pos + PACKED_CHUNK, a_end)
+            while 0 <= cut < a_end - 1 and old_buf[cut + 1 : cut + 2] == b"^":
+                cut = old_buf.find(b"\n", cut + 1, a_end)  # a peeled line stays with its record
+            if 0 <= cut < a_end - 1:
+                a_next = cut + 1
+        if a_next < a_end:
+            eol = old_buf.find(b"\n", a_next, a_end)
+            name = bytes(old_buf[a_next + hexlen + 1 : eol if eol >= 0 else a_end])
+            b_next = min(max(seek_new(name), b_pos), b_end)
+        else:
+            b_next = b_end
+        _lines_diff(
+            bytes(old_buf[a_pos:a_next]).split(b"\n"), bytes(new_buf[b_pos:b_next]).split(b"\n"), hexlen, out
+        )
+        a_pos, b_pos = a_next, b_next
+    return out
 
 
 # --- loose refs ----------------------------------------------------------------------------------------

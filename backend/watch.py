@@ -871,7 +871,9 @@ class Watcher:
                 return _diff.full_diff(prev, new)
         elif old_p is not new_p:  # (a fresh snapshot maps the same file anew: then only bytes tell)
             span = new_p.span_from(old_p) if hasattr(new_p, "span_from") else None
-            packed = _diff.packed_diff(old_p.buf, new_p.buf, span, prev.hexlen)
+            in_order = getattr(old_p, "in_name_order", False) and getattr(new_p, "in_name_order", False)
+            seek = new_p.seek if in_order else None
+            packed = _diff.packed_diff(old_p.buf, new_p.buf, span, prev.hexlen, seek)
             if any(packed) or old_p.identity() != new_p.identity():
                 changes.append(Change(PACKED_REWRITTEN, pp))
             if any(packed):
