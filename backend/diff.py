@@ -357,13 +357,14 @@ def _lines_diff(a_lines: list[bytes], b_lines: list[bytes], hexlen: int, out: tu
 PACKED_CHUNK = 1 << 20  # bytes of the old file compared at a time: bounds the memory of a huge diff
 
 
-def packed_diff(old_buf, new_buf, span=None, hexlen: int = 40, seek_new=None):
+def packed_diff(old_buf, new_buf, span=None, hexlen: int = 40, seek_new=None, progress=None):
     """(added, removed, changed) name lists, in name order, between two packed-refs files: only their
     differing middles (``packed_candidates``' span) are read, a chunk of ``PACKED_CHUNK`` bytes of the
     old file at a time against the new file's records below the same name (``seek_new(name)``: the
     offset of the new file's first record >= name; without it, for files not in name order, the
     middles are compared whole). One linear pass over the change, however many records it holds, no
-    per-name seek, and memory bounded by the chunk, not by the change."""
+    per-name seek, and memory bounded by the chunk, not by the change. ``progress(done, total)``: bytes
+    of the old middle compared so far, after each chunk."""
     start, a_end, b_end = changed_span(old_buf, new_buf) if span is None else span
     out: tuple[list, list, list] = ([], [], [])
     if start == a_end == b_end:
@@ -387,6 +388,8 @@ def packed_diff(old_buf, new_buf, span=None, hexlen: int = 40, seek_new=None):
             bytes(old_buf[a_pos:a_next]).split(b"\n"), bytes(new_buf[b_pos:b_next]).split(b"\n"), hexlen, out
         )
         a_pos, b_pos = a_next, b_next
+        if progress is not None:
+            progress(a_pos - start, a_end - start)
     return out
 
 

@@ -827,6 +827,8 @@ class Watcher:
         if full:
             return _diff.full_diff(prev, new)
         if appended_only and getattr(prev, "worktree_stack", True) is None:
+            size = sum(t.stat[2] for t in appended_only)
+            self.phase = f"comparing {len(appended_only)} new table(s), {size / 1048576:.1f} MiB"
             return _diff.appended_diff(prev, appended_only)
         if appended_only:
             for t in appended_only:
@@ -835,6 +837,9 @@ class Watcher:
         if not cands:
             return EMPTY
         return _diff.diff_names(prev, new, cands)
+
+    def _packed_progress(self, done: int, total: int) -> None:
+        self.phase = f"comparing packed-refs {100 * done // max(total, 1)}%"
 
     def _classify_files(self, prev, new, paths: set[str], changes: list[Change], state: dict) -> Diff:
         old_files = prev.files() if prev is not new else {}
@@ -873,7 +878,7 @@ class Watcher:
             span = new_p.span_from(old_p) if hasattr(new_p, "span_from") else None
             in_order = getattr(old_p, "in_name_order", False) and getattr(new_p, "in_name_order", False)
             seek = new_p.seek if in_order else None
-            packed = _diff.packed_diff(old_p.buf, new_p.buf, span, prev.hexlen, seek)
+            packed = _diff.packed_diff(old_p.buf, new_p.buf, span, prev.hexlen, seek, self._packed_progress)
             if any(packed) or old_p.identity() != new_p.identity():
                 changes.append(Change(PACKED_REWRITTEN, pp))
             if any(packed):
