@@ -262,38 +262,50 @@ def table_candidates(plan: TablePlan, old_tables: list, new_tables: list) -> set
 def appended_diff(old, appended: list) -> Diff:
     """The diff when the only change to a one-stack view is ``appended`` tables on top (oldest first):
     their records *are* the new values (newest table first), read once while collecting the names; the
-    old values come from one sorted walk of the old stack (``values_sorted``)."""
+    old values come from one sorted walk of the old stack (``values_sorted``): for a tombstone only
+    whether the old view had the ref (no value decoded), for a written ref its old value."""
+    from bisect import bisect_left
+
     from .stores.reftable import value_key
 
     known: dict[bytes, bytes | None] = {}
+    single = len(appended) == 1  # (then nothing is shadowed and the names come in order)
+    order: list[bytes] = []
     for t in reversed(appended):
         for rb, _i in t.iter_ref_blocks():
             names = rb.names
+            if single:
+                order.extend(names)
             if rb.tombstones == len(names):
-                for nm in names:
-                    known.setdefault(nm, None)
+                if single:
+                    known.update(dict.fromkeys(names))
+                else:
+                    for nm in names:
+                        known.setdefault(nm, None)
                 continue
             for j, nm in enumerate(names):
-                if nm not in known:
+                if single or nm not in known:
                     known[nm] = value_key(rb, j)
-    names = sorted(n for n in known if n.startswith(b"refs/"))
+    if not single:
+        order = sorted(known)
+    names = order[bisect_left(order, b"refs/") : bisect_left(order, b"refs0")]
+    dead = [n for n in names if known[n] is None]
+    live = [n for n in names if known[n] is not None]
     method = SORTED
     if len(names) < SORTED_WALK_MIN:
-        a_vals = [_record_key(old.stack, n) for n in names]
         method = CANDIDATES
+        was_dead = [_record_key(old.stack, n) for n in dead]
+        was_live = [_record_key(old.stack, n) for n in live]
     else:
-        a_vals = old.values_sorted(names)
-    added, removed, changed = [], [], []
-    for n, a in zip(names, a_vals, strict=True):
-        b = known[n]
-        if a == b:
-            continue
-        if a is None:
-            added.append(n)
-        elif b is None:
-            removed.append(n)
-        else:
-            changed.append(n)
+        was_dead = old.values_sorted(dead, values=False) if dead else []
+        was_live = (
+            old.values_sorted(live)
+            if len(live) >= SORTED_WALK_MIN
+            else [_record_key(old.stack, n) for n in live]
+        )
+    removed = [n for n, a in zip(dead, was_dead, strict=True) if a is not None]
+    added = [n for n, a in zip(live, was_live, strict=True) if a is None]
+    changed = [n for n, a in zip(live, was_live, strict=True) if a is not None and a != known[n]]
     return Diff(tuple(added), tuple(removed), tuple(changed), method, len(names))
 
 

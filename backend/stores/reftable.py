@@ -205,9 +205,9 @@ class Stack:
             if rb.meta[j] & 7:
                 yield name, -neg, rb, j
 
-    def values_sorted(self, names: list[bytes]) -> list:
+    def values_sorted(self, names: list[bytes], values: bool = True) -> list:
         """The value key (``value_key``) of each of ``names`` (sorted, unique) in this stack's merged view,
-        None where absent: one forward walk per table over only the blocks that hold a candidate, so many
+        None where absent (``values`` False: True where present, no value decoded): one forward walk per table over only the blocks that hold a candidate, so many
         names cost a merge of the candidates with those blocks (a block is decoded once, not once per name)
         and a few names cost about one seek each."""
         out: list = [_UNSEEN] * len(names)
@@ -215,7 +215,7 @@ class Stack:
         for t in reversed(self.tables):
             if not todo:
                 break
-            todo = _table_values(t, names, todo, out)
+            todo = _table_values(t, names, todo, out, values)
         return [None if v is _UNSEEN else v for v in out]
 
     def log_records(self, name: bytes) -> list:
@@ -253,7 +253,7 @@ def value_key(rb, j: int) -> bytes | None:
     return bytes(data[p : p + rb.hash_size])
 
 
-def _table_values(t: Table, names: list[bytes], todo: list[int], out: list) -> list[int]:
+def _table_values(t: Table, names: list[bytes], todo: list[int], out: list, values: bool = True) -> list[int]:
     """Fill ``out[i]`` for the ``todo`` names (indexes into sorted ``names``) that table ``t`` holds a
     record of (tombstones too: they hide older tables); return the indexes it does not hold."""
     rest: list[int] = []
@@ -282,6 +282,7 @@ def _table_values(t: Table, names: list[bytes], todo: list[int], out: list) -> l
         bnames = rb.names
         hi = bisect_right(sub, bnames[-1], k)
         dense = hi - k > 1
+        meta = rb.meta
         if hi - k > 8:
             pos = {nm: j for j, nm in enumerate(bnames)}
             for m in range(k, hi):
@@ -289,12 +290,12 @@ def _table_values(t: Table, names: list[bytes], todo: list[int], out: list) -> l
                 if j is None:
                     rest.append(todo[m])
                 else:
-                    out[todo[m]] = value_key(rb, j)
+                    out[todo[m]] = value_key(rb, j) if values else (True if meta[j] & 7 else None)
         else:
             for m in range(k, hi):
                 j = bisect_left(bnames, sub[m])
                 if j < len(bnames) and bnames[j] == sub[m]:
-                    out[todo[m]] = value_key(rb, j)
+                    out[todo[m]] = value_key(rb, j) if values else (True if meta[j] & 7 else None)
                 else:
                     rest.append(todo[m])
         k = hi
@@ -538,17 +539,18 @@ class ReftableSnapshot:
             return None
         return _ref_from(name, t, rb, j)
 
-    def values_sorted(self, names: list[bytes]) -> list:
+    def values_sorted(self, names: list[bytes], values: bool = True) -> list:
         """``Stack.values_sorted`` over this snapshot's view of ``names`` (sorted, unique, under refs/):
         names a linked worktree's stack holds are looked up one by one (they are few)."""
         wt = self.worktree_stack
+        out = self.stack.values_sorted(names, values)
         if wt is None:
-            return self.stack.values_sorted(names)
-        out = self.stack.values_sorted(names)
+            return out
         for i, name in enumerate(names):
             if is_current_worktree_ref(name):
                 got = wt.locate(name)
-                out[i] = None if got is None else value_key(got[1], got[2])
+                key = None if got is None else value_key(got[1], got[2])
+                out[i] = key if values or key is None else True
         return out
 
     def head(self) -> Ref | None:
