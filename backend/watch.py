@@ -584,7 +584,7 @@ class Watcher:
                 if item is _STOP:
                     return
             commondir = self.commondir
-            paths = {p for _, p in raw if relevant(commondir, p)}
+            paths = _relevant_paths(commondir, raw)
             for err in failed[:1]:
                 self._source_failed(err)
             try:
@@ -925,6 +925,16 @@ def _hidden_names(names: list[bytes], chunk: int = 1024) -> list[bytes]:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _relevant_paths(commondir: str, raw: set) -> set[str]:
+    """The paths of a raw batch that concern ref storage, without the per-ref lock files under the
+    common ``refs/`` (a files transaction of 700k refs creates and removes 700k of them: they change no
+    ref and are not tracked, so they are dropped by the cheapest test first)."""
+    ref_locks = commondir.rstrip("/") + "/refs/"
+    return {
+        p for _, p in raw if not (p.endswith(".lock") and p.startswith(ref_locks)) and relevant(commondir, p)
+    }
 
 
 def _is_store_lock(commondir: str, path: str) -> bool:
