@@ -676,6 +676,13 @@ class Watcher:
                 )
             return
         changes, d, state = result
+        with self._swap:  # (checked again: an offer may have come since)
+            stale = self.snapshot is not prev and is_older(new, self.snapshot)
+            if not stale:
+                self.snapshot = new
+        if stale:
+            self._queue.put((time.monotonic(), {(2, p) for p in paths}))
+            return
         if self._failed is not None:
             changes = [Change(RECOVERED), *changes]
             self._failed = None
@@ -683,8 +690,6 @@ class Watcher:
             changes = [*self._pending, *changes]
             self._pending = []
         self._retry = 0
-        with self._swap:
-            self.snapshot = new
         self._commit_state(state)
         if not changes and not d:
             return
