@@ -6,7 +6,9 @@ so a script knows that every later change will be reported. Then, per event, on 
 plain:  ``<seq> <kind>: <refs> | <changes> | refresh <wall> ms, <cpu> ms CPU, <n> syscalls (<source>)``
         refs: ``+name`` added, ``-name`` removed, ``~name`` changed (names through display.escape_name);
         changes: e.g. ``compacted T1,T2 -> T3 (no ref changed)``, ``appended T4``, ``loose-created NAME``,
-        ``HEAD <gitdir>: OLD -> NEW``, ``lock-appeared PATH``, ``error: <what>``.
+        ``HEAD <gitdir>: OLD -> NEW``, ``lock-appeared PATH``, ``error: <what>``,
+        ``watcher restarted after a failure: <what>``, ``watcher polling: <why>`` (file events failed or
+        cannot be had, e.g. on a path that is not UTF-8: the watcher recovered by polling).
 --json: one object per event: ``{"seq", "kind", "changes": [...], "added", "removed", "changed", "method",
         "examined", "report": {...OpReport...}, "latency_ms"}`` (through ``display.to_json``: a name that is not
         UTF-8 has U+FFFD in its text and its bytes in ``<key>_b64``).
@@ -59,6 +61,10 @@ def format_change(c):
         return line("HEAD ", _path(c.path), ": ", _value(old), " -> ", _value(new))
     if c.kind == W.ERROR:
         return line("error: ", str(c.detail))
+    if c.kind == W.WATCHER_RESTARTED:
+        return line("watcher restarted after a failure: ", str(c.detail))
+    if c.kind == W.WATCHER_POLLING:
+        return line("watcher polling: ", str(c.detail))
     if c.kind in (W.LOCK_APPEARED, W.LOCK_GONE, W.PACKED_REWRITTEN, W.TABLES_LIST_REWRITTEN):
         return line(c.kind, " ", _path(c.path)) if c.path else line(c.kind)
     return line(c.kind) if not c.path else line(c.kind, " ", _path(os.fspath(c.path)))

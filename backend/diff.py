@@ -50,7 +50,9 @@ from .model import Ref
 
 # How a Diff was computed (reported, so tests and benchmarks can check the cost is the change's).
 NONE = "none"  # nothing could have changed: no candidates at all
-CANDIDATES = "candidates"  # looked up the candidate names only
+CANDIDATES = "candidates"  # looked up the candidate names only, one by one
+SORTED = "sorted"  # the candidate names, sorted, resolved by one forward walk per table (many candidates)
+PACKED = "packed"  # the differing middles of two packed-refs files merged, plus loose candidates looked up
 FULL = "full"  # merge walk over both snapshots
 
 
@@ -93,16 +95,34 @@ def ref_value(ref: Ref | None) -> tuple[bytes | None, bytes | None] | None:
     return (ref.oid, ref.target)
 
 
+# From this many candidates on, ``diff_names`` resolves them by one forward walk over each snapshot's tables
+# (``values_sorted``) instead of one seek each. Measured on a 1M-ref table (``bench_live_scale.py
+# --crossover``): below it both cost about the same (each name then lies in a block of its own), from it on
+# the seeks grow with the names while the walk levels off at one decode of every block.
+SORTED_WALK_MIN = 1024
+
+
 def diff_names(old, new, names: Iterable[bytes]) -> Diff:
-    """Compare only ``names`` (each looked up in both snapshots). Names outside ``refs/`` are skipped:
-    snapshots list only ``refs/`` rows (HEAD is the watcher's business)."""
+    """Compare only ``names``. Names outside ``refs/`` are skipped: snapshots list only ``refs/`` rows
+    (HEAD is the watcher's business). A few names are looked up one by one; many are sorted and resolved
+    by one forward walk over each snapshot's tables when both snapshots offer it (``values_sorted``), so
+    the cost never exceeds about one merge of the candidates with the blocks that hold them."""
+    names = [n for n in names if n.startswith(b"refs/")]
+    walk_old = getattr(old, "values_sorted", None)
+    walk_new = getattr(new, "values_sorted", None)
+    if len(names) >= SORTED_WALK_MIN and walk_old is not None and walk_new is not None:
+        names = sorted(set(names))
+        a_vals = walk_old(names)
+        b_vals = walk_new(names)
+        added = [n for n, a, b in zip(names, a_vals, b_vals, strict=True) if a is None and b is not None]
+        removed = [n for n, a, b in zip(names, a_vals, b_vals, strict=True) if b is None and a is not None]
+        changed = [n for n, a, b in zip(names, a_vals, b_vals, strict=True) if a != b and a and b]
+        return Diff(tuple(added), tuple(removed), tuple(changed), SORTED, len(names))
     added: list[bytes] = []
     removed: list[bytes] = []
     changed: list[bytes] = []
     n = 0
     for name in names:
-        if not name.startswith(b"refs/"):
-            continue
         n += 1
         a = ref_value(old.lookup(name))
         b = ref_value(new.lookup(name))
@@ -232,9 +252,66 @@ def table_candidates(plan: TablePlan, old_tables: list, new_tables: list) -> set
             to_read.extend(c.inputs)
     names: set[bytes] = set()
     for tname in to_read:
-        for rec in by_name[tname].iter_refs():
-            names.add(rec.name)
+        for rb, _i in by_name[tname].iter_ref_blocks():
+            names.update(rb.names)
     return names
+
+
+def appended_diff(old, appended: list) -> Diff:
+    """The diff when the only change to a one-stack view is ``appended`` tables on top (oldest first):
+    their records *are* the new values (newest table first), read once while collecting the names; the
+    old values come from one sorted walk of the old stack (``values_sorted``): for a tombstone only
+    whether the old view had the ref (no value decoded), for a written ref its old value."""
+    from bisect import bisect_left
+
+    from .stores.reftable import value_key
+
+    known: dict[bytes, bytes | None] = {}
+    single = len(appended) == 1  # (then nothing is shadowed and the names come in order)
+    order: list[bytes] = []
+    for t in reversed(appended):
+        for rb, _i in t.iter_ref_blocks():
+            names = rb.names
+            if single:
+                order.extend(names)
+            if rb.tombstones == len(names):
+                if single:
+                    known.update(dict.fromkeys(names))
+                else:
+                    for nm in names:
+                        known.setdefault(nm, None)
+                continue
+            for j, nm in enumerate(names):
+                if single or nm not in known:
+                    known[nm] = value_key(rb, j)
+    if not single:
+        order = sorted(known)
+    names = order[bisect_left(order, b"refs/") : bisect_left(order, b"refs0")]
+    dead = [n for n in names if known[n] is None]
+    live = [n for n in names if known[n] is not None]
+    method = SORTED
+    if len(names) < SORTED_WALK_MIN:
+        method = CANDIDATES
+        was_dead = [_record_key(old.stack, n) for n in dead]
+        was_live = [_record_key(old.stack, n) for n in live]
+    else:
+        was_dead = old.values_sorted(dead, values=False) if dead else []
+        was_live = (
+            old.values_sorted(live)
+            if len(live) >= SORTED_WALK_MIN
+            else [_record_key(old.stack, n) for n in live]
+        )
+    removed = [n for n, a in zip(dead, was_dead, strict=True) if a is not None]
+    added = [n for n, a in zip(live, was_live, strict=True) if a is None]
+    changed = [n for n, a in zip(live, was_live, strict=True) if a is not None and a != known[n]]
+    return Diff(tuple(added), tuple(removed), tuple(changed), method, len(names))
+
+
+def _record_key(stack, name: bytes) -> bytes | None:
+    from .stores.reftable import value_key
+
+    got = stack.locate(name)
+    return None if got is None else value_key(got[1], got[2])
 
 
 # --- packed-refs ---------------------------------------------------------------------------------------
@@ -263,6 +340,66 @@ def packed_candidates(old_buf, new_buf, span: tuple[int, int, int] | None = None
         return out
     _names_in(old_buf, start, a_end, out)
     _names_in(new_buf, start, b_end, out)
+    return out
+
+
+def _lines_diff(a_lines: list[bytes], b_lines: list[bytes], hexlen: int, out: tuple) -> None:
+    """Append to ``out`` = (added, removed, changed) the names whose record lines differ between two
+    sorted runs of lines: each side's lines looked up in a set of the other's (C speed), and only the
+    lines that differ sliced into names, in file order."""
+    b_set = set(b_lines)
+    only_a = [ln for ln in a_lines if ln not in b_set]
+    a_set = set(a_lines)
+    only_b = [ln for ln in b_lines if ln not in a_set]
+    if not only_a and not only_b:
+        return
+    sep = b" "
+    # a record line has the space right after its oid; peeled ("^oid") and empty lines have not
+    a_names = [ln[hexlen + 1 :] for ln in only_a if ln[hexlen : hexlen + 1] == sep]
+    b_names = [ln[hexlen + 1 :] for ln in only_b if ln[hexlen : hexlen + 1] == sep]
+    a_set = set(a_names)
+    b_set = set(b_names)
+    out[0].extend(n for n in b_names if n not in a_set)
+    out[1].extend(n for n in a_names if n not in b_set)
+    out[2].extend(n for n in a_names if n in b_set)
+
+
+PACKED_CHUNK = 1 << 20  # bytes of the old file compared at a time: bounds the memory of a huge diff
+
+
+def packed_diff(old_buf, new_buf, span=None, hexlen: int = 40, seek_new=None, progress=None):
+    """(added, removed, changed) name lists, in name order, between two packed-refs files: only their
+    differing middles (``packed_candidates``' span) are read, a chunk of ``PACKED_CHUNK`` bytes of the
+    old file at a time against the new file's records below the same name (``seek_new(name)``: the
+    offset of the new file's first record >= name; without it, for files not in name order, the
+    middles are compared whole). One linear pass over the change, however many records it holds, no
+    per-name seek, and memory bounded by the chunk, not by the change. ``progress(done, total)``: bytes
+    of the old middle compared so far, after each chunk."""
+    start, a_end, b_end = changed_span(old_buf, new_buf) if span is None else span
+    out: tuple[list, list, list] = ([], [], [])
+    if start == a_end == b_end:
+        return out
+    a_pos = b_pos = start
+    while a_pos < a_end or b_pos < b_end:
+        a_next = a_end
+        if seek_new is not None and a_end - a_pos > PACKED_CHUNK:
+            cut = old_buf.find(b"\n", a_pos + PACKED_CHUNK, a_end)
+            while 0 <= cut < a_end - 1 and old_buf[cut + 1 : cut + 2] == b"^":
+                cut = old_buf.find(b"\n", cut + 1, a_end)  # a peeled line stays with its record
+            if 0 <= cut < a_end - 1:
+                a_next = cut + 1
+        if a_next < a_end:
+            eol = old_buf.find(b"\n", a_next, a_end)
+            name = bytes(old_buf[a_next + hexlen + 1 : eol if eol >= 0 else a_end])
+            b_next = min(max(seek_new(name), b_pos), b_end)
+        else:
+            b_next = b_end
+        _lines_diff(
+            bytes(old_buf[a_pos:a_next]).split(b"\n"), bytes(new_buf[b_pos:b_next]).split(b"\n"), hexlen, out
+        )
+        a_pos, b_pos = a_next, b_next
+        if progress is not None:
+            progress(a_pos - start, a_end - start)
     return out
 
 

@@ -10,7 +10,8 @@ API::
 ``on_event(Event)`` runs on the watcher's thread. ``Event``: ``kind`` (its most significant change),
 ``changes`` (typed ``Change`` list: packed-refs-rewritten, loose-created/-changed/-deleted, tables-appended,
 tables-compacted (``diff.Compaction``: inputs -> output, ``pure`` when no ref changed), tables-list-rewritten,
-head-moved (any worktree), lock-appeared/-gone, error, recovered), ``snapshot`` (refreshed), ``diff``
+head-moved (any worktree), lock-appeared/-gone, error, recovered, watcher-restarted, watcher-polling),
+``snapshot`` (refreshed), ``diff``
 (``diff.Diff``: added/removed/changed names since the previous event), ``report`` (OpReport of refresh + diff),
 ``paths``, ``error``, ``seq``, ``latency_ms``.
 
@@ -39,6 +40,7 @@ Why this shape:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -49,6 +51,7 @@ from typing import NamedTuple
 from . import diff as _diff
 from .diff import EMPTY, Diff
 from .meter import OpReport, measure
+from .stores.seq import is_older
 
 # Change kinds (strings, so JSON and tests read them as they are).
 PACKED_REWRITTEN = "packed-refs-rewritten"
@@ -63,10 +66,14 @@ LOCK_APPEARED = "lock-appeared"
 LOCK_GONE = "lock-gone"
 ERROR = "error"
 RECOVERED = "recovered"
+WATCHER_RESTARTED = "watcher-restarted"  # a notify source failed; new ones replace it (detail: the error)
+WATCHER_POLLING = "watcher-polling"  # file events cannot be had (again): polling stats instead (detail: why)
 
 # An event's kind is its most significant change's kind, in this order.
 _ORDER = (
     ERROR,
+    WATCHER_POLLING,
+    WATCHER_RESTARTED,
     RECOVERED,
     TABLES_LIST_REWRITTEN,
     TABLES_APPENDED,
@@ -83,6 +90,12 @@ _RANK = {k: i for i, k in enumerate(_ORDER)}
 
 _STEP_MS = 10  # notify sources: quiet window before handing a raw batch over, and stop-event poll period
 _RETRY_MS = (100, 200, 400, 800, 1000)  # after an error, refresh again even without events
+_RESTARTS = (
+    1  # a failing notify source is restarted this often per _RESTART_WINDOW_S, then polling takes over
+)
+_RESTART_WINDOW_S = 60.0
+_POLL_MS = 50  # the polling source's period (stretched to 5x its own scan time on huge trees)
+_STORM = 10_000  # a batch naming more paths than this may have overflowed inotify's queue: look again once
 
 
 class Change(NamedTuple):
@@ -138,7 +151,7 @@ class Event(NamedTuple):
                 item["tables"] = list(d or ())
             elif c.kind == HEAD_MOVED and d:
                 item.update(old=dec(d[0]), new=dec(d[1]))
-            elif c.kind == ERROR and d is not None:
+            elif c.kind in (ERROR, WATCHER_RESTARTED, WATCHER_POLLING) and d is not None:
                 item["error"] = str(d)
             changes.append(item)
         out = {"seq": self.seq, "kind": self.kind, "changes": changes, **self.diff.to_json()}
@@ -236,13 +249,79 @@ class _Source:
                     sink.put((time.monotonic(), raw))
                 elif raw == "stop":
                     break
-        except Exception as err:  # the notify thread died (e.g. a watched dir was removed): rebuild
-            sink.put((time.monotonic(), err))
+        except Exception as err:  # the notify thread died (a watched dir removed, a name not UTF-8...)
+            if not stop.is_set():
+                sink.put((time.monotonic(), err))
         finally:
             notify.close()
 
     def stop(self) -> None:
         self.stop_event.set()
+
+
+class _PollSource:
+    """The fallback when file events fail: every ``_POLL_MS`` it stats the few things git changes when it
+    writes refs (``packed-refs``, ``HEAD``, ``tables.list``, every directory under ``refs/`` -- git
+    renames loose refs into place, which changes their directory's mtime -- and the ``*.lock`` names in
+    the storage directories) and hands the paths that differ to the coordinator, as a notify source
+    would. Works on any path (watchfiles needs UTF-8 paths)."""
+
+    def __init__(self, commondir: str, sink: queue.SimpleQueue, interval_ms: int = _POLL_MS) -> None:
+        self.commondir = commondir
+        self.stop_event = threading.Event()
+        self._sink = sink
+        self._interval = interval_ms / 1000
+        self._seen = self._scan()
+        self.thread = threading.Thread(target=self._run, name="refscope-watch-poll", daemon=True)
+        self.thread.start()
+
+    def _scan(self) -> dict[str, tuple]:
+        out: dict[str, tuple] = {}
+        gitdirs = [self.commondir, *[gd for (gd,) in _worktree_gitdirs(self.commondir)]]
+        for gd in gitdirs:
+            for rel in ("packed-refs", "HEAD", os.path.join("reftable", "tables.list")):
+                _stat_into(os.path.join(gd, rel), out)
+            for d in (gd, os.path.join(gd, "reftable")):
+                try:
+                    names = os.listdir(d)
+                except OSError:
+                    continue
+                out.update((os.path.join(d, n), ()) for n in names if n.endswith(".lock"))
+            stack = [os.path.join(gd, "refs")]
+            while stack:
+                d = stack.pop()
+                if not _stat_into(d, out):
+                    continue
+                try:
+                    with os.scandir(d) as it:
+                        stack.extend(e.path for e in it if e.is_dir(follow_symlinks=False))
+                except OSError:
+                    continue
+        return out
+
+    def _run(self) -> None:
+        stop = self.stop_event
+        wait = self._interval
+        while not stop.wait(wait):
+            t = time.monotonic()
+            now = self._scan()
+            wait = max(self._interval, 5 * (time.monotonic() - t))
+            if now != self._seen:
+                paths = {p for p in now.keys() | self._seen.keys() if now.get(p) != self._seen.get(p)}
+                self._seen = now
+                self._sink.put((time.monotonic(), {(2, p) for p in paths}))
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+
+def _stat_into(path: str, out: dict[str, tuple]) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    out[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return True
 
 
 _STOP = object()
@@ -294,6 +373,18 @@ class Watcher:
         # a batch is being collected or processed right now
         self.activity = time.monotonic()
         self.busy = False
+        # what the watcher is doing, for a status line: "idle", "refreshing" (``phase`` says how far,
+        # since ``state_since``), "held" (its own process commits: see ``hold``), "stopped"
+        self.state = "idle"
+        self.phase = ""
+        self.state_since = time.monotonic()
+        self.polling: str | None = None  # why file events were given up for polling, once they were
+        self.failure: BaseException | None = None  # what stopped the coordinator, if anything did
+        self._swap = threading.Lock()  # self.snapshot: the coordinator's result against ``offer``
+        self._held = 0
+        self._deferred: set[str] = set()
+        self._source_failures: list[float] = []
+        self._pending: list[Change] = []  # watcher-restarted / -polling, delivered with the next refresh
 
     # -- lifecycle --
 
@@ -344,10 +435,87 @@ class Watcher:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive() and not self._stopping.is_set()
 
+    # -- the consumer's side --
+
+    def offer(self, snapshot) -> bool:
+        """A snapshot the consumer read itself (a manual refresh, after its own commit): when it is not
+        older than the watcher's, the next refresh starts from it, so the next event's diff is against
+        what the consumer shows, and a refresh running now that finishes later with an older state is
+        discarded (and redone). True when taken."""
+        with self._swap:
+            if snapshot is None or snapshot is self.snapshot or is_older(snapshot, self.snapshot):
+                return False
+            self.snapshot = snapshot
+            return True
+
+    def hold(self) -> None:
+        """This process is about to commit: file events from now on (its own lock files and the
+        intermediate states of its transaction) are collected but not refreshed until ``release``."""
+        with self._swap:
+            self._held += 1
+            self._set_state("held")
+
+    def release(self, snapshot=None) -> None:
+        """The commit ended: ``offer(snapshot)`` (what the committer read afterwards, if anything), then
+        one refresh covering every event collected while held."""
+        if snapshot is not None:
+            self.offer(snapshot)
+        with self._swap:
+            self._held = max(0, self._held - 1)
+            if self._held:
+                return
+            self._set_state("idle")
+        self._queue.put((time.monotonic(), set()))
+
+    def _set_state(self, state: str, phase: str = "") -> None:
+        if state != self.state:
+            self.state_since = time.monotonic()
+        self.state = state
+        self.phase = phase
+
     # -- sources --
 
     def _rebuild_sources(self) -> None:
-        """(Re)create notify sources for the directories that exist now; new ones first, so no gap."""
+        """(Re)create notify sources for the directories that exist now; new ones first, so no gap.
+        Once notify sources cannot be made (watchfiles refuses a path that is not UTF-8) or keep failing,
+        one polling source replaces them for good (``polling`` says why)."""
+        if self.polling is None:
+            try:
+                self._rebuild_notify()
+                return
+            except Exception as err:
+                self._start_polling(f"file events unavailable ({type(err).__name__}: {err})")
+                return
+        if not self._sources:
+            self._start_polling(self.polling)
+
+    def _start_polling(self, why: str) -> None:
+        new = [_PollSource(self.commondir, self._queue)]
+        first = self.polling is None
+        self.polling = why
+        old, self._sources = self._sources, new
+        self._dirs = ((self.commondir,), ())
+        for src in old:
+            src.stop()
+        if first:
+            self._pending.append(Change(WATCHER_POLLING, self.commondir, None, why))
+
+    def _source_failed(self, err: Exception) -> None:
+        """A notify source's thread died: restart the sources (the changes meanwhile are caught by the
+        refresh that follows); when that keeps happening, poll instead."""
+        now = time.monotonic()
+        self._source_failures = [t for t in self._source_failures if now - t < _RESTART_WINDOW_S]
+        self._source_failures.append(now)
+        what = f"{type(err).__name__}: {err}"
+        if self.polling is not None:
+            return
+        if len(self._source_failures) > _RESTARTS:
+            self._start_polling(f"file events failed again ({what})")
+            return
+        self._pending.append(Change(WATCHER_RESTARTED, self.commondir, None, what))
+        self._rebuild_sources()
+
+    def _rebuild_notify(self) -> None:
         for _ in range(3):
             nonrec, rec = watch_dirs(self.commondir)
             try:
@@ -368,6 +536,16 @@ class Watcher:
     # -- coordinator --
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as err:  # a bug must not leave a deaf watcher that looks alive
+            self.failure = err
+            self._set_state("stopped", f"{type(err).__name__}: {err}")
+            change = Change(ERROR, "", None, err)
+            with contextlib.suppress(BaseException):
+                self._deliver(Event(ERROR, (), self.snapshot, EMPTY, None, (change,), err), time.monotonic())
+
+    def _loop(self) -> None:
         if self._initial_error is not None:
             err, self._failed = self._initial_error, self._initial_error
             change = Change(ERROR, getattr(err, "file", None) or "", None, err)
@@ -383,17 +561,18 @@ class Watcher:
                 item = q.get(timeout=timeout)
             except queue.Empty:
                 self._retry += 1
-                self._process(set(), time.monotonic())
+                if not self._held:
+                    self._process(set(), time.monotonic())
                 continue
             if item is _STOP:
                 return
             self.busy = True
             first = last = self.activity = time.monotonic()
             raw: set = set()
-            rebuild = False
+            failed: list[Exception] = []
             while True:
                 if isinstance(item[1], Exception):
-                    rebuild = True
+                    failed.append(item[1])
                 else:
                     raw |= item[1]
                     last = item[0]
@@ -406,23 +585,68 @@ class Watcher:
                     break
                 if item is _STOP:
                     return
-            paths = {p for _, p in raw if relevant(self.commondir, p)}
-            if not paths and raw and not rebuild:
-                self.activity = time.monotonic()
-                self.busy = False
-                continue  # only irrelevant files (index, logs, objects...)
-            structural = rebuild or any(_is_structural(self.commondir, p) for p in paths)
-            if structural and self._dirs != tuple(map(tuple, watch_dirs(self.commondir))):
-                self._rebuild_sources()
+            commondir = self.commondir
+            paths = _relevant_paths(commondir, raw)
+            for err in failed[:1]:
+                self._source_failed(err)
             try:
-                self._process(paths, last)
+                if self._held:  # our own commit: its lock files and half-done states are not foreign changes
+                    self._deferred |= paths
+                    continue
+                if self._deferred:
+                    paths |= self._deferred
+                    self._deferred = set()
+                if not paths and raw and not failed and not self._pending:
+                    continue  # only irrelevant files (index, logs, objects...)
+                if len(raw) > _STORM:  # inotify's queue may have overflowed: one more look once quiet
+                    q.put((time.monotonic(), set()))
+                structural = bool(failed) or any(_is_structural(commondir, p) for p in paths)
+                if structural and self._dirs != tuple(map(tuple, watch_dirs(commondir))):
+                    self._rebuild_sources()
+                if paths and not failed and not self._pending and all(p.endswith(".lock") for p in paths):
+                    self._process_locks(paths, last)  # a lock file changes no ref: no refresh
+                else:
+                    self._process(paths, last)
             finally:
                 self.activity = time.monotonic()
                 self.busy = False
 
+    def _process_locks(self, paths: set[str], last_event: float) -> None:
+        """A batch that only created or removed lock files: storage-level locks come and go as changes;
+        loose-ref locks (``refs/**.lock``, up to one per ref of a huge transaction) are not tracked."""
+        store_locks = {p for p in paths if _is_store_lock(self.commondir, p)}
+        if not store_locks:
+            return
+        state = {"heads": {}, "locks": set(self._locks)}
+        for p in store_locks:
+            if os.path.lexists(p):
+                state["locks"].add(p)
+            else:
+                state["locks"].discard(p)
+        changes = [Change(LOCK_APPEARED, p) for p in sorted(state["locks"] - self._locks)]
+        changes += [Change(LOCK_GONE, p) for p in sorted(self._locks - state["locks"])]
+        self._locks = state["locks"]
+        if changes and not self._stopping.is_set():
+            snap = self.snapshot
+            self._deliver(
+                Event(changes[0].kind, tuple(sorted(paths)), snap, EMPTY, None, tuple(changes)), last_event
+            )
+
     def _process(self, paths: set[str], last_event: float) -> None:
-        prev = self.snapshot
+        try:
+            self._refresh(paths, last_event)
+        finally:
+            with self._swap:
+                if self.state == "refreshing":
+                    self._set_state("idle")
+
+    def _refresh(self, paths: set[str], last_event: float) -> None:
+        with self._swap:
+            prev = self.snapshot
         err: Exception | None = None
+        with self._swap:
+            if not self._held:
+                self._set_state("refreshing", "reading the store")
         with measure("watch refresh") as m:
             try:
                 if prev is None:  # never read successfully: no baseline to diff against
@@ -432,11 +656,18 @@ class Watcher:
                     # (the files store re-reads racily clean files itself: a rewrite keeping inode,
                     # size and mtime is never served stale, so no second look at the touched files)
                     new = self.store.refresh(prev)
+                    self.phase = "comparing with the previous state"
                     result = self._classify(prev, new, paths)
             except Exception as exc:  # a corrupt or half-written store must not kill the watcher
                 err = exc
         if self._stopping.is_set():
             return
+        with self._swap:
+            if self.snapshot is not prev:  # the consumer offered a newer snapshot meanwhile
+                if err is not None or is_older(new, self.snapshot):
+                    self._queue.put((time.monotonic(), {(2, p) for p in paths}))  # redo from it
+                    return
+                prev = self.snapshot
         if err is not None:
             first = self._failed is None or str(self._failed) != str(err)
             self._failed = err
@@ -447,11 +678,20 @@ class Watcher:
                 )
             return
         changes, d, state = result
+        with self._swap:  # (checked again: an offer may have come since)
+            stale = self.snapshot is not prev and is_older(new, self.snapshot)
+            if not stale:
+                self.snapshot = new
+        if stale:
+            self._queue.put((time.monotonic(), {(2, p) for p in paths}))
+            return
         if self._failed is not None:
             changes = [Change(RECOVERED), *changes]
             self._failed = None
+        if self._pending:
+            changes = [*self._pending, *changes]
+            self._pending = []
         self._retry = 0
-        self.snapshot = new
         self._commit_state(state)
         if not changes and not d:
             return
@@ -490,7 +730,7 @@ class Watcher:
         for gd in gitdirs:
             state["heads"][gd] = self._head_value(gd, snap)
         for p in paths:
-            if p.endswith(".lock"):
+            if p.endswith(".lock") and _is_store_lock(self.commondir, p):
                 if os.path.lexists(p):
                     state["locks"].add(p)
                 else:
@@ -564,6 +804,7 @@ class Watcher:
         new_stacks = _stacks(new)
         cands: set[bytes] = set()
         full = False
+        appended_only: list = []  # the new tables when the one stack only grew (the common case)
         for rdir in sorted(set(old_stacks) | set(new_stacks)):
             old_t = old_stacks.get(rdir, [])
             new_t = new_stacks.get(rdir, [])
@@ -582,6 +823,9 @@ class Watcher:
                 changes.append(Change(TABLES_APPENDED, list_path, None, plan.appended))
             for c in plan.compactions:
                 changes.append(Change(TABLES_COMPACTED, list_path, None, c))
+            if not plan.compactions and len(old_stacks) == len(new_stacks) == 1:
+                appended_only = new_t[len(old_t) :]
+                continue
             more = _diff.table_candidates(plan, old_t, new_t)
             if more is None:
                 full = True
@@ -589,9 +833,20 @@ class Watcher:
                 cands |= more
         if full:
             return _diff.full_diff(prev, new)
+        if appended_only and getattr(prev, "worktree_stack", True) is None:
+            size = sum(t.stat[2] for t in appended_only)
+            self.phase = f"comparing {len(appended_only)} new table(s), {size / 1048576:.1f} MiB"
+            return _diff.appended_diff(prev, appended_only)
+        if appended_only:
+            for t in appended_only:
+                for rb, _i in t.iter_ref_blocks():
+                    cands.update(rb.names)
         if not cands:
             return EMPTY
         return _diff.diff_names(prev, new, cands)
+
+    def _packed_progress(self, done: int, total: int) -> None:
+        self.phase = f"comparing packed-refs {100 * done // max(total, 1)}%"
 
     def _classify_files(self, prev, new, paths: set[str], changes: list[Change], state: dict) -> Diff:
         old_files = prev.files() if prev is not new else {}
@@ -628,16 +883,75 @@ class Watcher:
                 return _diff.full_diff(prev, new)
         elif old_p is not new_p:  # (a fresh snapshot maps the same file anew: then only bytes tell)
             span = new_p.span_from(old_p) if hasattr(new_p, "span_from") else None
-            more = _diff.packed_candidates(old_p.buf, new_p.buf, span)
-            if more or old_p.identity() != new_p.identity():
+            in_order = getattr(old_p, "in_name_order", False) and getattr(new_p, "in_name_order", False)
+            seek = new_p.seek if in_order else None
+            packed = _diff.packed_diff(old_p.buf, new_p.buf, span, prev.hexlen, seek, self._packed_progress)
+            if any(packed) or old_p.identity() != new_p.identity():
                 changes.append(Change(PACKED_REWRITTEN, pp))
-            cands |= more
+            if any(packed):
+                return _merge_packed(prev, new, packed, cands)
         if not cands:
             return EMPTY
         return _diff.diff_names(prev, new, cands)
 
 
+def _merge_packed(prev, new, packed: tuple[list, list, list], cands: set[bytes]) -> Diff:
+    """The packed-refs records' own differences are the refs' differences except where a loose file
+    shadows the name in either snapshot or git hides it (a bad name): those few are looked up."""
+    groups = list(packed)
+    shadowed = prev.loose.keys() | new.loose.keys()
+    odd: set[bytes] = set()
+    for group in groups:
+        group.sort()  # already in name order unless packed-refs is not sorted (then git sorts it too)
+        if shadowed:
+            odd.update(n for n in group if n in shadowed)
+        odd.update(_hidden_names(group))
+    if odd:
+        groups = [[n for n in g if n not in odd] for g in groups]
+        cands |= odd
+    examined = sum(map(len, groups))
+    if cands:
+        looked = _diff.diff_names(prev, new, cands)
+        examined += looked.examined
+        groups = [sorted([*g, *extra]) for g, extra in zip(groups, looked[:3], strict=True)]
+    return Diff(tuple(groups[0]), tuple(groups[1]), tuple(groups[2]), _diff.PACKED, examined)
+
+
+def _hidden_names(names: list[bytes], chunk: int = 1024) -> list[bytes]:
+    """The names git hides (failing check_refname), checked a chunk at a time at C speed; only a chunk
+    that may hold one is checked name by name."""
+    from .refname import is_valid_refname
+    from .stores.reftable import _block_names_suspect
+
+    out: list[bytes] = []
+    for k in range(0, len(names), chunk):
+        part = names[k : k + chunk]
+        if _block_names_suspect(part):
+            out.extend(n for n in part if not is_valid_refname(n))
+    return out
+
+
 # --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _relevant_paths(commondir: str, raw: set) -> set[str]:
+    """The paths of a raw batch that concern ref storage, without the per-ref lock files under the
+    common ``refs/`` (a files transaction of 700k refs creates and removes 700k of them: they change no
+    ref and are not tracked, so they are dropped by the cheapest test first)."""
+    ref_locks = commondir.rstrip("/") + "/refs/"
+    return {
+        p for _, p in raw if not (p.endswith(".lock") and p.startswith(ref_locks)) and relevant(commondir, p)
+    }
+
+
+def _is_store_lock(commondir: str, path: str) -> bool:
+    """A lock in a storage directory (``packed-refs.lock``, ``HEAD.lock``, ``reftable/*.lock``), not
+    one of the per-ref locks under ``refs/`` a files transaction takes (one per ref it touches)."""
+    rel = path[len(commondir.rstrip("/")) + 1 :]
+    parts = rel.split("/")
+    if parts[0] == "worktrees":
+        parts = parts[2:]
+    return bool(parts) and parts[0] != "refs"
 
 
 def _stacks(snap) -> dict[str, list]:

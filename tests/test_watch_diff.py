@@ -211,3 +211,44 @@ def test_full_and_candidate_diffs_match_git(repo, ref_format):
     names = {n for n in git_before.keys() | git_after.keys()}
     cand = D.diff_names(before, after, names)
     assert cand[:3] == want and cand.method == D.CANDIDATES
+
+
+@pytest.mark.parametrize("chunk", [64, 1 << 20])
+def test_packed_diff_equals_the_change_of_values_in_any_chunking(tmp_path, chunk, monkeypatch):
+    """``packed_diff`` (the watcher's diff of a rewritten packed-refs, chunk by chunk against the new
+    file's seek) gives exactly the names whose oid changed, appeared or went, in name order; a change of
+    the peeled line alone changes no ref."""
+    from refscope.backend.formats.packed import PackedRefs
+
+    monkeypatch.setattr(D, "PACKED_CHUNK", chunk)
+    rng = random.Random(chunk)
+    for trial in range(150):
+        a = {
+            b"refs/heads/%04d" % rng.randint(0, 900): (
+                _oid(rng.randint(0, 5)),
+                _oid(9) if rng.random() < 0.3 else None,
+            )
+            for _ in range(rng.randint(0, 300))
+        }
+        b = dict(a)
+        for _ in range(rng.choice([1, 5, 200])):
+            k = b"refs/heads/%04d" % rng.randint(0, 900)
+            r = rng.random()
+            if r < 0.5:
+                b.pop(k, None)
+            elif r < 0.8:
+                b[k] = (_oid(rng.randint(0, 5)), None)
+            else:
+                b[k] = (b[k][0] if k in b else _oid(1), _oid(rng.randint(7, 9)))
+        pa, pb = tmp_path / f"a{trial}", tmp_path / f"b{trial}"
+        pa.write_bytes(_render(a))
+        pb.write_bytes(_render(b))
+        old, new = PackedRefs.open(str(pa), "sha1"), PackedRefs.open(str(pb), "sha1")
+        got = D.packed_diff(old.buf, new.buf, None, 40, new.seek)
+        want = (
+            sorted(b.keys() - a.keys()),
+            sorted(a.keys() - b.keys()),
+            sorted(k for k in a.keys() & b.keys() if a[k][0] != b[k][0]),
+        )
+        assert tuple(got) == want, trial
+        assert tuple(D.packed_diff(old.buf, new.buf, None, 40, None)) == want  # whole middles at once

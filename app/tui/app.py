@@ -7,10 +7,13 @@ watcher runs in its own thread and only posts messages. Everything else lives in
 
 from __future__ import annotations
 
+import contextlib
+import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from refscope.backend.errors import RefscopeError
+from refscope.backend.stores.seq import is_older
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
@@ -88,6 +91,7 @@ class RefscopeApp(App[None]):
         self.op_recorded: Signal[Any] = Signal(self, "op_recorded")
         self.reports: list = []
         self._counted: tuple[Any, int] = (None, 0)
+        self._live_base = "off"  # what the watcher's events said ("live", "error"); ``live`` adds the rest
         self.set_reactive(RefscopeApp.engine, engine)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -131,7 +135,64 @@ class RefscopeApp(App[None]):
         except Exception as err:  # the app keeps running without live updates
             self.live = f"error: {err}"
             return
+        self._live_base = "live"
         self.live = "live"
+        self.set_interval(0.1, self._tick_live)
+
+    # -- the live state in the header ---------------------------------------------------------------------
+    def _tick_live(self) -> None:
+        label = self.live_label()
+        if label != self.live:
+            self.live = label
+
+    def live_label(self) -> str:
+        """What the header says about following the disk: "live" only when the screen shows the disk's
+        current state as far as the app knows; otherwise why not (the watcher refreshing, with its phase
+        and how long it has taken; a refresh or our own commit running; the list still indexing the new
+        snapshot; the watcher stopped or polling)."""
+        w = self.watcher
+        if w is None:
+            return self.live
+        if w.failure is not None or (w._thread is not None and not w._thread.is_alive()):
+            return f"error: watcher stopped ({w.phase or w.failure})"
+        if self._live_base != "live":
+            return self._live_base
+        now = time.monotonic()
+        if w.state == "held":
+            return f"behind: own commit running {now - w.state_since:.1f} s"
+        if w.state == "refreshing" and now - w.state_since >= 0.1:
+            return f"refreshing {now - w.state_since:.1f} s · {w.phase}"
+        for worker in self.workers:
+            if worker.group in ("refresh", "commit") and worker.is_running:
+                return "refreshing" if worker.group == "refresh" else "behind: commit running"
+        shown = self._shown_snapshot()
+        if shown is not None and shown is not self.snapshot:
+            return "behind: indexing the new state"
+        return "live (polling)" if w.polling else "live"
+
+    def _shown_snapshot(self):
+        from .screens.main import MainScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                with contextlib.suppress(Exception):
+                    return screen.ref_list.snapshot
+        return None
+
+    @contextlib.contextmanager
+    def own_transaction(self):
+        """Around this process's own commit: the watcher does not rescan the transaction's lock files and
+        half-done states as foreign changes; ``adopt(snapshot)`` hands it the snapshot read after the
+        commit, and one refresh from it on exit covers whatever else happened meanwhile."""
+        w = self.watcher
+        after: list = []
+        if w is not None:
+            w.hold()
+        try:
+            yield after.append
+        finally:
+            if w is not None:
+                w.release(after[-1] if after else None)
 
     def on_unmount(self) -> None:
         if self.watcher is not None:
@@ -159,7 +220,13 @@ class RefscopeApp(App[None]):
         del self.reports[:-200]
         self.op_recorded.publish(report)
 
-    def set_snapshot(self, snapshot, kind: str, diff=None, event=None) -> None:
+    def set_snapshot(self, snapshot, kind: str, diff=None, event=None) -> bool:
+        """Swap in ``snapshot`` unless it is older than the current one (a slow refresh finishing after a
+        quicker, later one): the screen never goes back in time. False when refused."""
+        if snapshot is not None and is_older(snapshot, self.snapshot):
+            return False
+        if self.watcher is not None and kind != "watch":
+            self.watcher.offer(snapshot)
         previous, self.snapshot = self.snapshot, snapshot
         self.store_error = None
         if snapshot is not None:
@@ -168,6 +235,7 @@ class RefscopeApp(App[None]):
             except RefscopeError as err:
                 self.store_error = str(err)
         self.snapshot_changed.publish(SnapshotUpdate(snapshot, previous, kind, diff, event))
+        return True
 
     def on_refscope_app_watch_event(self, message: WatchEvent) -> None:
         event = message.event
@@ -176,10 +244,12 @@ class RefscopeApp(App[None]):
             self.record_op(self.meter.adopt(event.report))
         if error:
             self.store_error = str(error)
+            self._live_base = "error"
             self.live = "error"
             self.snapshot_changed.publish(SnapshotUpdate(self.snapshot, self.snapshot, "error", None, event))
             return
-        self.live = "live"
+        self._live_base = "live"
+        self.live = self.live_label()
         snapshot = getattr(event, "snapshot", None)
         if snapshot is not None and snapshot is not self.snapshot:
             self.set_snapshot(snapshot, "watch", getattr(event, "diff", None), event)

@@ -34,6 +34,7 @@ from ..model import LOOSE, PACKED, SYMREF_MAXDEPTH, Location, LogEntry, Ref
 from ..refname import check_refname, is_safe_refname, is_valid_refname
 from ..refpattern import prefix_successor
 from ..repo import Repo
+from .seq import next_read_seq
 
 
 def _same_file(a: os.stat_result | None, b: os.stat_result | None) -> bool:
@@ -69,10 +70,13 @@ class FilesStore:
         self.hexlen = 40 if repo.hash_name == "sha1" else 64
 
     def snapshot(self) -> FilesSnapshot:
+        seq = next_read_seq()
         packed = PackedRefs.open(self.packed_path, self.repo.hash_name)
         loose = read_loose_refs(self.gitdir, self.commondir, self.hexlen)
         head = self._read_head()
-        return FilesSnapshot(self.repo, packed, loose, head)
+        snap = FilesSnapshot(self.repo, packed, loose, head)
+        snap.read_seq = seq
+        return snap
 
     def refresh(self, previous: FilesSnapshot) -> FilesSnapshot:
         """A snapshot of now, reusing the mapped packed-refs and every loose file whose (dev, inode,
@@ -82,6 +86,7 @@ class FilesStore:
         time renewed in place). ``previous`` itself when nothing changed."""
         if previous is None or getattr(previous, "format", None) != "files":
             return self.snapshot()
+        seq = next_read_seq()
         packed = previous.packed
         if not packed.still_valid(_stat_or_none(self.packed_path)):
             fresh = PackedRefs.open(self.packed_path, self.repo.hash_name)
@@ -100,7 +105,9 @@ class FilesStore:
             and all(previous.loose.get(k) is v for k, v in loose.items())
         ):
             return previous
-        return FilesSnapshot(self.repo, packed, loose, head)
+        snap = FilesSnapshot(self.repo, packed, loose, head)
+        snap.read_seq = seq
+        return snap
 
     def _read_head(self, prev_snap: FilesSnapshot | None = None) -> LooseRef | None:
         """HEAD's file; the previous snapshot's entry when the file surely did not change (as loose
@@ -144,6 +151,7 @@ class FilesSnapshot:
             if ref is not None:
                 self._loose_refs.append(ref)
         self._loose_vis_names = [r.name for r in self._loose_refs]
+        self.read_seq = 0  # set by the store (seq.next_read_seq) before anyone sees the snapshot
         self._merge: tuple[list[int], list[int], list[int]] | None = None  # see _merge_table
         self._len: int | None = None
 

@@ -32,6 +32,7 @@ from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..model import SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
+from .seq import next_read_seq
 
 _PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
@@ -215,6 +216,19 @@ class Stack:
             if rb.meta[j] & 7:
                 yield name, -neg, rb, j
 
+    def values_sorted(self, names: list[bytes], values: bool = True) -> list:
+        """The value key (``value_key``) of each of ``names`` (sorted, unique) in this stack's merged view,
+        None where absent (``values`` False: True where present, no value decoded): one forward walk per table over only the blocks that hold a candidate, so many
+        names cost a merge of the candidates with those blocks (a block is decoded once, not once per name)
+        and a few names cost about one seek each."""
+        out: list = [_UNSEEN] * len(names)
+        todo = list(range(len(names)))
+        for t in reversed(self.tables):
+            if not todo:
+                break
+            todo = _table_values(t, names, todo, out, values)
+        return [None if v is _UNSEEN else v for v in out]
+
     def log_records(self, name: bytes) -> list:
         """Effective log records of ``name`` newest first: per update index the newest table's record,
         deletion records hiding older ones (and themselves)."""
@@ -226,6 +240,77 @@ class Stack:
         out = [r for r in seen.values() if r.log_type != 0]
         out.sort(key=lambda r: -r.update_index)
         return out
+
+
+_UNSEEN = object()
+
+
+def value_key(rb, j: int) -> bytes | None:
+    """What makes a record's ref "the same" (``diff.ref_value``): its oid, or NUL + target for a symref;
+    None for a tombstone. The peeled oid is a cache of the object graph and does not count."""
+    m = rb.meta[j]
+    t = m & 7
+    if not t:
+        return None
+    data = rb.data
+    p = m >> 3
+    if data[p] < 0x80:
+        p += 1
+    else:
+        _d, p = get_varint(data, p, len(data))
+    if t == 3:
+        n, p = get_varint(data, p, len(data))
+        return b"\0" + bytes(data[p : p + n])
+    return bytes(data[p : p + rb.hash_size])
+
+
+def _table_values(t: Table, names: list[bytes], todo: list[int], out: list, values: bool = True) -> list[int]:
+    """Fill ``out[i]`` for the ``todo`` names (indexes into sorted ``names``) that table ``t`` holds a
+    record of (tombstones too: they hide older tables); return the indexes it does not hold."""
+    rest: list[int] = []
+    sub = [names[i] for i in todo]
+    n = len(sub)
+    k = 0
+    gen = None
+    dense = False  # did the last block hold several candidates? Then the next one likely holds some too
+    while k < n:
+        name = sub[k]
+        rb = None
+        if gen is not None and dense:  # the next block is the usual next stop of a dense walk: no seek
+            got = next(gen, None)
+            if got is not None and got[0].names and got[0].names[-1] >= name:
+                rb = got[0]
+        if rb is None:
+            gen = t.iter_ref_blocks(name)
+            while True:
+                got = next(gen, None)
+                if got is None or (got[0].names and got[0].names[-1] >= name):
+                    break
+            if got is None:
+                rest.extend(todo[k:])
+                break
+            rb = got[0]
+        bnames = rb.names
+        hi = bisect_right(sub, bnames[-1], k)
+        dense = hi - k > 1
+        meta = rb.meta
+        if hi - k > 8:
+            pos = {nm: j for j, nm in enumerate(bnames)}
+            for m in range(k, hi):
+                j = pos.get(sub[m])
+                if j is None:
+                    rest.append(todo[m])
+                else:
+                    out[todo[m]] = value_key(rb, j) if values else (True if meta[j] & 7 else None)
+        else:
+            for m in range(k, hi):
+                j = bisect_left(bnames, sub[m])
+                if j < len(bnames) and bnames[j] == sub[m]:
+                    out[todo[m]] = value_key(rb, j) if values else (True if meta[j] & 7 else None)
+                else:
+                    rest.append(todo[m])
+        k = hi
+    return rest
 
 
 _new = tuple.__new__  # builds NamedTuples without their Python-level __new__ (hot path)
@@ -432,6 +517,7 @@ class ReftableSnapshot:
         self._rows_iter = None
         self._rows_done = False
         self._rows_lock = _thread.allocate_lock()  # the row index grows lazily; views and watchers share them
+        self.read_seq = 0  # set by the store (seq.next_read_seq) before anyone sees the snapshot
         self.index_method: str | None = None  # how the complete row index was built: "spliced" or "walked"
 
     # --- routing -----------------------------------------------------------------------------------------
@@ -463,6 +549,20 @@ class ReftableSnapshot:
         if not rb.meta[j] & 7:
             return None
         return _ref_from(name, t, rb, j)
+
+    def values_sorted(self, names: list[bytes], values: bool = True) -> list:
+        """``Stack.values_sorted`` over this snapshot's view of ``names`` (sorted, unique, under refs/):
+        names a linked worktree's stack holds are looked up one by one (they are few)."""
+        wt = self.worktree_stack
+        out = self.stack.values_sorted(names, values)
+        if wt is None:
+            return out
+        for i, name in enumerate(names):
+            if is_current_worktree_ref(name):
+                got = wt.locate(name)
+                key = None if got is None else value_key(got[1], got[2])
+                out[i] = key if values or key is None else True
+        return out
 
     def head(self) -> Ref | None:
         return self.lookup(b"HEAD")
@@ -1097,13 +1197,17 @@ class ReftableStore:
         self.worktree_dir = os.path.join(self.gitdir, "reftable") if self.gitdir != self.commondir else None
 
     def snapshot(self) -> ReftableSnapshot:
+        seq = next_read_seq()
         common = Stack.load(self.common_dir, self.repo.hash_name)
         wt = Stack.load(self.worktree_dir, self.repo.hash_name) if self.worktree_dir else None
-        return ReftableSnapshot(self, common, wt)
+        snap = ReftableSnapshot(self, common, wt)
+        snap.read_seq = seq
+        return snap
 
     def refresh(self, previous: ReftableSnapshot) -> ReftableSnapshot:
         """A snapshot of now, reusing every table of ``previous`` whose file is unchanged; ``previous``
         itself when neither tables.list changed."""
+        seq = next_read_seq()
         names, lst = read_tables_list_stat(self.common_dir)
         same = previous.stack.unchanged(names, lst)
         if same and self.worktree_dir:
@@ -1117,7 +1221,9 @@ class ReftableStore:
             if self.worktree_dir
             else None
         )
-        return ReftableSnapshot(self, common, wt)
+        snap = ReftableSnapshot(self, common, wt)
+        snap.read_seq = seq
+        return snap
 
 
 def _keyed_records(ti: int, t: Table, start: bytes):

@@ -520,25 +520,27 @@ class MainScreen(Screen):
     @work(thread=True, exclusive=True, group="commit", exit_on_error=False, description="commit")
     def commit(self, entries, engine: str, snapshot) -> None:
         app = self.app
-        try:
-            from refscope.backend.txn import Transaction
+        with app.own_transaction() as adopt:  # the watcher does not rescan our own locks meanwhile
+            try:
+                from refscope.backend.txn import Transaction
 
-            txn = Transaction(app.store, engine=engine, no_deref=True, snapshot=snapshot)
-            for entry in entries:
-                txn.delete(entry.name, entry.old_oid)
-            result = txn.commit()
-        except RefscopeError as err:
-            app.call_from_thread(self._commit_refused, err)
-            return
-        except ImportError:
-            app.call_from_thread(
-                self._commit_refused, RefscopeError(None, "transactions are not available yet")
-            )
-            return
-        try:
-            snapshot = app.store.refresh(app.snapshot)
-        except RefscopeError:
-            snapshot = None
+                txn = Transaction(app.store, engine=engine, no_deref=True, snapshot=snapshot)
+                for entry in entries:
+                    txn.delete(entry.name, entry.old_oid)
+                result = txn.commit()
+            except RefscopeError as err:
+                app.call_from_thread(self._commit_refused, err)
+                return
+            except ImportError:
+                app.call_from_thread(
+                    self._commit_refused, RefscopeError(None, "transactions are not available yet")
+                )
+                return
+            try:
+                snapshot = app.store.refresh(app.snapshot)
+            except RefscopeError:
+                snapshot = None
+            adopt(snapshot)
         app.call_from_thread(self._committed, result, snapshot)
 
     def _commit_refused(self, err: Exception) -> None:

@@ -90,8 +90,10 @@ class Follower:
             self.screen.run_on_ui(self._apply, snapshot, paths)
 
     def _apply(self, snapshot: Any, paths: tuple) -> None:
-        if self._stop.is_set() or snapshot is self.snapshot:
-            return
+        from refscope.backend.stores.seq import is_older
+
+        if self._stop.is_set() or snapshot is self.snapshot or is_older(snapshot, self.snapshot):
+            return  # never back in time: a slow refresh may finish after a newer one
         self.snapshot = snapshot
         self.on_change(snapshot, paths)
 
@@ -124,13 +126,15 @@ class Follower:
     def _poll(self) -> None:
         """Lock files appear and vanish within milliseconds: look often (a directory listing is cheap).
         Without a watcher, also refresh the snapshot (``refresh`` returns the same object when unchanged)."""
+        from refscope.backend.stores.seq import is_older
+
         while not self._stop.wait(self.interval):
             try:
                 if self.on_locks is not None:
                     self._check_locks()
                 if self.refresh and self._watcher is None:
                     new = self.store.refresh(self._latest)
-                    if new is not self._latest:
+                    if new is not self._latest and not is_older(new, self._latest):
                         self._latest = new
                         self._deliver(new, ())
             except Exception:  # a torn read mid-rewrite: the next round sees the finished state

@@ -54,7 +54,9 @@ class StatusLine(Static):
         text.append(" · engine ")
         text.append(f" {engine} ", "bold reverse")
         text.append(" · ")
-        style = {"live": "bold green", "off": "dim", "error": "bold red"}.get(live.split()[0], "yellow")
+        style = {"live": "bold green", "off": "dim", "error": "bold red"}.get(
+            live.split()[0].rstrip(":"), "yellow"
+        )
         text.append(printable(("● " if live.startswith("live") else "○ ") + live), style)  # may quote a path
         if error:
             text.append(" · ")

@@ -270,9 +270,9 @@ class RefBlock:
 
 def _decode_fast(data, pos: int, end: int, restarts: tuple, hs: int):
     """The common shape of a ref block, decoded with as little work per record as Python allows: every
-    record a value type 1 or 2 with a one-byte prefix length, a one- or two-byte suffix/type varint and a
+    record a value type 1 or 2, or a tombstone (type 0: what a huge deletion writes), with a one-byte prefix length, a one- or two-byte suffix/type varint and a
     one- or two-byte update-index delta, the first record at the first restart point. Returns (names,
-    meta, peeled count, big-delta count), or None as soon as anything else is seen (another shape, or any
+    meta, peeled count, big-delta count, tombstone count), or None as soon as anything else is seen (another shape, or any
     inconsistency: corrupt input then goes through ``_decode_checked``, which names the fault).
 
     It accepts exactly what ``_decode_checked`` accepts for these shapes and yields the same lists. Records
@@ -288,6 +288,7 @@ def _decode_fast(data, pos: int, end: int, restarts: tuple, hs: int):
     hs1 = hs + 1
     peeled = 0
     big = 0
+    dead = 0
     try:
         for nr in restarts[1:] + (end,):
             last = b""
@@ -317,17 +318,21 @@ def _decode_fast(data, pos: int, end: int, restarts: tuple, hs: int):
                 else:
                     return None
                 if vt != 1:
-                    if vt != 2:
+                    if vt == 2:
+                        pos += hs
+                        peeled += 1
+                    elif vt == 0:
+                        pos -= hs  # no value
+                        dead += 1
+                    else:
                         return None
-                    pos += hs
-                    peeled += 1
             if pos != nr:
                 return None
     except IndexError:
         return None
     if not all(names):
         return None
-    return names, meta, peeled, big
+    return names, meta, peeled, big, dead
 
 
 def ref_block_pairs(blk: Block) -> list[bytes] | None:
@@ -386,14 +391,15 @@ def ref_block_pairs(blk: Block) -> list[bytes] | None:
 def decode_ref_block(blk: Block, min_update_index: int) -> RefBlock:
     """Decode every record key of a ref block (checks every length against the block).
 
-    The hot path of refscope: the common shape goes through ``_decode_fast``; anything else (tombstones,
-    symrefs, long varints, corruption) through the fully checked decoder."""
+    The hot path of refscope: the common shape goes through ``_decode_fast``; anything else (symrefs,
+    long varints, corruption) through the fully checked decoder."""
     got = _decode_fast(blk.data, blk.header_off + 4, blk.restart_off, blk.restarts, blk.hash_size)
     if got is None:
         return _decode_checked(blk, min_update_index)
-    names, meta, peeled, big = got
+    names, meta, peeled, big, dead = got
     rb = RefBlock(blk, names, meta, min_update_index)
-    rb.simple = not (peeled or big)
+    rb.tombstones = dead
+    rb.simple = not (peeled or big or dead)
     return rb
 
 
