@@ -69,4 +69,20 @@ def run(argv: list[str]) -> int:
         return 2
     app = build_app(args)
     app.run()
-    return 0
+    if app.crash is not None:
+        # Textual has restored the terminal by now: the one line goes where the shell shows it
+        print(crash_line(app.crash, app.repo.gitdir if app.repo is not None else None), file=sys.stderr)
+        return 1
+    return app.return_code or 0
+
+
+def crash_line(error: BaseException, where: str | None) -> str:
+    """``refscope: <file>: <what>`` for what ended the app: a typed error's own line; otherwise the file
+    the OS named (or the repository) and the error's type and message (its traceback is logged)."""
+    from refscope.backend.errors import RefscopeError
+
+    from .tui.workers import failure_line
+
+    if isinstance(error, RefscopeError):
+        return error.cli_line()
+    return "refscope: " + failure_line(error, where)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from refscope.backend.errors import RefscopeError
+from refscope.backend.errors import CorruptStore, RefscopeError
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
@@ -88,6 +88,7 @@ class RefscopeApp(App[None]):
         self.op_recorded: Signal[Any] = Signal(self, "op_recorded")
         self.reports: list = []
         self._counted: tuple[Any, int] = (None, 0)
+        self.crash: BaseException | None = None  # what ended the app, if anything did (see cmd_tui)
         self.set_reactive(RefscopeApp.engine, engine)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -101,11 +102,15 @@ class RefscopeApp(App[None]):
             self.start_watcher()
 
     def open_snapshot(self) -> None:
-        """Open the first snapshot (cheap by the store contract: rows decode lazily)."""
+        """Open the first snapshot (cheap by the store contract: rows decode lazily).
+
+        A damaged store is shown in place (the views are where one looks into it); a store that cannot be
+        read at all (a file refscope may not open, an unsupported format) leaves nothing to show: the error
+        ends the app, which exits with the CLI's one line."""
         try:
             with self.meter.measure("open") as m:
                 self.snapshot = self.store.snapshot()
-        except RefscopeError as err:
+        except CorruptStore as err:
             self.store_error = str(err)
             self.live = "error"
             return
@@ -132,6 +137,43 @@ class RefscopeApp(App[None]):
     def on_unmount(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual's last resort for an exception nothing handled: the app exits with status 1. Keep the
+        error for ``cmd_tui``, which prints it as the one line ``refscope: <file>: <what>`` once the
+        terminal is restored, and log its traceback instead of having Textual print it (kept with the
+        ``debug`` feature, ``TEXTUAL=debug``)."""
+        from textual.worker import WorkerFailed
+
+        from .workers import log
+
+        cause = error.error if isinstance(error, WorkerFailed) else error
+        if self.crash is None:
+            self.crash = cause
+            log.error("refscope crashed", exc_info=cause)
+        super()._handle_exception(error)
+        if "debug" not in self.features:
+            self._exit_renderables.clear()
+
+    # -- one commit at a time ----------------------------------------------------------------------------
+    @property
+    def commit_running(self) -> bool:
+        """A commit of the queue is running: the queue, the engine and other commits wait for its result."""
+        return self.queue.held
+
+    def begin_commit(self) -> None:
+        self.queue.held = True
+        self.screen.refresh_bindings()
+
+    def end_commit(self) -> None:
+        """The commit's result is in: the queue may change and be re-judged again (the caller rechecks)."""
+        self.queue.held = False
+        self.screen.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "switch_engine" and self.commit_running:
+            return None  # shown disabled: the running commit keeps its engine
+        return True
 
     # -- shared operations ------------------------------------------------------------------------------
     def ref_count(self) -> int | None:
@@ -182,6 +224,9 @@ class RefscopeApp(App[None]):
 
     # -- actions ----------------------------------------------------------------------------------------
     def action_switch_engine(self) -> None:
+        if self.commit_running:  # (the palette calls this directly, past check_action)
+            self.notify("a commit is running: the engine is switched once it ends", severity="warning")
+            return
         self.engine = "git" if self.engine == "native" else "native"
         self.notify(f"engine: {self.engine}", timeout=2)
 
