@@ -32,7 +32,7 @@ from ..widgets.ops import OpsPanel
 from ..widgets.queue import QueuePanel
 from ..widgets.reflist import RefList
 from ..widgets.status import StatusLine
-from ..workers import Failure, work
+from ..workers import Failure, failure_line, work
 from .dialogs import CommitPlan, Confirm, ConfirmCommit
 from .dialogs import Message as MessageDialog
 from .operations import BenchScreen, OperationScreen
@@ -592,10 +592,11 @@ class MainScreen(Screen):
         self.ref_list.refresh_rows()
         self.update_status()
 
-    def _commit_refused(self, line: str) -> None:
+    def _commit_refused(self, err: Exception) -> None:
+        """A refusal (a typed error before anything was written): its line, and the queue as it was."""
         self._commit_ended()
         body = Text()
-        body.append(line, "bold")
+        body.append(failure_line(err), "bold")
         body.append(f"\n\nNothing was changed. The queue is kept ({len(self.app.queue):,} entries).", "dim")
         self.app.push_screen(MessageDialog("commit refused", body, error=True))
 
@@ -666,7 +667,7 @@ class MainScreen(Screen):
         group = failure.group
         if group == "commit":
             if failure.expected:
-                self._commit_refused(failure.line)
+                self._commit_refused(failure.error)
             else:
                 self._commit_failed(failure)
         elif group == "prepare":
