@@ -25,8 +25,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build_app(args: argparse.Namespace, meter=None):
-    """The app for these arguments (also used by scripts/screenshots and tests)."""
+def build_app(args: argparse.Namespace, meter=None, first_open_fatal: bool = False):
+    """The app for these arguments (also used by scripts/screenshots and tests). ``first_open_fatal``:
+    a store that cannot be opened ends the app (``run``) instead of being shown in place."""
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
@@ -43,7 +44,13 @@ def build_app(args: argparse.Namespace, meter=None):
     store = open_store(repo)
     shown = repo.worktree or repo.gitdir
     return RefscopeApp(
-        store, repo=repo, repo_path=shown, meter=meter, engine=args.engine, watch=not args.no_watch
+        store,
+        repo=repo,
+        repo_path=shown,
+        meter=meter,
+        engine=args.engine,
+        watch=not args.no_watch,
+        first_open_fatal=first_open_fatal,
     )
 
 
@@ -67,7 +74,7 @@ def run(argv: list[str]) -> int:
     if not sys.stdout.isatty():
         print("refscope: the TUI needs a terminal (see `refscope list` for scripts)", file=sys.stderr)
         return 2
-    app = build_app(args)
+    app = build_app(args, first_open_fatal=True)
     app.run()
     if app.crash is not None:
         # Textual has restored the terminal by now: the one line goes where the shell shows it

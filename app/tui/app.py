@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from refscope.backend.errors import CorruptStore, RefscopeError
+from refscope.backend.errors import RefscopeError
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
@@ -73,8 +73,13 @@ class RefscopeApp(App[None]):
         engine: str = "native",
         watch: bool = True,
         repo=None,
+        first_open_fatal: bool = False,
     ) -> None:
         super().__init__()
+        # the `refscope` command: a store whose first snapshot cannot be opened ends the app with the CLI's
+        # one line (git and `refscope list` refuse it too; a screen with nothing on it helps nobody);
+        # embedders and tests keep the app up with the error in place
+        self.first_open_fatal = first_open_fatal
         self.store = store
         self.repo = repo if repo is not None else getattr(store, "repo", None)
         self.repo_path = repo_path
@@ -102,15 +107,14 @@ class RefscopeApp(App[None]):
             self.start_watcher()
 
     def open_snapshot(self) -> None:
-        """Open the first snapshot (cheap by the store contract: rows decode lazily).
-
-        A damaged store is shown in place (the views are where one looks into it); a store that cannot be
-        read at all (a file refscope may not open, an unsupported format) leaves nothing to show: the error
-        ends the app, which exits with the CLI's one line."""
+        """Open the first snapshot (cheap by the store contract: rows decode lazily). A typed error is shown
+        in place, or ends the app with ``first_open_fatal``; anything else ends it (``_handle_exception``)."""
         try:
             with self.meter.measure("open") as m:
                 self.snapshot = self.store.snapshot()
-        except CorruptStore as err:
+        except RefscopeError as err:
+            if self.first_open_fatal:
+                raise
             self.store_error = str(err)
             self.live = "error"
             return

@@ -133,6 +133,7 @@ class MainScreen(Screen):
         self.pattern = filtering.parse("")
         self.generation = 0
         self._flash_timer = None
+        self._refresh_error: str | None = None  # what the last refresh failed with, until one succeeds
 
     # -- layout -----------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -387,6 +388,10 @@ class MainScreen(Screen):
 
     def _refreshed(self, snapshot, report) -> None:
         self.app.record_op(report)
+        if self._refresh_error is not None and self.app.store_error == self._refresh_error:
+            self.app.store_error = None  # the store reads again (an unchanged one gives the same snapshot)
+            self.update_status()
+        self._refresh_error = None
         if snapshot is not self.app.snapshot:
             self.app.set_snapshot(snapshot, "refresh")
         else:
@@ -677,6 +682,7 @@ class MainScreen(Screen):
             verb = "refused" if failure.expected else "failed"
             self.app.push_screen(BenchScreen(Text(f"bench {verb}: {failure.line}", "bold red")))
         elif group == "refresh":
+            self._refresh_error = failure.line
             self._store_failed(failure.line)
         else:  # marking, the dialogs, the check of packed-refs: the status line and a notice
             self._store_failed(failure.line)
