@@ -605,12 +605,12 @@ class MainScreen(Screen):
         body.append(f"\n\nNothing was changed. The queue is kept ({len(self.app.queue):,} entries).", "dim")
         self.app.push_screen(MessageDialog("commit refused", body, error=True))
 
-    def _commit_failed(self, failure: Failure) -> None:
+    def _commit_failed(self, line: str) -> None:
         """A commit that raised something other than a refusal (a full disk, a bug): what happened, and
         the disk re-read, so that the list and the queue show what the commit did or did not do."""
         self._commit_ended()
         body = Text()
-        body.append(failure.line, "bold")
+        body.append(line, "bold")
         body.append(
             "\n\nThe commit did not finish. The list and the queue are re-read from the disk "
             f"({len(self.app.queue):,} entries queued).",
@@ -669,24 +669,28 @@ class MainScreen(Screen):
 
     # -- failures of the workers above (``..workers``): shown where the job shows its result -----------
     def show_failure(self, failure: Failure) -> None:
+        """An error that names no file of its own is about the repository (as a refusal of the whole
+        transaction is: ``Transaction._where``)."""
+        app = self.app
+        line = failure_line(failure.error, app.repo.gitdir if app.repo is not None else app.repo_path)
         group = failure.group
         if group == "commit":
             if failure.expected:
                 self._commit_refused(failure.error)
             else:
-                self._commit_failed(failure)
+                self._commit_failed(line)
         elif group == "prepare":
             snapshot, _pattern, generation, _keep = failure.args
-            self._prepare_failed(generation, snapshot, failure.line)
+            self._prepare_failed(generation, snapshot, line)
         elif group == "bench":  # scratch copies or git failing: the bench screen says so
             verb = "refused" if failure.expected else "failed"
-            self.app.push_screen(BenchScreen(Text(f"bench {verb}: {failure.line}", "bold red")))
+            app.push_screen(BenchScreen(Text(f"bench {verb}: {line}", "bold red")))
         elif group == "refresh":
-            self._refresh_error = failure.line
-            self._store_failed(failure.line)
+            self._refresh_error = line
+            self._store_failed(line)
         else:  # marking, the dialogs, the check of packed-refs: the status line and a notice
-            self._store_failed(failure.line)
-            self.notify(failure.line, title=f"{failure.what} failed", severity="error", markup=False)
+            self._store_failed(line)
+            self.notify(line, title=f"{failure.what} failed", severity="error", markup=False)
 
     def action_open_location(self) -> None:
         """enter on a ref: its packed-refs record, or the reftable table holding it (the storage views)."""
