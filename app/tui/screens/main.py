@@ -1,10 +1,13 @@
 """The main screen: the ref list with its filter, the queue, the operations panel, the status line.
 
 Disk work runs in thread workers (filter scans, refresh, commit, bench); they talk back by messages or
-``call_from_thread``, and whatever they raise comes back to ``show_failure`` (``..workers``), shown in place.
+``call_from_thread``, and whatever they raise comes back to ``show_failure`` (``..workers``), shown in
+place. The screen follows ``app.snapshot_changed``: new snapshots are swapped in whole, the cursor stays on
+the same name, and changed rows flash.
+
 One commit runs at a time: while it runs, what would change it (commit, bench, marking, the engine) is
-disabled, a progress bar follows its phases, and the queue waits for its result before judging staleness. The screen follows ``app.snapshot_changed``: new snapshots are swapped in whole, the
-cursor stays on the same name, and changed rows flash.
+disabled, a progress bar follows its phases, and the queue waits for its result before judging staleness
+(the snapshots seen meanwhile show the commit's own intermediate states).
 """
 
 from __future__ import annotations
@@ -565,7 +568,7 @@ class MainScreen(Screen):
             fresh = app.store.refresh(app.snapshot)
         except RefscopeError as err:  # committed all the same: the result says so, the status says this
             fresh = None
-            app.call_from_thread(self._store_failed, str(err))
+            app.call_from_thread(self._store_failed, failure_line(err))
         app.call_from_thread(self._committed, result, fresh)
 
     def on_main_screen_commit_progress(self, message: CommitProgress) -> None:
@@ -582,17 +585,19 @@ class MainScreen(Screen):
             Text(f"committing {n:,} deletion{'s' if n != 1 else ''} ({self.app.engine}): {phase}…")
         )
 
-    def _commit_ended(self) -> None:
+    def _commit_ended(self, snapshot=None) -> None:
         """The commit's result (or refusal, or failure) is in: release the queue and judge it against the
-        newest snapshot."""
+        newest snapshot (``snapshot``, read once the commit returned, when it is new)."""
         app = self.app
         app.end_commit()
         self.query_one("#commit-bar").display = False
-        if app.snapshot is not None:
+        if snapshot is not None and snapshot is not app.snapshot:
+            app.set_snapshot(snapshot, "commit")  # (which rechecks the queue)
+        elif app.snapshot is not None:
             try:
                 app.queue.recheck(app.snapshot)
             except RefscopeError as err:
-                app.store_error = str(err)
+                app.store_error = failure_line(err)
         self.query_one(QueuePanel).sync()
         self.ref_list.refresh_rows()
         self.update_status()
@@ -625,10 +630,7 @@ class MainScreen(Screen):
         app.record_op(report)
         if result.committed:
             app.queue.discard_many(result.deleted)
-        app.end_commit()
-        if snapshot is not None and snapshot is not app.snapshot:
-            app.set_snapshot(snapshot, "commit")
-        self._commit_ended()
+        self._commit_ended(snapshot)
         header = Text(
             f"{'committed' if result.committed else 'not committed'}: {len(result.deleted):,} ref(s) deleted "
             f"with the {result.engine} engine\n",
