@@ -90,8 +90,12 @@ def deliver(node: Any, failure: Failure) -> None:
     for target in (node, getattr(node, "screen", None), node.app):
         show = getattr(target, "show_failure", None)
         if show is not None:
-            show(failure)
-            return
+            try:
+                show(failure)
+                return
+            except Exception:  # a screen closed meanwhile has no place to show it: a notification
+                log.debug("%s could not show %s", target, failure.what, exc_info=True)
+                break
     node.app.notify(failure.line, title=f"{failure.what} failed", severity="error", markup=False)
 
 
