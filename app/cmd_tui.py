@@ -37,8 +37,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def build_app(args: argparse.Namespace, meter=None):
-    """The app for these arguments (also used by scripts/screenshots and tests)."""
+def build_app(args: argparse.Namespace, meter=None, first_open_fatal: bool = False):
+    """The app for these arguments (also used by scripts/screenshots and tests). ``first_open_fatal``:
+    a store that cannot be opened ends the app (``run``) instead of being shown in place."""
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
@@ -55,7 +56,13 @@ def build_app(args: argparse.Namespace, meter=None):
     store = open_store(repo)
     shown = repo.worktree or repo.gitdir
     return RefscopeApp(
-        store, repo=repo, repo_path=shown, meter=meter, engine=args.engine, watch=not args.no_watch
+        store,
+        repo=repo,
+        repo_path=shown,
+        meter=meter,
+        engine=args.engine,
+        watch=not args.no_watch,
+        first_open_fatal=first_open_fatal,
     )
 
 
@@ -93,6 +100,22 @@ def run(argv: list[str]) -> int:
 
 
 def _run_app(args: argparse.Namespace) -> int:
-    app = build_app(args)
+    app = build_app(args, first_open_fatal=True)
     app.run()
-    return 0
+    if app.crash is not None:
+        # Textual has restored the terminal by now: the one line goes where the shell shows it
+        print(crash_line(app.crash, app.repo.gitdir if app.repo is not None else None), file=sys.stderr)
+        return 1
+    return app.return_code or 0
+
+
+def crash_line(error: BaseException, where: str | None) -> str:
+    """``refscope: <file>: <what>`` for what ended the app: a typed error's own line; otherwise the file
+    the OS named (or the repository) and the error's type and message (its traceback is logged)."""
+    from refscope.backend.errors import RefscopeError
+
+    from .tui.workers import failure_line
+
+    if isinstance(error, RefscopeError):
+        return error.cli_line()
+    return "refscope: " + failure_line(error, where)

@@ -59,6 +59,7 @@ class Transaction:
         "_missing",
         "_done",
         "_known",
+        "_on_phase",
     )
 
     def __init__(
@@ -88,6 +89,7 @@ class Transaction:
         # engines.reftable.StackReads: records and reflog entries read from the snapshot's stack (by
         # delete_many, the read phase, the CLI's child), reused by the engine while its stack is unchanged
         self._known = None
+        self._on_phase = _no_phase
 
     # -- queueing -------------------------------------------------------------------------------------
     @property
@@ -217,8 +219,14 @@ class Transaction:
                 )
 
     # -- committing -----------------------------------------------------------------------------------
-    def commit(self) -> CommitResult:
-        """Commit every queued deletion atomically; raises TransactionRefused (nothing changed) on refusal."""
+    def commit(self, on_phase=None) -> CommitResult:
+        """Commit every queued deletion atomically; raises TransactionRefused (nothing changed) on refusal.
+
+        ``on_phase(name)`` is called as each phase starts ("check packed-refs", "read", "commit": the names
+        of the OpReports in ``phases``), so that a caller on another thread can show where a long commit is.
+        """
+        if on_phase is not None:
+            self._on_phase = on_phase
         if self._done:
             raise TransactionRefused(self._where(), "transaction already committed")
         store = self.store
@@ -241,6 +249,7 @@ class Transaction:
         if store.format == "reftable":
             self._refuse_nul_readings(snap)
         protect()  # the signal handlers, before the meter starts (lockfile.py, "Signals")
+        self._on_phase("commit")
         try:
             with measure("commit", children=children) as m:
                 extra: list[OpReport] = []
@@ -330,6 +339,7 @@ class Transaction:
         packed = getattr(snap, "packed", None)
         if packed is None:
             return
+        self._on_phase("check packed-refs")
         with measure("check packed-refs", children=packed.check_forks()) as m:
             try:
                 packed.validate()
@@ -362,6 +372,7 @@ class Transaction:
             return
         from .engines.reftable import read_ahead
 
+        self._on_phase("read")
         with measure("read") as m:
             try:
                 # the records, then the logs of their targets (without a symref each is its own target)
@@ -391,6 +402,10 @@ class Transaction:
 
 
 _OTHER_WORKTREES = (b"worktrees/", b"main-worktree/")  # names of another worktree's refs
+
+
+def _no_phase(name: str) -> None:
+    """``Transaction.commit``'s default ``on_phase``: nobody is watching."""
 
 
 def _one_stack(snap) -> bool:

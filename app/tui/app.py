@@ -76,8 +76,13 @@ class RefscopeApp(App[None]):
         engine: str = "native",
         watch: bool = True,
         repo=None,
+        first_open_fatal: bool = False,
     ) -> None:
         super().__init__()
+        # the `refscope` command: a store whose first snapshot cannot be opened ends the app with the CLI's
+        # one line (git and `refscope list` refuse it too; a screen with nothing on it helps nobody);
+        # embedders and tests keep the app up with the error in place
+        self.first_open_fatal = first_open_fatal
         self.store = store
         self.repo = repo if repo is not None else getattr(store, "repo", None)
         self.repo_path = repo_path
@@ -92,6 +97,7 @@ class RefscopeApp(App[None]):
         self.reports: list = []
         self._counted: tuple[Any, int] = (None, 0)
         self._live_base = "off"  # what the watcher's events said ("live", "error"); ``live`` adds the rest
+        self.crash: BaseException | None = None  # what ended the app, if anything did (see cmd_tui)
         self.set_reactive(RefscopeApp.engine, engine)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -109,11 +115,14 @@ class RefscopeApp(App[None]):
             self.start_watcher()
 
     def open_snapshot(self) -> None:
-        """Open the first snapshot (cheap by the store contract: rows decode lazily)."""
+        """Open the first snapshot (cheap by the store contract: rows decode lazily). A typed error is shown
+        in place, or ends the app with ``first_open_fatal``; anything else ends it (``_handle_exception``)."""
         try:
             with self.meter.measure("open") as m:
                 self.snapshot = self.store.snapshot()
         except RefscopeError as err:
+            if self.first_open_fatal:
+                raise
             self.store_error = str(err)
             self.live = "error"
             return
@@ -198,6 +207,43 @@ class RefscopeApp(App[None]):
         if self.watcher is not None:
             self.watcher.stop()
 
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual's last resort for an exception nothing handled: the app exits with status 1. Keep the
+        error for ``cmd_tui``, which prints it as the one line ``refscope: <file>: <what>`` once the
+        terminal is restored, and log its traceback instead of having Textual print it (kept with the
+        ``debug`` feature, ``TEXTUAL=debug``)."""
+        from textual.worker import WorkerFailed
+
+        from .workers import log
+
+        cause = error.error if isinstance(error, WorkerFailed) else error
+        if self.crash is None:
+            self.crash = cause
+            log.error("refscope crashed", exc_info=cause)
+        super()._handle_exception(error)
+        if "debug" not in self.features:
+            self._exit_renderables.clear()
+
+    # -- one commit at a time ----------------------------------------------------------------------------
+    @property
+    def commit_running(self) -> bool:
+        """A commit of the queue is running: the queue, the engine and other commits wait for its result."""
+        return self.queue.held
+
+    def begin_commit(self) -> None:
+        self.queue.held = True
+        self.screen.refresh_bindings()
+
+    def end_commit(self) -> None:
+        """The commit's result is in: the queue may change and be re-judged again (the caller rechecks)."""
+        self.queue.held = False
+        self.screen.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "switch_engine" and self.commit_running:
+            return None  # shown disabled: the running commit keeps its engine
+        return True
+
     # -- shared operations ------------------------------------------------------------------------------
     def ref_count(self) -> int | None:
         """Number of refs of the current snapshot once a worker has counted it (None until then).
@@ -256,6 +302,9 @@ class RefscopeApp(App[None]):
 
     # -- actions ----------------------------------------------------------------------------------------
     def action_switch_engine(self) -> None:
+        if self.commit_running:  # (the palette calls this directly, past check_action)
+            self.notify("a commit is running: the engine is switched once it ends", severity="warning")
+            return
         self.engine = "git" if self.engine == "native" else "native"
         self.notify(f"engine: {self.engine}", timeout=2)
 

@@ -1,8 +1,13 @@
 """The main screen: the ref list with its filter, the queue, the operations panel, the status line.
 
 Disk work runs in thread workers (filter scans, refresh, commit, bench); they talk back by messages or
-``call_from_thread``. The screen follows ``app.snapshot_changed``: new snapshots are swapped in whole, the
-cursor stays on the same name, and changed rows flash.
+``call_from_thread``, and whatever they raise comes back to ``show_failure`` (``..workers``), shown in
+place. The screen follows ``app.snapshot_changed``: new snapshots are swapped in whole, the cursor stays on
+the same name, and changed rows flash.
+
+One commit runs at a time: while it runs, what would change it (commit, bench, marking, the engine) is
+disabled, a progress bar follows its phases, and the queue waits for its result before judging staleness
+(the snapshots seen meanwhile show the commit's own intermediate states).
 """
 
 from __future__ import annotations
@@ -12,11 +17,11 @@ import time
 from dataclasses import dataclass
 from itertools import islice
 
-from refscope.backend.display import escape_name, printable
+from refscope.backend.display import escape_name
 from refscope.backend.errors import RefscopeError
 from refscope.backend.model import PACKED, TABLE
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -32,6 +37,7 @@ from ..widgets.ops import OpsPanel
 from ..widgets.queue import QueuePanel
 from ..widgets.reflist import RefList
 from ..widgets.status import StatusLine
+from ..workers import Failure, failure_line, work
 from .dialogs import CommitPlan, Confirm, ConfirmCommit
 from .dialogs import Message as MessageDialog
 from .operations import BenchScreen, OperationScreen
@@ -42,6 +48,12 @@ BENCH_RUNS = 3
 MAX_OVERRIDES = 10_000  # changed refs laid over the old rows at once (more: wait for the swap)
 PREVIEW_ROWS = 300  # rows streamed for the first screen while the snapshot is indexed
 PRECHECK_MIN = 1 << 20  # packed-refs from this size are checked while the commit dialog is open
+QUEUE_CHUNK = 10_000  # deletions handed to the transaction at a time (progress between chunks)
+# the commit's steps as the progress bar counts them: its phases before the lock are one step
+COMMIT_STEPS = {"queue": 0, "check packed-refs": 1, "read": 1, "commit": 2, "refresh": 3}
+COMMIT_TOTAL = 4
+# bindings that would change a running commit (its queue, its engine) or start another one
+COMMIT_LOCKED = frozenset({"commit", "bench", "toggle_mark", "mark_all", "unmark_all"})
 
 
 def make_view(app, name: str):
@@ -113,11 +125,22 @@ class MainScreen(Screen):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, MainScreen.FilterProgress)
 
+    @dataclass
+    class CommitProgress(Message):
+        """Posted by the commit worker as it enters a phase (``done`` steps of ``COMMIT_TOTAL``)."""
+
+        phase: str
+        done: float
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, MainScreen.CommitProgress)
+
     def __init__(self) -> None:
         super().__init__()
         self.pattern = filtering.parse("")
         self.generation = 0
         self._flash_timer = None
+        self._refresh_error: str | None = None  # what the last refresh failed with, until one succeeds
 
     # -- layout -----------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -129,6 +152,9 @@ class MainScreen(Screen):
             yield Label("", id="count")
         yield ListHeader(id="list-header")
         yield RefList(queue=self.app.queue, id="refs")
+        with Horizontal(id="commit-bar"):
+            yield Label("", id="commit-phase")
+            yield ProgressBar(total=COMMIT_TOTAL, show_eta=False, show_percentage=False, id="commit-progress")
         with Horizontal(id="panels"):
             yield QueuePanel(self.app.queue, id="queue")
             yield OpsPanel(id="ops")
@@ -143,6 +169,7 @@ class MainScreen(Screen):
         self.watch(app, "engine", lambda _: self.update_status())
         self.watch(app, "live", lambda _: self.update_status())
         self.query_one("#filter-progress").display = False
+        self.query_one("#commit-bar").display = app.commit_running
         self.query_one(QueuePanel).sync()
         self.query_one(OpsPanel).border_title = f"operations · {len(app.reports)}"
         self.query_one(RefList).focus()
@@ -205,7 +232,7 @@ class MainScreen(Screen):
         self.update_status()
 
     # -- preparing views: counting, prefix ranges and scans off the UI thread ----------------------------
-    @work(thread=True, exclusive=True, group="prepare", exit_on_error=False, description="index and filter")
+    @work(thread=True, exclusive=True, group="prepare", description="index and filter")
     def prepare(self, snapshot, pattern, generation: int, keep: bytes | None) -> None:
         """Count ``snapshot`` (building its row index) if needed, then compute ``pattern``'s view.
 
@@ -215,33 +242,29 @@ class MainScreen(Screen):
         app = self.app
         worker = get_current_worker()
         reports = []
-        try:
-            count = app.known_count(snapshot)
-            if count is None:
-                with app.meter.measure("index") as m:
-                    count = len(snapshot)
-                reports.append(m.report)
-            if worker.is_cancelled:
-                return
-            if pattern.kind == "all":
-                view = range(count)
-            else:
-                last = [0.0]
-
-                def progress(done: int, total: int) -> None:
-                    now = time.monotonic()
-                    if now - last[0] > 0.05:
-                        last[0] = now
-                        self.post_message(self.FilterProgress(generation, done, total))
-
-                if pattern.kind != "prefix":
-                    self.post_message(self.FilterProgress(generation, 0, 1))
-                with app.meter.measure("filter") as m:
-                    view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress)
-                reports.append(m.report)
-        except RefscopeError as err:
-            app.call_from_thread(self._prepare_failed, generation, snapshot, err)
+        count = app.known_count(snapshot)
+        if count is None:
+            with app.meter.measure("index") as m:
+                count = len(snapshot)
+            reports.append(m.report)
+        if worker.is_cancelled:
             return
+        if pattern.kind == "all":
+            view = range(count)
+        else:
+            last = [0.0]
+
+            def progress(done: int, total: int) -> None:
+                now = time.monotonic()
+                if now - last[0] > 0.05:
+                    last[0] = now
+                    self.post_message(self.FilterProgress(generation, done, total))
+
+            if pattern.kind != "prefix":
+                self.post_message(self.FilterProgress(generation, 0, 1))
+            with app.meter.measure("filter") as m:
+                view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress)
+            reports.append(m.report)
         if view is None or worker.is_cancelled:
             return
         app.call_from_thread(self._prepared, generation, snapshot, count, view, keep, reports)
@@ -258,8 +281,8 @@ class MainScreen(Screen):
             keep = self.ref_list.current_name() if self.ref_list.cursor else None
         self._show_view(snapshot, view, keep=keep)
 
-    def _prepare_failed(self, generation: int, snapshot, err: Exception) -> None:
-        self.app.store_error = str(err)
+    def _prepare_failed(self, generation: int, snapshot, line: str) -> None:
+        self.app.store_error = line
         if generation == self.generation and snapshot is self.app.snapshot:
             self.query_one("#filter-progress").display = False
             if self.ref_list.preview is None:
@@ -371,25 +394,23 @@ class MainScreen(Screen):
         if self.app.store is not None:
             self.refresh_store()
 
-    @work(thread=True, exclusive=True, group="refresh", exit_on_error=False, description="refresh")
+    @work(thread=True, exclusive=True, group="refresh", description="refresh")
     def refresh_store(self) -> None:
         app = self.app
-        try:
-            with app.meter.measure("refresh") as m:
-                snapshot = (
-                    app.store.refresh(app.snapshot) if app.snapshot is not None else app.store.snapshot()
-                )
-        except RefscopeError as err:
-            app.call_from_thread(self._store_failed, err)
-            return
+        with app.meter.measure("refresh") as m:
+            snapshot = app.store.refresh(app.snapshot) if app.snapshot is not None else app.store.snapshot()
         app.call_from_thread(self._refreshed, snapshot, m.report)
 
-    def _store_failed(self, err: Exception) -> None:
-        self.app.store_error = str(err)
+    def _store_failed(self, line: str) -> None:
+        self.app.store_error = line
         self.update_status()
 
     def _refreshed(self, snapshot, report) -> None:
         self.app.record_op(report)
+        if self._refresh_error is not None and self.app.store_error == self._refresh_error:
+            self.app.store_error = None  # the store reads again (an unchanged one gives the same snapshot)
+            self.update_status()
+        self._refresh_error = None
         if snapshot is not self.app.snapshot:
             self.app.set_snapshot(snapshot, "refresh")
         else:
@@ -398,7 +419,22 @@ class MainScreen(Screen):
             self.ref_list.refresh_rows()
 
     # -- marking ----------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While a commit runs, what would change it or start another is shown disabled (None)."""
+        if action in COMMIT_LOCKED and self.app.commit_running:
+            return None
+        return True
+
+    def _commit_locked(self) -> bool:
+        """True (with a notice) while a commit runs; for actions reached past ``check_action`` (palette)."""
+        if self.app.commit_running:
+            self.notify("a commit is running: wait for its result", severity="warning", timeout=3)
+            return True
+        return False
+
     def action_toggle_mark(self) -> None:
+        if self._commit_locked():
+            return
         ref = self.ref_list.current_ref()
         if ref is None:
             return
@@ -407,8 +443,10 @@ class MainScreen(Screen):
         self.query_one(QueuePanel).sync()
         self.ref_list.go_to(self.ref_list.cursor + 1, center=False)
 
-    @work(exclusive=True, group="mark")
+    @work(exclusive=True, group="mark", description="mark all shown")
     async def action_mark_all(self) -> None:
+        if self._commit_locked():
+            return
         if not self.is_ready():
             self.notify("still indexing: try again in a moment", severity="warning", timeout=2)
             return
@@ -422,13 +460,16 @@ class MainScreen(Screen):
                 return
         await self.mark_rows(snapshot, view).wait()
 
-    @work(thread=True, exclusive=True, group="mark-rows", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="mark-rows", description="mark rows")
     def mark_rows(self, snapshot, view) -> None:
         with self.app.meter.measure("mark") as m:
             refs = [snapshot.row(i) for i in view]
         self.app.call_from_thread(self._marked, refs, m.report)
 
     def _marked(self, refs, report) -> None:
+        if self.app.commit_running:  # a commit started while the rows were read: it keeps its queue
+            self.notify("a commit is running: nothing marked", severity="warning", timeout=3)
+            return
         added = self.app.queue.add_many(refs)
         self.app.record_op(report)
         self.ref_list.refresh_rows()
@@ -436,6 +477,8 @@ class MainScreen(Screen):
         self.notify(f"queued {added:,} ref(s); {len(self.app.queue):,} in the queue", timeout=3)
 
     def action_unmark_all(self) -> None:
+        if self._commit_locked():
+            return
         self.app.queue.discard_many(list(self.app.queue))
         self.ref_list.refresh_rows()
         self.query_one(QueuePanel).sync()
@@ -487,9 +530,11 @@ class MainScreen(Screen):
             tags=[e.name for e in entries if e.name.startswith(b"refs/tags/")],
         )
 
-    @work(exclusive=True, group="commit-dialog")
+    @work(exclusive=True, group="commit-dialog", description="commit dialog")
     async def action_commit(self) -> None:
         app = self.app
+        if self._commit_locked():
+            return
         if not app.queue:
             self.notify("the queue is empty: space marks a ref", severity="warning", timeout=3)
             return
@@ -501,10 +546,13 @@ class MainScreen(Screen):
             self.precheck(packed)
         if not await app.push_screen_wait(ConfirmCommit(self.commit_plan())):
             return
-        self.notify(f"committing {len(app.queue):,} deletion(s) with the {app.engine} engine…", timeout=2)
+        if self._commit_locked():  # (another dialog's commit started first)
+            return
+        app.begin_commit()
+        self._commit_progress("queue", 0)
         self.commit(list(app.queue.values()), app.engine, app.snapshot)
 
-    @work(thread=True, exclusive=True, group="precheck", exit_on_error=False, description="check packed-refs")
+    @work(thread=True, exclusive=True, group="precheck", description="check packed-refs")
     def precheck(self, packed) -> None:
         """Check the packed-refs a native commit rewrites while the user reads the confirmation: ~0.65 s for
         a million records here, which the commit then finds done (a file that changed meanwhile it checks
@@ -517,37 +565,83 @@ class MainScreen(Screen):
             return
         app.call_from_thread(app.record_op, m.report)
 
-    @work(thread=True, exclusive=True, group="commit", exit_on_error=False, description="commit")
+    @work(thread=True, exclusive=True, group="commit", description="commit")
     def commit(self, entries, engine: str, snapshot) -> None:
-        app = self.app
-        with app.own_transaction() as adopt:  # the watcher does not rescan our own locks meanwhile
-            try:
-                from refscope.backend.txn import Transaction
+        """The queue as one transaction. Started by ``action_commit`` with the queue held; whatever
+        happens, the result (or the refusal, or the failure) arrives on the UI thread, which ends the hold.
+        Meanwhile the watcher does not rescan the transaction's own locks (``own_transaction``)."""
+        from refscope.backend.txn import Transaction
 
-                txn = Transaction(app.store, engine=engine, no_deref=True, snapshot=snapshot)
-                for entry in entries:
-                    txn.delete(entry.name, entry.old_oid)
-                result = txn.commit()
-            except RefscopeError as err:
-                app.call_from_thread(self._commit_refused, err)
-                return
-            except ImportError:
-                app.call_from_thread(
-                    self._commit_refused, RefscopeError(None, "transactions are not available yet")
-                )
-                return
+        app = self.app
+        with app.own_transaction() as adopt:
+            txn = Transaction(app.store, engine=engine, no_deref=True, snapshot=snapshot)
+            n = len(entries)
+            for start in range(0, n, QUEUE_CHUNK):  # (200k names take seconds to check: show them going)
+                chunk = entries[start : start + QUEUE_CHUNK]
+                txn.delete_many([(entry.name, entry.old_oid) for entry in chunk])
+                self.post_message(self.CommitProgress("queue", (start + len(chunk)) / n))
+            result = txn.commit(on_phase=lambda phase: self.post_message(self.CommitProgress(phase, 0)))
+            self.post_message(self.CommitProgress("refresh", 0))
             try:
-                snapshot = app.store.refresh(app.snapshot)
-            except RefscopeError:
-                snapshot = None
-            adopt(snapshot)
-        app.call_from_thread(self._committed, result, snapshot)
+                fresh = app.store.refresh(app.snapshot)
+            except RefscopeError as err:  # committed all the same: the result says so, the status says this
+                fresh = None
+                app.call_from_thread(self._store_failed, failure_line(err))
+            adopt(fresh)
+        app.call_from_thread(self._committed, result, fresh)
+
+    def on_main_screen_commit_progress(self, message: CommitProgress) -> None:
+        if self.app.commit_running:
+            self._commit_progress(message.phase, message.done)
+
+    def _commit_progress(self, phase: str, done: float) -> None:
+        bar = self.query_one("#commit-bar")
+        bar.display = True
+        step = COMMIT_STEPS.get(phase, 0)
+        self.query_one("#commit-progress", ProgressBar).update(progress=step + done)
+        n = len(self.app.queue)
+        self.query_one("#commit-phase", Label).update(
+            Text(f"committing {n:,} deletion{'s' if n != 1 else ''} ({self.app.engine}): {phase}…")
+        )
+
+    def _commit_ended(self, snapshot=None) -> None:
+        """The commit's result (or refusal, or failure) is in: release the queue and judge it against the
+        newest snapshot (``snapshot``, read once the commit returned, when it is new)."""
+        app = self.app
+        app.end_commit()
+        self.query_one("#commit-bar").display = False
+        if snapshot is not None and snapshot is not app.snapshot:
+            app.set_snapshot(snapshot, "commit")  # (which rechecks the queue)
+        elif app.snapshot is not None:
+            try:
+                app.queue.recheck(app.snapshot)
+            except RefscopeError as err:
+                app.store_error = failure_line(err)
+        self.query_one(QueuePanel).sync()
+        self.ref_list.refresh_rows()
+        self.update_status()
 
     def _commit_refused(self, err: Exception) -> None:
+        """A refusal (a typed error before anything was written): its line, and the queue as it was."""
+        self._commit_ended()
         body = Text()
-        body.append(escape_name(str(err).encode("utf-8", "surrogateescape")), "bold")
+        body.append(failure_line(err), "bold")
         body.append(f"\n\nNothing was changed. The queue is kept ({len(self.app.queue):,} entries).", "dim")
         self.app.push_screen(MessageDialog("commit refused", body, error=True))
+
+    def _commit_failed(self, line: str) -> None:
+        """A commit that raised something other than a refusal (a full disk, a bug): what happened, and
+        the disk re-read, so that the list and the queue show what the commit did or did not do."""
+        self._commit_ended()
+        body = Text()
+        body.append(line, "bold")
+        body.append(
+            "\n\nThe commit did not finish. The list and the queue are re-read from the disk "
+            f"({len(self.app.queue):,} entries queued).",
+            "dim",
+        )
+        self.app.push_screen(MessageDialog("commit failed", body, error=True))
+        self.action_refresh()
 
     def _committed(self, result, snapshot) -> None:
         app = self.app
@@ -555,10 +649,7 @@ class MainScreen(Screen):
         app.record_op(report)
         if result.committed:
             app.queue.discard_many(result.deleted)
-        if snapshot is not None and snapshot is not app.snapshot:
-            app.set_snapshot(snapshot, "commit")
-        self.query_one(QueuePanel).sync()
-        self.ref_list.refresh_rows()
+        self._commit_ended(snapshot)
         header = Text(
             f"{'committed' if result.committed else 'not committed'}: {len(result.deleted):,} ref(s) deleted "
             f"with the {result.engine} engine\n",
@@ -573,6 +664,8 @@ class MainScreen(Screen):
 
     def action_bench(self) -> None:
         app = self.app
+        if self._commit_locked():
+            return
         if not app.queue:
             self.notify(
                 "the queue is empty: bench runs the queued transaction", severity="warning", timeout=3
@@ -584,21 +677,41 @@ class MainScreen(Screen):
         self.notify("bench: running both engines on scratch copies…", timeout=3)
         self.bench([(e.name, e.old_oid) for e in app.queue.values() if e.seen.target is None])
 
-    @work(thread=True, exclusive=True, group="bench", exit_on_error=False, description="bench")
+    @work(thread=True, exclusive=True, group="bench", description="bench")
     def bench(self, deletions: list[tuple[bytes, bytes | None]]) -> None:
         """``refscope bench`` for the queue: never touches the repository (scratch copies only)."""
-        app = self.app
-        try:
-            from refscope.backend import bench
-            from refscope.backend.engines.git import git_binary
+        from refscope.backend import bench
+        from refscope.backend.engines.git import git_binary
 
-            result = bench.run_bench(app.repo, deletions, [git_binary()], runs=BENCH_RUNS, count_refs=False)
-            body = Text(bench.format_table(result), no_wrap=True)
-        except RefscopeError as err:
-            body = Text(printable(f"bench refused: {err}"), "bold red")
-        except Exception as err:  # scratch copy or git failure: shown, never a crash
-            body = Text(printable(f"bench failed: {type(err).__name__}: {err}"), "bold red")
+        app = self.app
+        result = bench.run_bench(app.repo, deletions, [git_binary()], runs=BENCH_RUNS, count_refs=False)
+        body = Text(bench.format_table(result), no_wrap=True)
         app.call_from_thread(app.push_screen, BenchScreen(body))
+
+    # -- failures of the workers above (``..workers``): shown where the job shows its result -----------
+    def show_failure(self, failure: Failure) -> None:
+        """An error that names no file of its own is about the repository (as a refusal of the whole
+        transaction is: ``Transaction._where``)."""
+        app = self.app
+        line = failure_line(failure.error, app.repo.gitdir if app.repo is not None else app.repo_path)
+        group = failure.group
+        if group == "commit":
+            if failure.expected:
+                self._commit_refused(failure.error)
+            else:
+                self._commit_failed(line)
+        elif group == "prepare":
+            snapshot, _pattern, generation, _keep = failure.args
+            self._prepare_failed(generation, snapshot, line)
+        elif group == "bench":  # scratch copies or git failing: the bench screen says so
+            verb = "refused" if failure.expected else "failed"
+            app.push_screen(BenchScreen(Text(f"bench {verb}: {line}", "bold red")))
+        elif group == "refresh":
+            self._refresh_error = line
+            self._store_failed(line)
+        else:  # marking, the dialogs, the check of packed-refs: the status line and a notice
+            self._store_failed(line)
+            self.notify(line, title=f"{failure.what} failed", severity="error", markup=False)
 
     def action_open_location(self) -> None:
         """enter on a ref: its packed-refs record, or the reftable table holding it (the storage views)."""

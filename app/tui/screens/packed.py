@@ -20,7 +20,6 @@ from typing import Any
 
 from refscope.backend.display import escape_name, join, line
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -31,6 +30,7 @@ from ..views.base import ViewScreen, short_path
 from ..views.fmt import count, field, size
 from ..views.packed_model import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
 from ..views.rows import ListSource, RowsView
+from ..workers import work
 
 
 class PackedScreen(ViewScreen):
@@ -95,11 +95,15 @@ class PackedScreen(ViewScreen):
 
     def action_reload(self) -> None:
         if self.store is not None:
-            self.apply_snapshot(self.store.refresh(self.snapshot))
+            self.reload()
 
-    @work(
-        thread=True, exclusive=True, group="packed-load", exit_on_error=False, description="index packed-refs"
-    )
+    @work(thread=True, exclusive=True, group="packed-reload", description="reload")
+    def reload(self) -> None:
+        """``r``: re-read the store off the UI thread (a failure shows in the status line)."""
+        fresh = self.store.refresh(self.snapshot)
+        self.app.call_from_thread(self.apply_snapshot, fresh)
+
+    @work(thread=True, exclusive=True, group="packed-load", description="index packed-refs")
     def load(self, snapshot: Any, first: bool) -> None:
         worker = get_current_worker()
         self._load_seq += 1

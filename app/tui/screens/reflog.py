@@ -13,12 +13,12 @@ from typing import Any
 
 from refscope.backend.display import line
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 
 from ..views.base import ViewScreen
 from ..views.fmt import bytes_text, field, git_date, hexstr, name_text
 from ..views.rows import ListSource, RowsView
+from ..workers import work
 
 OID_W = 12
 
@@ -63,7 +63,7 @@ class ReflogScreen(ViewScreen):
         self.query_one("#reflog-rows", RowsView).focus()
         self.load()
 
-    @work(thread=True, exclusive=True, group="reflog", exit_on_error=False, description="read reflog")
+    @work(thread=True, exclusive=True, group="reflog", description="read reflog")
     def load(self) -> None:
         entries = list(self.snapshot.reflog(self.ref_name))
         self.app.call_from_thread(self._show, entries)

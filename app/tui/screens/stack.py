@@ -23,9 +23,8 @@ import contextlib
 import time
 from typing import Any
 
-from refscope.backend.display import path_text, printable
+from refscope.backend.display import path_text
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -38,6 +37,7 @@ from ..views.fmt import count, size
 from ..views.report import report_text
 from ..views.rows import ListSource, RowsView
 from ..views.stack_model import TableSummary, forecast, full_summary, quick_summary
+from ..workers import work
 
 
 def storage_screen(
@@ -179,15 +179,20 @@ class StackScreen(ViewScreen):
         if self._follower is not None:
             self._follower.stop()
 
+    def show_failure(self, failure: Any) -> None:
+        """A compaction that did not happen also says so in a notice (the stack is as it was)."""
+        super().show_failure(failure)
+        if failure.group == "stack-compact":
+            verb = "refused" if failure.expected else "failed"
+            self.notify(f"compaction {verb}: {failure.line}", severity="error", markup=False)
+
     # ---- data -----------------------------------------------------------------------------------------
     def action_count_all(self) -> None:
         """Count the log records of big tables too (inflates and decodes every log block)."""
         self.set_status("counting every log record…")
         self.load_summaries(self.snapshot, None, deep=True)
 
-    @work(
-        thread=True, exclusive=True, group="stack-load", exit_on_error=False, description="summarize tables"
-    )
+    @work(thread=True, exclusive=True, group="stack-load", description="summarize tables")
     def load_summaries(self, snapshot: Any, previous: Any, deep: bool | None = None) -> None:
         with self.measure("stack view") as m:
             summaries = [full_summary(t, deep) for t in snapshot.tables]
@@ -229,7 +234,13 @@ class StackScreen(ViewScreen):
         self.load_summaries(snapshot, previous)
 
     def action_reload(self) -> None:
-        self.apply_snapshot(self.store.refresh(self.snapshot))
+        self.reload()
+
+    @work(thread=True, exclusive=True, group="stack-reload", description="reload")
+    def reload(self) -> None:
+        """``r``: re-read the store off the UI thread (a failure shows in the status line)."""
+        fresh = self.store.refresh(self.snapshot)
+        self.app.call_from_thread(self.apply_snapshot, fresh)
 
     # ---- rendering ------------------------------------------------------------------------------------
     def _render_all(self) -> None:
@@ -365,7 +376,7 @@ class StackScreen(ViewScreen):
 
             self.app.push_screen(TableScreen(tables[row]))
 
-    @work(exclusive=True, group="stack-confirm")
+    @work(exclusive=True, group="stack-confirm", description="compact dialog")
     async def action_compact(self) -> None:
         """Ask first (a typed yes/no dialog), then compact with the native engine in a thread worker."""
         tables = self.tables
@@ -389,17 +400,12 @@ class StackScreen(ViewScreen):
         if await self.app.push_screen_wait(Confirm("Compact the reftable stack", question, yes="Compact")):
             self.run_compaction(segment)
 
-    @work(thread=True, exclusive=True, group="stack-compact", exit_on_error=False, description="compact")
+    @work(thread=True, exclusive=True, group="stack-compact", description="compact")
     def run_compaction(self, segment: tuple[int, int]) -> None:
         from refscope.backend.engines.compaction import compact
 
         before = [(t.name, t.size) for t in self.snapshot.tables]
-        try:
-            report = compact(self.store, segment)
-        except Exception as err:  # typed backend errors (LockBusy...) are shown, not raised
-            shown = Text(printable(f"compaction refused: {err}"))  # quotes paths: escaped, never markup
-            self.app.call_from_thread(self.notify, shown, severity="error")
-            return
+        report = compact(self.store, segment)  # a refusal (LockBusy...) shows through show_failure
         fresh = self.store.refresh(self.snapshot)
         after = [(t.name, t.size) for t in fresh.tables]
         self.app.call_from_thread(self._compacted, segment, report, before, after, fresh)

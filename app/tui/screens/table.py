@@ -14,7 +14,6 @@ import os
 from typing import Any
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -25,6 +24,7 @@ from ..views.base import ViewScreen, short_path
 from ..views.fmt import count, size
 from ..views.rows import RowsView
 from ..views.table_model import BlockSource, RecordSource, decode_block
+from ..workers import work
 
 BLOCK_SETTLE_S = 0.03
 HEADER_SIZE = {1: 24, 2: 28}
@@ -124,7 +124,7 @@ class TableScreen(ViewScreen):
         self.set_status("reading block headers…")
         self.load_blocks()
 
-    @work(thread=True, exclusive=True, group="table-blocks", exit_on_error=False, description="list blocks")
+    @work(thread=True, exclusive=True, group="table-blocks", description="list blocks")
     def load_blocks(self) -> None:
         worker = get_current_worker()
         blocks: list[tuple[str, Any]] = []

@@ -94,6 +94,13 @@ class ViewScreen(Screen):
     def set_status(self, text: str | Text) -> None:
         self.query_one("#view-status", Static).update(text if isinstance(text, Text) else Text(text))
 
+    def show_failure(self, failure: Any) -> None:
+        """A job of this view raised (``..workers``): the status line says what, in place of the progress
+        it showed ("indexing records…"); the view keeps what it had and keeps answering keys."""
+        from ..workers import failure_line
+
+        self.set_status(Text(f"{failure.what} failed: {failure_line(failure.error)}", style="bold red"))
+
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
             self.dismiss(None)

@@ -125,9 +125,15 @@ class Follower:
 
     def _poll(self) -> None:
         """Lock files appear and vanish within milliseconds: look often (a directory listing is cheap).
-        Without a watcher, also refresh the snapshot (``refresh`` returns the same object when unchanged)."""
+        Without a watcher, also refresh the snapshot (``refresh`` returns the same object when unchanged).
+        A failure once may be a table compacted away between two reads (the next round reads the new
+        stack); the same failure twice in a row is shown on the screen (``..workers``), once."""
         from refscope.backend.stores.seq import is_older
 
+        from ..workers import Failure, failure_line, report
+
+        last: str | None = None
+        shown = False
         while not self._stop.wait(self.interval):
             try:
                 if self.on_locks is not None:
@@ -137,5 +143,11 @@ class Follower:
                     if new is not self._latest and not is_older(new, self._latest):
                         self._latest = new
                         self._deliver(new, ())
-            except Exception:  # a torn read mid-rewrite: the next round sees the finished state
+            except Exception as error:
+                line = failure_line(error)
+                if line == last and not shown and not self._stop.is_set():
+                    shown = True
+                    report(self.screen, Failure("follow", "follow the store", error))
+                last = line
                 continue
+            last, shown = None, False

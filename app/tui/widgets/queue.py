@@ -3,6 +3,9 @@
 The queue is a dict (name -> Entry), so ``name in queue`` is the mark test the ref list uses on every row.
 It survives filtering and refreshes: it is keyed by name, not by row. When a new snapshot arrives,
 ``recheck`` flags entries whose ref changed or vanished since it was queued (stale), before any commit.
+While a commit runs the queue is ``held``: the snapshots seen meanwhile show the commit's own intermediate
+states (a ref already gone from packed-refs, its loose file not yet), so staleness is judged again only
+against the snapshot taken once the commit's result is in.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class Queue(dict):
         super().__init__()
         self.version = 0
         self._names: list[bytes] | None = None
+        self.held = False  # a commit of these entries is running: neither edited nor re-judged
 
     def _touch(self) -> None:
         self.version += 1
@@ -85,7 +89,10 @@ class Queue(dict):
         return sum(1 for e in self.values() if e.stale)
 
     def recheck(self, snapshot) -> list[bytes]:
-        """Flag entries whose ref no longer has the value it was seen at. Returns the names that turned stale."""
+        """Flag entries whose ref no longer has the value it was seen at. Returns the names that turned stale.
+        Nothing while ``held``: the commit's result is what tells the truth about its entries."""
+        if self.held:
+            return []
         turned = []
         for name, entry in list(self.items()):
             now = snapshot.lookup(name)
@@ -143,6 +150,12 @@ class QueuePanel(ScrollView, can_focus=True):
             self.cursor = max(0, n - 1)
         self.border_title = f"queue · {n:,}" + (f" · {self.queue.stale_count():,} stale" if n else "")
         self.refresh()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Removing an entry while a commit of the queue runs: shown disabled (the footer dims it)."""
+        if action == "remove" and self.queue.held:
+            return None
+        return True
 
     def watch_cursor(self, old: int, new: int) -> None:
         self._cache.clear()
