@@ -410,10 +410,12 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str, escap
             reaped = True
             if status != 0:
                 raise BrokenPipeError("the listing's second half could not be written")
+            from binascii import unhexlify
+
             tables = _tables_of(snap)
             for line in b"".join(found).splitlines():
                 i, name, off = line.split(b" ")
-                tables[int(i)].nul_names.setdefault(bytes.fromhex(name.decode()), int(off))
+                tables[int(i)].nul_names.setdefault(unhexlify(name), int(off))
         else:
             _pid, _status = os.waitpid(pid, 0)
             reaped = True
