@@ -92,6 +92,7 @@ class RefscopeApp(App[None]):
         self.watch_enabled = watch and store is not None
         self.watcher = None
         self.store_error: str | None = None
+        self._watch_error: str | None = None  # the store_error a watcher event set, until one reads again
         self.snapshot_changed: Signal[SnapshotUpdate] = Signal(self, "snapshot_changed")
         self.op_recorded: Signal[Any] = Signal(self, "op_recorded")
         self.reports: list = []
@@ -289,7 +290,7 @@ class RefscopeApp(App[None]):
         if getattr(event, "report", None) is not None:
             self.record_op(self.meter.adopt(event.report))
         if error:
-            self.store_error = str(error)
+            self.store_error = self._watch_error = str(error)
             self._live_base = "error"
             self.live = "error"
             self.snapshot_changed.publish(SnapshotUpdate(self.snapshot, self.snapshot, "error", None, event))
@@ -299,6 +300,11 @@ class RefscopeApp(App[None]):
         snapshot = getattr(event, "snapshot", None)
         if snapshot is not None and snapshot is not self.snapshot:
             self.set_snapshot(snapshot, "watch", getattr(event, "diff", None), event)
+        elif self._watch_error is not None and self.store_error == self._watch_error:
+            # the store reads again, unchanged (the same snapshot): the watcher's error no longer holds
+            self.store_error = None
+            self.snapshot_changed.publish(SnapshotUpdate(self.snapshot, self.snapshot, "watch", None, event))
+        self._watch_error = None
 
     # -- actions ----------------------------------------------------------------------------------------
     def action_switch_engine(self) -> None:
