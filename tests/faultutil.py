@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,19 @@ def fingerprint(gitdir: Path) -> dict[str, tuple]:
                 body = None
             out[os.path.relpath(p, gitdir)] = (st.st_mode, body)
     return out
+
+
+@contextmanager
+def small_tmpfs(mnt: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (e.g. "24m") mounted at ``mnt`` for the test (root may mount one here),
+    unmounted afterwards; the test is skipped where mounting is refused."""
+    mnt.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)

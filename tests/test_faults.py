@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import faultutil
 from tests.faultutil import FAULTS, WHY, fingerprint, make_fault, unprivileged
 from tests.gitutil import git, git_binary, git_env, init_repo
 
@@ -135,15 +136,8 @@ def test_unreadable_file_is_one_line(
 @pytest.fixture
 def small_tmpfs(tmp_path: Path):
     """A 24 MiB tmpfs mounted for the test (root only), unmounted afterwards."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.decode().strip()}")
-    try:
+    with faultutil.small_tmpfs(tmp_path / "mnt", "24m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=True)
 
 
 def _fill(mnt: Path) -> None:

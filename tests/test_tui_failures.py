@@ -181,14 +181,11 @@ async def test_packed_view_reload_failure_shown_in_its_status(tmp_path: Path) ->
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    """A 6 MiB tmpfs of our own (root may mount one here), unmounted afterwards."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    """A 6 MiB tmpfs of our own, unmounted afterwards."""
+    from tests.faultutil import small_tmpfs
+
+    with small_tmpfs(tmp_path / "disk", "6m") as mount:
+        yield mount
 
 
 def fill(disk: Path) -> None:
