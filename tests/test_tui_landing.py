@@ -129,6 +129,23 @@ async def test_enter_lands_on_the_reftable_block_and_record(repos: dict[str, Pat
         assert screen.records[records.cursor].key == b"refs/heads/topic/1501"
 
 
+async def test_table_opened_by_name_finds_the_block(repos: dict[str, Path]) -> None:
+    """Without the Location's offset (a table opened by name) the block is found by the table's index."""
+    store = open_store(repos["reftable"])
+    snapshot = store.snapshot()
+    ref = snapshot.lookup(b"refs/heads/topic/0777")
+    table = next(t for t in snapshot.tables if t.name == ref.location.file)
+    app = Host(lambda: TableScreen(table, ref.name))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: screen._shown_block >= 0)
+        await until(pilot, lambda: not any(w.is_running for w in app.workers))
+        await pilot.pause()
+        assert screen.blocks[screen.blocks_view.cursor][1].offset == ref.location.offset
+        records = screen.records_view
+        assert screen.records[records.cursor].key == ref.name and visible(records, records.cursor)
+
+
 @pytest.mark.parametrize("ref_format", ["files", "reftable"])
 async def test_palette_jump_keeps_a_filter_that_shows_the_ref(
     repos: dict[str, Path], ref_format: str

@@ -132,9 +132,9 @@ class TableScreen(ViewScreen):
     def load_blocks(self) -> None:
         worker = get_current_worker()
         focus = self.focus_offset
-        if focus is None and self.focus_name is not None:
+        if focus is None and self.focus_name is not None:  # (a lookup through the index: no scan)
             found = self.table.locate_ref(self.focus_name)
-            focus = found[0].offset if found is not None else None
+            focus = self.focus_offset = found[0].offset if found is not None else None
         blocks: list[tuple[str, Any]] = []
         shown = False
         for item in self.table.iter_blocks():
@@ -159,19 +159,12 @@ class TableScreen(ViewScreen):
             self.show_block(self._focus_block(blocks))
 
     def _focus_block(self, blocks: list[tuple[str, Any]]) -> int:
-        """The ref block holding ``focus_name`` (or at ``focus_offset``), else the first block."""
-        if self.focus_offset is None and self.focus_name is None:
-            return 0
-        for i, (_section, blk) in enumerate(blocks):
-            if blk.offset == self.focus_offset or (
-                self.focus_offset is None and chr(blk.type) == "r" and self._block_holds(blk)
-            ):
-                return i
+        """The block at ``focus_offset`` (the ref's block), else the first block."""
+        if self.focus_offset is not None:
+            for i, (_section, blk) in enumerate(blocks):
+                if blk.offset == self.focus_offset:
+                    return i
         return 0
-
-    def _block_holds(self, blk: Any) -> bool:
-        rb = self.table.ref_block(blk.offset)
-        return self.focus_name in rb.names
 
     def on_rows_view_cursor_moved(self, message: RowsView.CursorMoved) -> None:
         """Decode the block under the cursor once the cursor rests (30 ms): holding pagedown over a
