@@ -366,8 +366,13 @@ class RowsView(ScrollView, can_focus=True):
         self.post_message(self.Searched(self, search, row, wrapped))
 
     def _report(self, search: RowSearch) -> None:
-        if search is self.search:
-            self.post_message(self.Searched(self, search, self.cursor if search.landed is not None else None))
+        """The scan is over: the status gets the final count, if the cursor is still on a match."""
+        if search is not self.search:
+            return
+        matches, cursor = search.matches, self.cursor
+        k = bisect_left(matches, cursor)
+        if k < len(matches) and matches[k] == cursor:
+            self.post_message(self.Searched(self, search, cursor))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """n/N are this list's only while it has a search (the footer then says "Next match"); otherwise
