@@ -13,8 +13,12 @@ from textual.widgets import Static
 
 KEYS = [
     ("Browsing", ""),
-    ("↑ ↓ j k PgUp PgDn Home End", "move the cursor"),
+    ("↑ ↓ j k", "move the cursor one row (every list: refs, packed-refs, table, reflog, stack)"),
+    ("PgUp PgDn", "move the cursor one page"),
+    ("Home End g G", "first / last row"),
     ("/", "filter: prefix refs/… (instant), substring, or glob * ? [ ] (background scan)"),
+    ("/ (views)", "search the view's records: text (substring) or git glob; enter lands on the first match"),
+    ("n N (views)", "next / previous match (packed-refs before a search: next / previous shadowed record)"),
     ("escape", "clear the filter / leave a view"),
     ("ctrl+p", "command palette: jump to a ref, switch view, switch engine"),
     ("Queue and commit", ""),

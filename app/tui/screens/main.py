@@ -488,7 +488,8 @@ class MainScreen(Screen):
         self.query_one(QueuePanel).sync()
 
     def jump_to(self, name: bytes) -> None:
-        """Clear a filter that hides ``name`` and put the cursor on it (a "lookup" operation)."""
+        """Put the visible cursor on ``name`` (a "lookup" operation). The filter stays when it shows
+        ``name``; one that hides it is cleared, and the notice says so."""
         app = self.app
         if not self.is_ready():
             self.notify("still indexing: try again in a moment", severity="warning", timeout=2)
@@ -499,11 +500,25 @@ class MainScreen(Screen):
         if found is None:
             self.notify(f"no ref {escape_name(name)}", severity="warning", markup=False)
             return
-        if self.pattern.kind != "all":
+        ref_list = self.ref_list
+        if self.pattern.kind != "all" and not self._shows(name):
+            hidden_by = self.pattern.text
             self.query_one("#filter", Input).value = ""
             self.apply_filter("")
-        self._show_view(app.snapshot, self.ref_list.view, keep=name)
-        self.ref_list.focus()
+            self.notify(
+                f"filter {hidden_by!r} cleared: it hides {escape_name(name)}", timeout=4, markup=False
+            )
+        self._show_view(app.snapshot, ref_list.view, keep=name)
+        self.set_focus(ref_list)
+
+    def _shows(self, name: bytes) -> bool:
+        """True when the list's current view (the applied filter) has a row for ``name``."""
+        ref_list = self.ref_list
+        view = ref_list.view
+        if ref_list.preview is not None or not len(view):
+            return False
+        at = filtering.index_of(ref_list.snapshot, view, name)
+        return ref_list.snapshot.name_at(view[at]) == name
 
     # -- commit -----------------------------------------------------------------------------------------
     def commit_plan(self) -> CommitPlan:
@@ -730,7 +745,7 @@ class MainScreen(Screen):
                 return
             from .table import TableScreen
 
-            self.app.push_screen(TableScreen(table))
+            self.app.push_screen(TableScreen(table, ref.name, loc.offset))
         else:
             where = escape_name(os.fsencode(loc.file))
             self.notify(Text(f"loose ref: {where}"), title="where it lives", timeout=4)

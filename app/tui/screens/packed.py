@@ -10,7 +10,8 @@ Constructor (for TUI-MAIN):
     The screen dismisses with the name (bytes) of the record under the cursor, so
     ``app.push_screen(PackedScreen(...), callback)`` can move the main list back to it ("jump back").
     ``apply_snapshot(snapshot)`` lets an app that already watches push newer snapshots in.
-Keys: escape back (returns the name under the cursor); n/N next/previous shadowed record; r reload.
+Keys: escape back (returns the name under the cursor); n/N next/previous shadowed record (after a ``/``
+search: next/previous match); r reload; the movement keys and ``/`` of every list (``views.rows``).
 """
 
 from __future__ import annotations
@@ -280,10 +281,10 @@ class PackedScreen(ViewScreen):
         row = self.index.row_of(name)
         view = self.records
         if row is None:
-            view.move_to(self.index.insertion_row(name))
+            view.move_to(self.index.insertion_row(name), center=True)
             self.set_status(f"{escape_name(name)} has no packed record (loose only or missing)")
             return False
-        view.move_to(row)
+        view.move_to(row, center=True)
         return True
 
     def current_name(self) -> bytes | None:

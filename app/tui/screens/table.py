@@ -2,10 +2,12 @@
 every block, and inside the selected block every record as stored (prefix compression, restart points).
 
 Constructor (for TUI-MAIN / StackScreen):
-    TableScreen(table)
-        table: an open ``backend.formats.reftable.table.Table`` (e.g. one of ``snapshot.tables``), or a path.
-Keys: up/down pick a block (its records show on the right); tab switches between blocks and records;
-escape back.
+    TableScreen(table, focus_name=None, focus_offset=None)
+        table: an open ``backend.formats.reftable.table.Table`` (e.g. one of ``snapshot.tables``), or a path;
+        focus_name: open on the ref block holding this ref, the cursor on its record (``focus_offset``, the
+        block offset of a ref's ``Location``, saves the lookup).
+Keys: up/down (j/k, g/G…) pick a block (its records show on the right); tab switches between blocks and
+records; ``/`` searches the focused pane; escape back.
 """
 
 from __future__ import annotations
@@ -90,9 +92,11 @@ class TableScreen(ViewScreen):
         Binding("tab", "switch_pane", "Blocks/records"),
     ]
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Any, focus_name: bytes | None = None, focus_offset: int | None = None) -> None:
         super().__init__(title="reftable table")
         self.table = _open(table)
+        self.focus_name = focus_name
+        self.focus_offset = focus_offset
         self.blocks: list[tuple[str, Any]] = []
         self.records: list[Any] = []
         self._shown_block = -1
@@ -127,11 +131,16 @@ class TableScreen(ViewScreen):
     @work(thread=True, exclusive=True, group="table-blocks", description="list blocks")
     def load_blocks(self) -> None:
         worker = get_current_worker()
+        focus = self.focus_offset
+        if focus is None and self.focus_name is not None:  # (a lookup through the index: no scan)
+            found = self.table.locate_ref(self.focus_name)
+            focus = self.focus_offset = found[0].offset if found is not None else None
         blocks: list[tuple[str, Any]] = []
         shown = False
         for item in self.table.iter_blocks():
             blocks.append(item)
-            if not shown and len(blocks) >= 64:
+            # the first screenful at once, unless the ref's block is further on (it lands there)
+            if not shown and len(blocks) >= 64 and (focus is None or item[1].offset >= focus):
                 shown = True
                 self.app.call_from_thread(self._show_blocks, list(blocks), False)
             if worker.is_cancelled:
@@ -147,7 +156,15 @@ class TableScreen(ViewScreen):
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(by_type.items()))
         self.set_status(f"{count(len(blocks))} blocks ({kinds})" + ("" if done else " so far…"))
         if self._shown_block < 0 and blocks:
-            self.show_block(0)
+            self.show_block(self._focus_block(blocks))
+
+    def _focus_block(self, blocks: list[tuple[str, Any]]) -> int:
+        """The block at ``focus_offset`` (the ref's block), else the first block."""
+        if self.focus_offset is not None:
+            for i, (_section, blk) in enumerate(blocks):
+                if blk.offset == self.focus_offset:
+                    return i
+        return 0
 
     def on_rows_view_cursor_moved(self, message: RowsView.CursorMoved) -> None:
         """Decode the block under the cursor once the cursor rests (30 ms): holding pagedown over a
@@ -172,6 +189,15 @@ class TableScreen(ViewScreen):
         self.records = decode_block(blk, self.table.min_update_index)
         self.records_view.set_source(RecordSource(blk, self.records), cursor=0)
         self.records_view.scroll_to(0, 0, animate=False, immediate=True)
+        if self.blocks_view.cursor != i:
+            self.blocks_view.move_to(i, center=True)
+        name, self.focus_name = self.focus_name, None  # landing happens once; later blocks open at the top
+        self.focus_offset = None
+        if name is not None and chr(blk.type) == "r":
+            row = next((k for k, raw in enumerate(self.records) if raw.key == name), None)
+            if row is not None:
+                self.records_view.move_to(row, center=True)
+                self.records_view.focus()
 
     def action_switch_pane(self) -> None:
         if self.focused is self.blocks_view:

@@ -1,19 +1,25 @@
-"""What every storage view screen shares: a title line, ``escape`` to go back, the footer, meter access."""
+"""What every storage view screen shares: a title line, ``escape`` to go back, ``/`` to search the rows of
+the focused list (n / N: next / previous match), the footer, meter access."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
+from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
 from refscope.backend.display import Shown, path_text
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+
+from ..widgets.filter_input import FilterInput
+from .rows import RowsView
 
 
 def default_meter() -> Callable[[str], Any]:
@@ -72,18 +78,104 @@ class ViewScreen(Screen):
         color: $text-muted;
         padding: 0 1;
     }
+    ViewScreen > #view-search {
+        display: none;
+        height: 1;
+        border: none;
+        padding: 0 1;
+    }
+    ViewScreen > #view-search.-active { display: block; }
     """
-    BINDINGS = [Binding("escape", "back", "Back")]
+    # ``/``, and enter/escape while the search field has focus, are priority bindings: the app runs them as
+    # each key arrives and focus moves at once (``set_focus``), so a burst such as ``/topic<enter>n`` types
+    # ``topic`` into the field and sends ``n`` to the list (the main screen's filter works the same way).
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("slash", "search", "Search", priority=True),
+        Binding("enter", "submit_search", show=False, priority=True),
+        Binding("escape", "cancel_search", show=False, priority=True),
+    ]
 
     def __init__(self, *, title: str = "", name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)
         self._title_text = title
+        self._search_target: RowsView | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self._title_text), id="view-title")
         yield from self.compose_body()
+        yield FilterInput(
+            placeholder="search: text (substring) · * ? [ git glob · ! negates", id="view-search"
+        )
         yield Static("", id="view-status")
         yield Footer()
+
+    # ---- search ---------------------------------------------------------------------------------------
+    @property
+    def search_input(self) -> FilterInput:
+        return self.query_one("#view-search", FilterInput)
+
+    def search_view(self) -> RowsView | None:
+        """The list ``/`` searches: the focused one, else the first list of the screen."""
+        if isinstance(self.focused, RowsView):
+            return self.focused
+        return next(iter(self.query(RowsView)), None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """enter and escape are the search field's only while it has focus; otherwise they are not even
+        listed, so the footer shows the screen's own (escape: Back, enter: Open…)."""
+        if action in ("submit_search", "cancel_search"):
+            return self.focused is self.search_input
+        return super().check_action(action, parameters)
+
+    def action_search(self) -> None:
+        field = self.search_input
+        if self.focused is field:
+            raise SkipAction()  # a "/" inside the pattern
+        target = self.search_view()
+        if target is None:
+            raise SkipAction()
+        self._search_target = target
+        field.add_class("-active")
+        if target.search is not None:
+            field.value = target.search.text
+        self.set_focus(field)
+
+    def action_submit_search(self) -> None:
+        field = self.search_input
+        if self.focused is not field:
+            raise SkipAction()  # enter on a list is the screen's
+        target = self._search_target
+        field.remove_class("-active")
+        if target is None:
+            return
+        self.set_focus(target)
+        if target.start_search(field.value) is not None:
+            self.set_status(Text(f"searching for {field.value}…"))
+        self.refresh_bindings()  # n/N are the search's now (or the screen's again)
+
+    def action_cancel_search(self) -> None:
+        field = self.search_input
+        if self.focused is not field:
+            raise SkipAction()  # escape on a list goes back
+        field.remove_class("-active")
+        if self._search_target is not None:
+            self.set_focus(self._search_target)
+
+    def on_rows_view_searched(self, message: RowsView.Searched) -> None:
+        search = message.search
+        shown = Text(search.text)  # what was typed, shown as text (never markup)
+        total = f"{len(search.matches):,}" + ("" if search.done else "+")
+        status = Text("search ")
+        status.append_text(shown)
+        if message.row is None:
+            status.append(": no match" if search.done else ": searching…")
+        else:
+            k = bisect_left(search.matches, message.row) + 1
+            status.append(f": match {k:,} of {total} (row {message.row:,}) · n/N next/previous")
+            if message.wrapped:
+                status.append(" · wrapped")
+        self.set_status(status)
 
     def compose_body(self) -> ComposeResult:  # pragma: no cover - abstract
         yield from ()

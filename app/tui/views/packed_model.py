@@ -155,6 +155,10 @@ class PackedSource:
     def row_key(self, i: int) -> bytes:
         return self.index.record(i).name
 
+    def search_key(self, i: int) -> bytes:
+        """``/`` matches the record's name."""
+        return self.index.record(i).name
+
     def row_text(self, i: int) -> Text:
         rec = self.index.record(i)
         t = Text(no_wrap=True)

@@ -5,20 +5,25 @@ at 100k-1M rows (see the house style notes). Here a row is rendered only when it
 asks the source for that one row's ``rich.text.Text`` and caches the resulting Strip in an LRU cache.
 
 A source is any object with ``__len__``, ``row_text(i) -> Text`` and a ``width`` attribute (cells of the widest
-row, an estimate is fine); optionally ``header -> Text`` (a sticky first line) and ``row_key(i)`` (a stable key
-for flashing rows whose index may shift). Sources build Text objects from plain strings (ref names go through
+row, an estimate is fine); optionally ``header -> Text`` (a sticky first line), ``row_key(i)`` (a stable key
+for flashing rows whose index may shift) and ``search_key(i) -> bytes`` (what ``/`` matches: the record's
+name; the row's text when absent). Sources build Text objects from plain strings (ref names go through
 ``display.escape_name``), never from markup.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
@@ -26,8 +31,54 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.worker import get_current_worker
+
+from ..widgets import filtering
+from ..workers import work
 
 FLASH_SECONDS = 2.0
+SEARCH_CHUNK = 4096  # rows between cancellation checks of a search
+
+
+def row_matcher(text: str) -> Callable[[bytes], bool]:
+    """What ``/`` in a view selects, read as the main filter reads it (``widgets.filtering.parse``): a
+    glob by git's rules (``*`` stops at ``/``), else a substring of the name; a leading ``!`` negates."""
+    pattern = filtering.parse(text)
+    negated = pattern.negated
+    if pattern.kind == "glob":
+        match = pattern.regex.match  # type: ignore[union-attr]
+
+        def hit(key: bytes) -> bool:
+            return (match(key) is not None) != negated
+
+        return hit
+    needle = (text[1:] if negated else text).encode("utf-8", "surrogateescape")
+
+    def contains(key: bytes) -> bool:
+        return (needle in key) != negated
+
+    return contains
+
+
+def search_key_of(source: Any) -> Callable[[int], bytes]:
+    """Row -> what a search matches: the source's ``search_key`` or the row's plain text."""
+    key = getattr(source, "search_key", None)
+    if key is not None:
+        return key
+    return lambda i: source.row_text(i).plain.encode("utf-8", "surrogateescape")
+
+
+@dataclass
+class RowSearch:
+    """One ``/`` search over one source: the rows it matched so far, in row order (filled by the worker;
+    the UI thread only reads), and whether the scan is over. ``start`` is where it lands first."""
+
+    text: str
+    source: Any
+    start: int
+    matches: array = field(default_factory=lambda: array("I"))
+    done: bool = False
+    landed: int | None = None  # the row it landed on, once found
 
 
 class ListSource:
@@ -79,13 +130,17 @@ class RowsView(ScrollView, can_focus=True):
     }
     """
     COMPONENT_CLASSES = {"rows--header", "rows--cursor", "rows--flash", "rows--mark"}
+    # The main list's keys (``widgets.reflist.RefList``), so every list of the app moves the same way; n/N
+    # step through the matches of a ``/`` search (``RowSearch``) and leave the keys to the screen otherwise.
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "edge(0)", "First", show=False),
-        Binding("end", "edge(1)", "Last", show=False),
+        Binding("home,g", "edge(0)", "First", show=False),
+        Binding("end,G", "edge(1)", "Last", show=False),
+        Binding("n", "search_step(1)", "Next match"),
+        Binding("N", "search_step(-1)", "Prev match", show=False),
     ]
 
     cursor: reactive[int] = reactive(0, always_update=True, init=False)
@@ -123,6 +178,8 @@ class RowsView(ScrollView, can_focus=True):
         self._widest = 0
         self._header_cache: Strip | None = None
         self._header_source: Any = None
+        self._center_next = False
+        self.search: RowSearch | None = None  # the last ``/`` search over this view's rows
 
     # ---- data -------------------------------------------------------------------------------------------
     @property
@@ -190,24 +247,52 @@ class RowsView(ScrollView, can_focus=True):
     # ---- cursor -----------------------------------------------------------------------------------------
     @property
     def _page(self) -> int:
-        return max(1, self.size.height - (1 if self._has_header else 0))
+        """Rows on screen: the region inside the scrollbars (a wide row's horizontal scrollbar hides the
+        bottom line of ``size``), less the header."""
+        return max(1, self.scrollable_content_region.height - (1 if self._has_header else 0))
 
     def watch_cursor(self, old: int, new: int) -> None:
-        self.scroll_to_row(new)
+        center, self._center_next = self._center_next, False
+        self.scroll_to_row(new, center=center)
         self.refresh()
         self.post_message(self.CursorMoved(self, new))
 
-    def move_to(self, row: int) -> None:
-        """Put the cursor on ``row`` (clamped) and scroll it into view."""
+    def move_to(self, row: int, *, center: bool = False) -> None:
+        """Put the cursor on ``row`` (clamped) and scroll it into view (``center``: in the middle of the
+        page when it has to scroll, as a jump to a named record does)."""
         n = len(self.source)
+        self._center_next = center
         self.cursor = max(0, min(row, n - 1)) if n else 0
 
-    def scroll_to_row(self, row: int) -> None:
+    def scroll_to_row(self, row: int, *, center: bool = False) -> None:
+        """Scroll ``row`` into view now, and again once the layout has caught up.
+
+        A view that has just received a bigger source (or was just mounted) has no scrollbar yet and the
+        wrong height: Textual then refuses the scroll (``allow_vertical_scroll`` is False until the next
+        layout), which left a jump's cursor far below the screen. So the scroll is forced, and checked
+        again after the refresh with the real page height.
+        """
+        self._reveal(row, center)
+        self.call_after_refresh(self._reveal, None, center)
+
+    def _reveal(self, row: int | None, center: bool) -> None:
+        """Scroll ``row`` (None: wherever the cursor is by now) into view unless it is on the page."""
+        if row is None:
+            row = self.cursor
         top = round(self.scroll_y)
-        if row < top:
-            self.scroll_to(y=row, animate=False, immediate=True)
-        elif row >= top + self._page:
-            self.scroll_to(y=row - self._page + 1, animate=False, immediate=True)
+        page = self._page
+        if top <= row < top + page:
+            return
+        if center:
+            y = max(0, row - page // 2)
+        elif row < top:
+            y = row
+        else:
+            y = row - page + 1
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+
+    def on_resize(self) -> None:
+        self._reveal(None, False)
 
     def action_cursor(self, delta: int) -> None:
         self.move_to(self.cursor + delta)
@@ -217,6 +302,108 @@ class RowsView(ScrollView, can_focus=True):
 
     def action_edge(self, end: int) -> None:
         self.move_to(len(self.source) - 1 if end else 0)
+
+    # ---- search ---------------------------------------------------------------------------------------
+    class Searched(Message):
+        """A search landed on a row, stepped to one, or ended (``row`` None: no match, or not yet)."""
+
+        def __init__(self, view: RowsView, search: RowSearch, row: int | None, wrapped: bool = False) -> None:
+            super().__init__()
+            self.view = view
+            self.search = search
+            self.row = row
+            self.wrapped = wrapped
+
+        @property
+        def control(self) -> RowsView:
+            return self.view
+
+    def start_search(self, text: str) -> RowSearch | None:
+        """Search the rows for ``text`` from the cursor on (wrapping): the cursor lands on the first match
+        as soon as the scan finds it; the scan goes on in a thread worker to count every match for n/N.
+        An empty text ends the search (n/N are the screen's keys again)."""
+        if not text:
+            self.search = None
+            self.workers.cancel_group(self, "rows-search")
+            return None
+        search = RowSearch(text, self.source, self.cursor)
+        self.search = search
+        self._scan(search)
+        return search
+
+    @work(thread=True, exclusive=True, group="rows-search", description="search records")
+    def _scan(self, search: RowSearch) -> None:
+        """One pass over every row (a million packed records: about a second), cancellable between chunks;
+        the rows are read as the source reads them (``search_key``), never all held at once."""
+        worker = get_current_worker()
+        hit = row_matcher(search.text)
+        key = search_key_of(search.source)
+        n = len(search.source)
+        matches = search.matches
+        landed = False
+        for start in range(0, n, SEARCH_CHUNK):
+            if worker.is_cancelled:
+                return
+            for i in range(start, min(n, start + SEARCH_CHUNK)):
+                if hit(key(i)):
+                    matches.append(i)
+                    if not landed and i >= search.start:
+                        landed = True
+                        self.app.call_from_thread(self._land, search, i, False)
+            time.sleep(0)  # let the UI thread take the GIL between chunks
+        search.done = True
+        if not landed:
+            self.app.call_from_thread(self._land, search, matches[0] if matches else None, bool(matches))
+        else:
+            self.app.call_from_thread(self._report, search)
+
+    def _land(self, search: RowSearch, row: int | None, wrapped: bool) -> None:
+        if search is not self.search or search.source is not self.source:
+            return  # a newer search, or a new source (its rows are other rows)
+        search.landed = row
+        if row is not None:
+            self.move_to(row, center=True)
+        self.post_message(self.Searched(self, search, row, wrapped))
+
+    def _report(self, search: RowSearch) -> None:
+        """The scan is over: the status gets the final count, if the cursor is still on a match."""
+        if search is not self.search:
+            return
+        matches, cursor = search.matches, self.cursor
+        k = bisect_left(matches, cursor)
+        if k < len(matches) and matches[k] == cursor:
+            self.post_message(self.Searched(self, search, cursor))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """n/N are this list's only while it has a search (the footer then says "Next match"); otherwise
+        they go on to the screen (the packed-refs view's next shadowed record)."""
+        if action == "search_step":
+            return self.search is not None and self.search.source is self.source
+        return super().check_action(action, parameters)
+
+    def action_search_step(self, direction: int) -> None:
+        """n / N: the next / previous match from the cursor, wrapping once the scan is complete."""
+        search = self.search
+        if search is None or search.source is not self.source:
+            raise SkipAction()  # no search here: the key is the screen's (packed-refs: next shadowed)
+        matches = search.matches
+        wrapped = False
+        if direction > 0:
+            k = bisect_right(matches, self.cursor)
+            if k >= len(matches):
+                if not search.done or not matches:
+                    self.post_message(self.Searched(self, search, None))
+                    return
+                k, wrapped = 0, True
+        else:
+            k = bisect_left(matches, self.cursor) - 1
+            if k < 0:
+                if not search.done or not matches:
+                    self.post_message(self.Searched(self, search, None))
+                    return
+                k, wrapped = len(matches) - 1, True
+        self.move_to(matches[k], center=True)
+        self.post_message(self.Searched(self, search, matches[k], wrapped))
 
     def on_click(self, event: Any) -> None:
         y = event.y - (1 if self._has_header else 0)

@@ -110,6 +110,16 @@ class RecordSource:
     def __len__(self) -> int:
         return len(self.records)
 
+    def search_key(self, i: int) -> bytes:
+        """``/`` matches the record's name (a ref block's key; a log key without its update index), the
+        row's text in obj and index blocks (whose keys are oids and positions)."""
+        key = self.records[i].key
+        if self.kind == "r":
+            return key
+        if self.kind == "g" and len(key) > 9 and key[-9:-8] == b"\0":
+            return key[:-9]
+        return self.row_text(i).plain.encode("utf-8", "surrogateescape")
+
     def row_text(self, i: int) -> Text:
         raw = self.records[i]
         t = Text(no_wrap=True)

@@ -177,15 +177,24 @@ class RefList(ScrollView, can_focus=True):
         self.post_message(self.CursorMoved(self, new))
 
     def _scroll_cursor_into_view(self, center: bool = False) -> None:
+        """Now, and again once the layout has caught up: a list that has just been given a longer view has
+        no scrollbar yet, and Textual refuses to scroll it (``allow_vertical_scroll``), which left a jump's
+        cursor off screen with the list at the top. So the scroll is forced and checked after the refresh."""
+        self._reveal_cursor(center)
+        self.call_after_refresh(self._reveal_cursor, center)
+
+    def _reveal_cursor(self, center: bool) -> None:
         height = max(1, self.scrollable_content_region.height)
         top = self.scroll_offset.y
+        if top <= self.cursor < top + height:
+            return
         if center:
-            if not (top <= self.cursor < top + height):
-                self.scroll_to(y=max(0, self.cursor - height // 2), animate=False, immediate=True)
+            y = max(0, self.cursor - height // 2)
         elif self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+            y = self.cursor
+        else:
+            y = self.cursor - height + 1
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
 
     def action_cursor(self, delta: int) -> None:
         self.go_to(self.cursor + delta, center=False)
