@@ -205,7 +205,11 @@ class ConfirmCommit(ModalScreen[CommitChoice | None]):
         keys = [f"y delete all {self.plan.count:,}"]
         if rest:
             button.label = Text(f"d  Delete the other {rest:,}")
-            keys.append(f"d leave out {len(left):,} (stale or checked out), delete {rest:,}")
+            stale = set(self.plan.stale)
+            parts = [f"{len(stale):,} stale"] if stale else []
+            if len(left) > len(stale):
+                parts.append(f"{len(left) - len(stale):,} checked out")
+            keys.append(f"d leave out {' and '.join(parts)}, delete {rest:,}")
         if self.plan.checked_out:
             keys.append(f"o allow checked-out branches: {'on' if self.allow else 'off'}")
         keys.append("n, Enter or Esc cancel")
