@@ -457,3 +457,25 @@ def test_queue_file_round_trip(tmp_path: Path) -> None:
     assert write_file(str(target), pairs) == len(format_lines(pairs))
     assert read_file(str(target), "sha1") == pairs
     assert os.path.getsize(target) == len(format_lines(pairs))
+
+
+@pytest.mark.parametrize(
+    ("command", "title"), [("export", "Export the queue"), ("load", "Load a queue file")]
+)
+async def test_palette_opens_the_path_prompt(tmp_path: Path, command: str, title: str) -> None:
+    from textual.command import CommandPalette
+
+    app = make_app(make_repo(tmp_path / "r", "files"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        queue(app, b"refs/heads/topic/000")
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*f"Queue: {command}")
+        palette = app.screen
+        await wait_for(pilot, lambda: palette._list_visible and palette.query_one("CommandList").option_count)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PathPrompt))
+        assert app.screen.title_text == title
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
