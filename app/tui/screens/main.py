@@ -724,7 +724,11 @@ class MainScreen(Screen):
                 timeout=5,
             )
 
-        prompt = f"Write the {len(pairs):,} queued deletions as delete --stdin lines to (relative to {os.getcwd()}):"
+        n = len(pairs)
+        prompt = (
+            f"Write the {n:,} queued deletion{'s' if n != 1 else ''} as delete --stdin lines to "
+            f"(relative to {os.getcwd()}):"
+        )
         app.push_screen(PathPrompt("Export the queue", prompt, DEFAULT_NAME, job), callback=done)
 
     def action_load_queue(self) -> None:
