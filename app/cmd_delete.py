@@ -84,22 +84,12 @@ def _parse(argv: list[str]) -> _Args | None:
 
 
 def _stdin_refs() -> list[tuple[bytes, bytes | None]] | None:
-    data = sys.stdin.buffer.read()
-    if not any(c in data for c in _BLANKS):  # names only (no OLD_OID, no blanks): one C-level split
-        return [(line, None) for line in data.split(b"\n") if line]
-    out = []
-    for line in data.split(b"\n"):
-        line = line.rstrip(b"\r")
-        if not line.strip():
-            continue
-        parts = line.split()
-        if len(parts) > 2:
-            return None
-        out.append((parts[0], parts[1] if len(parts) == 2 else None))
-    return out
+    from refscope.backend.queuefile import BadLine, parse_lines
 
-
-_BLANKS = (b" ", b"\t", b"\r", b"\v", b"\f")
+    try:
+        return parse_lines(sys.stdin.buffer.read())
+    except BadLine:
+        return None
 
 
 def _emit(obj: dict) -> None:

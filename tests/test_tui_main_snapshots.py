@@ -89,6 +89,24 @@ def test_commit_confirmation_with_warnings(snap_compare) -> None:
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
 
 
+def test_commit_confirmation_leave_out(snap_compare) -> None:
+    """A stale entry (the d choice and the key line) and a symref the commit would leave dangling."""
+
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await settle(pilot)
+        for name in (b"refs/remotes/origin/main", b"refs/heads/feature/0001", b"refs/tags/v1.2"):
+            app.queue.add(app.snapshot.lookup(name))
+        entry = app.queue[b"refs/heads/feature/0001"]
+        app.queue[entry.name] = entry._replace(stale="gone")
+        app.store = object()  # a stand-in: the dialog is shown before anything touches the store
+        await pilot.press("c")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmCommit")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
 def test_help_screen(snap_compare) -> None:
     assert snap_compare(make_app(), terminal_size=SIZE, press=["question_mark"])
 

@@ -22,6 +22,7 @@ from textual.signal import Signal
 
 from .widgets.palette import RefJumpProvider
 from .widgets.queue import Queue
+from .workers import work
 
 
 class SnapshotUpdate(NamedTuple):
@@ -307,6 +308,27 @@ class RefscopeApp(App[None]):
         self._watch_error = None
 
     # -- actions ----------------------------------------------------------------------------------------
+    @work(group="quit", description="quit")
+    async def action_quit(self) -> None:
+        """``q`` (and ctrl+q, the palette's Quit): at once with an empty queue; with refs queued, ask first
+        (default No), since the queue lives only in this process (``w`` exports it)."""
+        from rich.text import Text
+
+        from .screens.dialogs import ConfirmQuit
+
+        n = len(self.queue)
+        if not n:
+            self.exit()
+            return
+        if isinstance(self.screen, ConfirmQuit):  # (ctrl+q while asking: the question stands)
+            return
+        question = Text(
+            f"{n:,} ref{'s are' if n != 1 else ' is'} queued for deletion and not committed. "
+            "Quit and lose the queue? (w exports it to a file first)"
+        )
+        if await self.push_screen_wait(ConfirmQuit("Quit refscope", question, yes="y  Quit", no="n  No")):
+            self.exit()
+
     def action_switch_engine(self) -> None:
         if self.commit_running:  # (the palette calls this directly, past check_action)
             self.notify("a commit is running: the engine is switched once it ends", severity="warning")
@@ -360,6 +382,16 @@ class RefscopeApp(App[None]):
             lambda: self._main_action("bench"),
         )
         yield SystemCommand("Refresh", "Re-read the ref storage now", lambda: self._main_action("refresh"))
+        yield SystemCommand(
+            "Queue: export to a file",
+            "Write the queue as refscope delete --stdin lines (REF OLD_OID)",
+            lambda: self._main_action("export_queue"),
+        )
+        yield SystemCommand(
+            "Queue: load from a file",
+            "Add the refs of a refscope delete --stdin file to the queue",
+            lambda: self._main_action("load_queue"),
+        )
 
     def _to_main(self) -> None:
         from .screens.main import MainScreen

@@ -27,7 +27,12 @@ KEYS = [
     ("u", "unmark everything"),
     ("tab", "move focus: list → queue → operations"),
     ("x / delete (queue)", "remove the queue entry under the cursor"),
-    ("c", "commit the queue as one atomic transaction (asks first)"),
+    (
+        "c",
+        "commit the queue as one atomic transaction (asks: y all, d leave out stale / checked-out, o allow checked-out; Enter cancels)",
+    ),
+    ("w", "export the queue to a file as refscope delete --stdin lines (REF OLD_OID)"),
+    ("i", "load such a file into the queue (stale values flagged)"),
     ("e", "switch engine: native ↔ git"),
     ("b", "bench the queued transaction through both engines on scratch copies"),
     ("Storage views", ""),
@@ -39,7 +44,7 @@ KEYS = [
     ("Other", ""),
     ("r", "refresh the snapshot now"),
     ("?", "this help"),
-    ("q", "quit"),
+    ("q", "quit (asks when refs are queued)"),
 ]
 
 FILTERS = (

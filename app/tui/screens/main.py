@@ -19,7 +19,7 @@ from itertools import islice
 
 from refscope.backend.display import escape_name
 from refscope.backend.errors import RefscopeError
-from refscope.backend.model import PACKED, TABLE
+from refscope.backend.model import PACKED, TABLE, Location, Ref
 from rich.text import Text
 from textual import on
 from textual.actions import SkipAction
@@ -34,14 +34,15 @@ from textual.worker import get_current_worker
 from ..widgets import columns, filtering
 from ..widgets.filter_input import FilterInput
 from ..widgets.ops import OpsPanel
-from ..widgets.queue import QueuePanel
+from ..widgets.queue import Entry, QueuePanel
 from ..widgets.reflist import RefList
 from ..widgets.status import StatusLine
 from ..workers import Failure, failure_line, work
-from .dialogs import CommitPlan, Confirm, ConfirmCommit
+from .dialogs import CommitPlan, Confirm, ConfirmCommit, PathPrompt
 from .dialogs import Message as MessageDialog
 from .operations import BenchScreen, OperationScreen
 
+LOADED = "queue file"  # the Location kind of a loaded entry whose ref is not in the snapshot
 MARK_ALL_CONFIRM = 1000  # marking more than this many refs at once asks first
 FLASH_SECONDS = 3.0
 BENCH_RUNS = 3
@@ -53,7 +54,7 @@ QUEUE_CHUNK = 10_000  # deletions handed to the transaction at a time (progress 
 COMMIT_STEPS = {"queue": 0, "check packed-refs": 1, "read": 1, "commit": 2, "refresh": 3}
 COMMIT_TOTAL = 4
 # bindings that would change a running commit (its queue, its engine) or start another one
-COMMIT_LOCKED = frozenset({"commit", "bench", "toggle_mark", "mark_all", "unmark_all"})
+COMMIT_LOCKED = frozenset({"commit", "bench", "toggle_mark", "mark_all", "unmark_all", "load_queue"})
 
 
 def make_view(app, name: str):
@@ -107,6 +108,8 @@ class MainScreen(Screen):
         Binding("u", "unmark_all", "Unmark all", show=False),
         Binding("c", "commit", "Commit"),
         Binding("b", "bench", "Bench"),
+        Binding("w", "export_queue", "Export queue", show=False),
+        Binding("i", "load_queue", "Load queue", show=False),
         Binding("r", "refresh", "Refresh", show=False),
         Binding("s", "app.view('stack')", "Stack"),
         Binding("p", "app.view('packed')", "Packed", show=False),
@@ -141,6 +144,7 @@ class MainScreen(Screen):
         self.generation = 0
         self._flash_timer = None
         self._refresh_error: str | None = None  # what the last refresh failed with, until one succeeds
+        self._committing = 0  # deletions in the running commit (the queue may hold more: left out)
 
     # -- layout -----------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -521,20 +525,28 @@ class MainScreen(Screen):
         return ref_list.snapshot.name_at(view[at]) == name
 
     # -- commit -----------------------------------------------------------------------------------------
-    def commit_plan(self) -> CommitPlan:
+    def commit_plan(self, entries=None) -> CommitPlan:
+        """What the confirmation warns about for ``entries`` (the queue by default). Reads the worktrees and
+        walks the snapshot's symrefs (``txn.dangling_symrefs``): called off the UI thread (``make_plan``)."""
+        from refscope.backend.txn import dangling_symrefs
+
         app = self.app
-        entries = list(app.queue.values())
+        snapshot = app.snapshot
+        if entries is None:
+            entries = list(app.queue.values())
+        queued = {e.name for e in entries}
         head_branch = None
         try:
-            head = app.snapshot.head() if app.snapshot is not None else None
+            head = snapshot.head() if snapshot is not None else None
         except RefscopeError:
             head = None
-        if head is not None and head.target is not None and head.target in app.queue:
+        if head is not None and head.target is not None and head.target in queued:
             head_branch = head.target
-        checked_out = []
-        for gitdir, target in _worktree_heads(app.repo):
-            if target is not None and target in app.queue:
-                checked_out.append((target, gitdir))
+        checked_out = [(b, path) for b, path in _worktree_heads(app.repo) if b in queued]
+        try:
+            dangling = dangling_symrefs(snapshot, queued) if snapshot is not None else []
+        except RefscopeError:
+            dangling = []
         return CommitPlan(
             count=len(entries),
             engine=app.engine,
@@ -543,7 +555,17 @@ class MainScreen(Screen):
             head_branch=head_branch,
             symrefs=[(e.name, e.seen.target) for e in entries if e.seen.target is not None],
             tags=[e.name for e in entries if e.name.startswith(b"refs/tags/")],
+            # HEAD's own dangling is the warning about HEAD's branch
+            dangling=[(s, t) for s, t in dangling if s != b"HEAD"],
+            stash=b"refs/stash" in queued,
+            notes=[e.name for e in entries if e.name.startswith(b"refs/notes/")],
+            head_itself=b"HEAD" in queued,
+            format=getattr(snapshot, "format", "files"),
         )
+
+    @work(thread=True, exclusive=True, group="commit-plan", description="check the queue")
+    def make_plan(self, entries) -> CommitPlan:
+        return self.commit_plan(entries)
 
     @work(exclusive=True, group="commit-dialog", description="commit dialog")
     async def action_commit(self) -> None:
@@ -559,13 +581,22 @@ class MainScreen(Screen):
         packed = getattr(app.snapshot, "packed", None)
         if app.engine == "native" and packed is not None and packed.size >= PRECHECK_MIN:
             self.precheck(packed)
-        if not await app.push_screen_wait(ConfirmCommit(self.commit_plan())):
+        plan = await self.make_plan(list(app.queue.values())).wait()
+        if plan is None:  # (its failure is shown)
+            return
+        choice = await app.push_screen_wait(ConfirmCommit(plan))
+        if choice is None:
             return
         if self._commit_locked():  # (another dialog's commit started first)
             return
+        entries = [e for e in app.queue.values() if e.name not in choice.left_out]
+        if not entries:
+            self.notify("nothing left to commit", severity="warning", timeout=3)
+            return
         app.begin_commit()
+        self._committing = len(entries)
         self._commit_progress("queue", 0)
-        self.commit(list(app.queue.values()), app.engine, app.snapshot)
+        self.commit(entries, app.engine, app.snapshot, choice.allow_checked_out)
 
     @work(thread=True, exclusive=True, group="precheck", description="check packed-refs")
     def precheck(self, packed) -> None:
@@ -581,15 +612,22 @@ class MainScreen(Screen):
         app.call_from_thread(app.record_op, m.report)
 
     @work(thread=True, exclusive=True, group="commit", description="commit")
-    def commit(self, entries, engine: str, snapshot) -> None:
-        """The queue as one transaction. Started by ``action_commit`` with the queue held; whatever
-        happens, the result (or the refusal, or the failure) arrives on the UI thread, which ends the hold.
-        Meanwhile the watcher does not rescan the transaction's own locks (``own_transaction``)."""
+    def commit(self, entries, engine: str, snapshot, allow_checked_out: bool = False) -> None:
+        """The queue (or the part of it the user chose) as one transaction. Started by ``action_commit``
+        with the queue held; whatever happens, the result (or the refusal, or the failure) arrives on the UI
+        thread, which ends the hold. Meanwhile the watcher does not rescan the transaction's own locks
+        (``own_transaction``). Checked-out branches are deleted only when the user allowed it."""
         from refscope.backend.txn import Transaction
 
         app = self.app
         with app.own_transaction() as adopt:
-            txn = Transaction(app.store, engine=engine, no_deref=True, snapshot=snapshot)
+            txn = Transaction(
+                app.store,
+                engine=engine,
+                no_deref=True,
+                allow_checked_out=allow_checked_out,
+                snapshot=snapshot,
+            )
             n = len(entries)
             for start in range(0, n, QUEUE_CHUNK):  # (200k names take seconds to check: show them going)
                 chunk = entries[start : start + QUEUE_CHUNK]
@@ -614,7 +652,7 @@ class MainScreen(Screen):
         bar.display = True
         step = COMMIT_STEPS.get(phase, 0)
         self.query_one("#commit-progress", ProgressBar).update(progress=step + done)
-        n = len(self.app.queue)
+        n = self._committing
         self.query_one("#commit-phase", Label).update(
             Text(f"committing {n:,} deletion{'s' if n != 1 else ''} ({self.app.engine}): {phase}…")
         )
@@ -672,6 +710,86 @@ class MainScreen(Screen):
         )
         phases = [app.meter.adopt(p) for p in result.phases]
         app.push_screen(OperationScreen(report, title="commit result", header=header, phases=phases))
+
+    # -- the queue as a file: ``refscope delete --stdin`` lines ------------------------------------------
+    def action_export_queue(self) -> None:
+        """Write the queue as ``REF OLD_OID`` lines (``REF`` alone for a symref), raw bytes, in queue order:
+        what ``refscope delete --no-deref --stdin`` (the TUI's kind of transaction) commits."""
+        from refscope.backend.queuefile import DEFAULT_NAME, write_file
+
+        app = self.app
+        if not app.queue:
+            self.notify("the queue is empty: nothing to export", severity="warning", timeout=3)
+            return
+        pairs = [(e.name, e.old_oid) for e in app.queue.values()]
+        symrefs = sum(1 for _n, old in pairs if old is None)
+
+        def job(path: str) -> str:
+            write_file(path, pairs)
+            return path
+
+        def done(path) -> None:
+            if path is None:
+                return
+            n = len(pairs)
+            how = "refscope delete --no-deref --stdin" if symrefs else "refscope delete --stdin"
+            self.notify(
+                Text(f"wrote {n:,} line{'s' if n != 1 else ''} to {path}: {how} < {path} commits them"),
+                title="queue exported",
+                timeout=5,
+            )
+
+        n = len(pairs)
+        prompt = (
+            f"Write the {n:,} queued deletion{'s' if n != 1 else ''} as delete --stdin lines to "
+            f"(relative to {os.getcwd()}):"
+        )
+        app.push_screen(PathPrompt("Export the queue", prompt, DEFAULT_NAME, job), callback=done)
+
+    def action_load_queue(self) -> None:
+        """Add the deletions of a ``delete --stdin`` file to the queue: names and oids checked as git
+        checks them (the first bad line refuses the file, shown in place), each entry judged against the
+        current snapshot as marked ones are (a ref that moved or is gone is flagged stale)."""
+        from refscope.backend.queuefile import DEFAULT_NAME, read_file
+
+        app = self.app
+        if self._commit_locked():
+            return
+        snapshot = app.snapshot
+        if snapshot is None:
+            self.notify("no snapshot: the store could not be read", severity="error", timeout=3)
+            return
+
+        def job(path: str):
+            pairs = read_file(path, snapshot.hash_name)
+            return path, loaded_entries(snapshot, pairs, path)
+
+        def done(result) -> None:
+            if result is None:
+                return
+            path, entries = result
+            if app.commit_running:  # (a commit started while the file was read: it keeps its queue)
+                self.notify("a commit is running: nothing loaded", severity="warning", timeout=3)
+                return
+            added = app.queue.add_entries(entries)
+            try:
+                app.queue.recheck(app.snapshot)
+            except RefscopeError as err:
+                app.store_error = failure_line(err)
+            self.ref_list.refresh_rows()
+            self.query_one(QueuePanel).sync()
+            stale = sum(1 for e in entries if app.queue.get(e.name, e).stale)
+            self.notify(
+                Text(
+                    f"loaded {len(entries):,} line(s) from {path}: {added:,} newly queued"
+                    + (f", {stale:,} stale" if stale else "")
+                ),
+                title="queue loaded",
+                timeout=5,
+            )
+
+        prompt = f"Load delete --stdin lines (REF [OLD_OID]) into the queue from (relative to {os.getcwd()}):"
+        app.push_screen(PathPrompt("Load a queue file", prompt, DEFAULT_NAME, job), callback=done)
 
     # -- operations -------------------------------------------------------------------------------------
     def on_ops_panel_selected(self, message: OpsPanel.Selected) -> None:
@@ -754,19 +872,29 @@ class MainScreen(Screen):
         getattr(self, f"action_{name}")()
 
 
-def _worktree_heads(repo):
-    """(gitdir, branch name bytes) for every worktree with a branch checked out, or [] when unknown."""
+def loaded_entries(snapshot, pairs, path: str) -> list[Entry]:
+    """Queue entries for the (name, old oid) pairs of a queue file, as if marked in ``snapshot``: the ref
+    as it is now when the line gives no old value; otherwise the value the line expects, which the
+    queue's ``recheck`` then flags stale when the ref is no longer there (or moved)."""
+    out = []
+    for name, old in pairs:
+        now = snapshot.head() if name == b"HEAD" else snapshot.lookup(name)
+        if now is not None and (old is None or (now.target is None and now.oid == old)):
+            seen = now
+        else:
+            where = now.location if now is not None else Location(LOADED, path)
+            seen = Ref(name, old, None, None, where)
+        out.append(Entry(name, seen))
+    return out
+
+
+def _worktree_heads(repo) -> list[tuple[bytes, str]]:
+    """(branch, working tree path) for every worktree with a branch checked out, or [] when unknown."""
     if repo is None:
         return []
     try:
-        from refscope.backend.repo import checked_out_branches
+        from refscope.backend.txn import checked_out_worktrees
 
-        heads = checked_out_branches(repo)
+        return checked_out_worktrees(repo)
     except Exception:
         return []
-    out = []
-    for gitdir, target in heads:
-        if isinstance(target, str):
-            target = target.encode("utf-8", "surrogateescape")
-        out.append((gitdir, target))
-    return out

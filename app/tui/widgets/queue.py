@@ -75,6 +75,16 @@ class Queue(dict):
         self._touch()
         return n
 
+    def add_entries(self, entries) -> int:
+        """Queue prepared entries (a loaded queue file) not queued yet; returns how many were added."""
+        n = 0
+        for entry in entries:
+            if entry.name not in self:
+                self[entry.name] = entry
+                n += 1
+        self._touch()
+        return n
+
     def discard_many(self, names) -> None:
         for name in names:
             self.pop(name, None)
@@ -95,7 +105,7 @@ class Queue(dict):
             return []
         turned = []
         for name, entry in list(self.items()):
-            now = snapshot.lookup(name)
+            now = snapshot.head() if name == b"HEAD" else snapshot.lookup(name)  # (HEAD: a loaded file)
             if now is None:
                 why = "gone"
             elif now.target != entry.seen.target or now.oid != entry.seen.oid:
