@@ -121,10 +121,10 @@ class RecordSource:
         if self.kind == "g" and len(key) > 9 and key[-9:-8] == b"\0":
             name = key[:-9]
             return (
-                bytes_text(name[: raw.prefix_len], 60),
-                bytes_text(name[raw.prefix_len :], 60) + "\\0~" + key[-8:].hex(),
+                bytes_text(name[: raw.prefix_len], KEY_MAX),
+                bytes_text(name[raw.prefix_len :], KEY_MAX) + "\\0~" + key[-8:].hex(),
             )
-        return bytes_text(key[: raw.prefix_len], 60), bytes_text(key[raw.prefix_len :], 60)
+        return bytes_text(key[: raw.prefix_len], KEY_MAX), bytes_text(key[raw.prefix_len :], KEY_MAX)
 
     def __len__(self) -> int:
         return len(self.records)

@@ -33,11 +33,10 @@ class Needs(NamedTuple):
     name: int = 0
     value: int = 0
     location: int = 0
+    tables: int = 0  # 1 when a row lives in a reftable table (the header then explains "upd")
 
     def grow(self, other: Needs) -> Needs:
-        return Needs(
-            max(self.name, other.name), max(self.value, other.value), max(self.location, other.location)
-        )
+        return Needs(*(max(a, b) for a, b in zip(self, other, strict=True)))
 
 
 NONE = Needs()
@@ -84,7 +83,7 @@ def row_needs(ref) -> Needs:
     """What one row asks for (escaped name, value, location; each plus one space)."""
     name = len(escape_name(ref.name)) + 1
     value = VALUE_W if ref.target is None else len(escape_name(ref.target)) + 3  # "→ " + target + " "
-    return Needs(name, value, len(location_text(ref.location)) + 1)
+    return Needs(name, value, len(location_text(ref.location)) + 1, int(ref.location.kind == TABLE))
 
 
 def location_text(loc) -> str:
@@ -105,12 +104,14 @@ def location_text(loc) -> str:
     return loc.kind
 
 
-LOCATION_HEADERS = (
-    "location (packed@byte offset · table update range, upd = update index)",
+# the location column's title, longest first: the first that fits the room is shown
+TABLE_HEADERS = (
+    "location (table update-index range, upd = the record's update index)",
     "location (upd = update index)",
     "location (upd=update idx)",
     "location",
 )
+FILES_HEADERS = ("location (packed@byte offset in packed-refs)", "location (packed@offset)", "location")
 
 
 def header(width: int, style: Style | None = None, needs: Needs = NONE) -> Text:
@@ -119,10 +120,12 @@ def header(width: int, style: Style | None = None, needs: Needs = NONE) -> Text:
     text.append(" " * MARK_W)
     text.append(_fit("name", lay.name))
     if lay.value:
-        text.append(_fit("oid      peeled/→ target", lay.value))
+        title = "oid      peeled/→ target"
+        text.append(_fit(title if len(title) < lay.value else "oid      peeled/→", lay.value))
     if lay.location:
         room = width - MARK_W - lay.name - lay.value  # the header may use the spare cells at the end
-        title = next((h for h in LOCATION_HEADERS if len(h) < room), "location")
+        titles = TABLE_HEADERS if needs.tables else FILES_HEADERS
+        title = next((h for h in titles if len(h) < room), "location")
         text.append(_fit(title, max(lay.location, min(room, len(title) + 1))))
     return text
 
