@@ -1,23 +1,13 @@
 """Copy and open: what a user does next with a ref (lazygit's copy and "view in git log").
 
-The clipboard gets the ref's exact text (OSC 52 via ``App.copy_to_clipboard``); ``git log`` runs with the
+The clipboard gets the ref's exact text (``display.clipboard_text``, sent by ``App.copy_to_clipboard`` as
+OSC 52); ``git log`` runs with the
 app suspended, git's own pager in front, with the repository's git ($REFSCOPE_GIT, else git).
 """
 
 from __future__ import annotations
 
 import os
-
-
-def clipboard_text(value: bytes) -> tuple[str, bool]:
-    """(text for the clipboard, exact): a name that is not UTF-8 cannot travel as text, so its escaped
-    form is copied instead and ``exact`` is False (the caller says so)."""
-    try:
-        return value.decode("utf-8"), True
-    except UnicodeDecodeError:
-        from refscope.backend.display import escape_name
-
-        return escape_name(value), False
 
 
 def git_log_command(repo, name: bytes) -> list[bytes]:

@@ -787,7 +787,7 @@ class MainScreen(Screen):
 
     def action_copy(self, what: str) -> None:
         """``y`` the name, ``Y`` the oid (a symref's: what it resolves to) into the clipboard (OSC 52)."""
-        from ..gitlog import clipboard_text
+        from refscope.backend.display import clipboard_text
 
         ref = self._current_ref()
         if ref is None:
