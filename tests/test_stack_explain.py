@@ -166,3 +166,17 @@ def test_forecast_reads_geometric_factor_as_git_does(tmp_path: Path, git_bin: st
     fc = forecast_write(snap.tables, snap.hash_name, _config(store)[0])
     git(repo, "update-ref", "refs/heads/the-next-write", "HEAD")
     assert len(tables_list(repo)) == fc.tables_after() == 1  # everything merges under a factor of 64
+
+
+async def test_stack_view_forecast_on_one_table_stack(tmp_path: Path, git_bin: str) -> None:
+    """The issue's case: one big table. The view says a small write compacts nothing, and git agrees."""
+    repo = _shape(tmp_path / "r", [5000])
+    store = open_store(repo)
+    app = Host(lambda: StackScreen(store, store.snapshot(), FakeMeter(), follow=False))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        text = str(app.screen.query_one("#stack-forecast").render())
+    assert text.startswith("next write: no compaction")
+    assert "a typical small write: git update-ref of one ref" in text
+    git(repo, "update-ref", "refs/heads/the-next-write", "HEAD")
+    assert len(tables_list(repo)) == 2

@@ -209,3 +209,20 @@ def test_table_view_keys_align_with_long_names(tmp_path: Path, git_bin: str) -> 
         starts.add(len(row) - len(value))
     assert len(starts) == 1 and src.header.plain.index("vt") == starts.pop()
     assert src.key_w >= len(long)
+
+
+async def test_palette_commands_copy_and_head_reflog(tmp_path: Path, ref_format: str) -> None:
+    path = make_repo(tmp_path / "r", ref_format)
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot, app)
+        commands = {c.title: c.callback for c in app.get_system_commands(app.screen)}
+        assert {"Copy ref name", "Copy ref oid", "Open in git log", "Toggle panels", "Reflog of HEAD"} <= set(
+            commands
+        )
+        name = app.screen.ref_list.current_name().decode()
+        commands["Copy ref name"]()
+        assert app.clipboard == name
+        commands["Reflog of HEAD"]()
+        await wait_for(pilot, lambda: isinstance(app.screen, ReflogScreen) and app.screen.loaded)
+        assert app.screen.ref_name == b"HEAD" and app.screen.entries
