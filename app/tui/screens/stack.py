@@ -52,7 +52,7 @@ def storage_screen(
 
 HEADER = Text(
     f"{'#':>2} {'table':<42} {'update index':>13} {'size':>9} {'v':>1} {'block':>5} "
-    f"{'refs':>9} {'tomb':>6} {'logs':>9} {'log del':>7} {'blocks r/g/o/i':<15} idx obj",
+    f"{'refs':>9} {'tomb':>6} {'logs':>9} {'log del':>7} {'blk r/g/o/i':<11} idx obj",
     no_wrap=True,
 )
 
@@ -81,7 +81,7 @@ def table_row(i: int, s: TableSummary, merge: tuple[int, int] | None) -> Text:
     t.append(f"{_n(s.log_deletions) if s.log_deletions != -2 else '·':>7} ", style="dim")
     b = s.blocks
     blocks = "/".join(str(b.get(k, 0)) for k in "rgoi") if b else "…"
-    t.append(f"{blocks:<15} ")
+    t.append(f"{blocks:<11} ")
     if s.ref_records < 0:
         t.append(" …   …")
     else:

@@ -1,4 +1,4 @@
-"""HEAD, shown above the ref list (git lists it apart from refs/: ``for-each-ref`` never prints it).
+"""HEAD, shown above the ref list (git keeps it apart from refs/: ``for-each-ref`` never prints it).
 
 A one-line widget that takes the focus: ↑ from the list's first row reaches it, ``l`` (or Enter) opens
 HEAD's reflog, ``y`` copies and ``o`` opens ``git log`` as on any ref, ↓ goes back to the list.
@@ -31,7 +31,7 @@ def head_text(snapshot) -> Text:
     else:
         text.append(" " + escape_name((head.oid or b"")[:12]))
         text.append("  detached", "dim")
-    text.append("   ↑ here, then l reflog · y copy · o git log", "dim italic")
+    text.append("   (↑ to select it: l reflog · y copy · o git log)", "dim italic")
     return text
 
 
