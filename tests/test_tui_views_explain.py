@@ -226,3 +226,67 @@ async def test_palette_commands_copy_and_head_reflog(tmp_path: Path, ref_format:
         commands["Reflog of HEAD"]()
         await wait_for(pilot, lambda: isinstance(app.screen, ReflogScreen) and app.screen.loaded)
         assert app.screen.ref_name == b"HEAD" and app.screen.entries
+
+
+def test_o_hands_the_terminal_to_git_log(tmp_path: Path, git_bin: str) -> None:
+    """The whole app on a pseudo-terminal: ``o`` suspends it and runs git log, whose pager (here one that
+    saves what it is given) gets the ref's log; then the app takes the terminal back and ``q`` quits."""
+    import contextlib
+    import pty
+    import select
+    import sys
+    import time
+
+    path = make_repo(tmp_path / "r", "files")
+    marker = tmp_path / "pager-got"
+    env = {
+        **os.environ,
+        "TERM": "xterm-256color",
+        "GIT_PAGER": f"cat > '{marker}'",
+        "REFSCOPE_METER_LINGER": "0",
+    }
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "refscope.app", "-C", str(path)],
+        stdin=slave, stdout=slave, stderr=slave, env=env,
+        # the pty as the app's controlling terminal (a session of its own), as a shell would give it:
+        # Textual resumes application mode only on a terminal it controls
+        preexec_fn=lambda: (os.setsid(), fcntl.ioctl(0, termios.TIOCSCTTY, 0)),
+    )  # fmt: skip
+    os.close(slave)
+    out = bytearray()
+
+    def pump(until, timeout: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if until():
+                return True
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    out.extend(os.read(master, 65536))
+                except OSError:  # EIO: nobody holds the terminal (the app is exiting): wait for it
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    return until()
+        return until()
+
+    try:
+        assert pump(lambda: b"47" in out and b"shown" in out), bytes(out[-2000:])  # the list is indexed
+        os.write(master, b"o")
+        assert pump(lambda: marker.exists() and b"commit " in marker.read_bytes()), bytes(out[-3000:])
+        head = git(path, "rev-parse", "refs/heads/main").strip()
+        assert head in marker.read_bytes()  # the first ref of the list: refs/heads/main
+        os.write(master, b"q")
+        exited = pump(lambda: proc.poll() is not None)
+        assert exited and proc.returncode == 0, (proc.poll(), bytes(out[-3000:]))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        os.close(master)
