@@ -2,7 +2,8 @@
 
 files:    the packed-refs summary (path, size, records, traits, sorted, peeled, loose ref count).
 reftable: each table of the stack, oldest first (name, size, update-index range, version, hash, block
-          size, ref/tombstone/log record counts, blocks), for the common stack and, in a linked
+          size, ref/tombstone/log/log-deletion record counts from ``Table.counts``, the counts the TUI's
+          stack view shows, blocks), for the common stack and, in a linked
           worktree, the worktree's own stack.
 Plain output is one ``key: value`` block (files) or one line per table (reftable), fields through the
 display function; ``--json`` prints one JSON object (``display.to_json``: traits that are not UTF-8 have
@@ -103,7 +104,8 @@ def run(argv: list[str]) -> int:
                         f"  v{t['version']} ",
                         t["hash"],
                         f" block {t['block_size']}",
-                        f"  refs {t['refs']}  tombstones {t['tombstones']}  logs {t['logs']}  blocks {t['blocks']}",
+                        f"  refs {t['refs']}  tombstones {t['tombstones']}  logs {t['logs']}"
+                        f"  log-deletions {t['log_deletions']}  blocks {t['blocks']}",
                     )
                 )
     emit(lines)

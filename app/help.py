@@ -68,7 +68,9 @@ usage: refscope stack [-C PATH] [--json]
 What the ref storage is made of. A files repository: the packed-refs summary (path, size, records,
 header traits, order, peeled records, loose refs). A reftable repository: each table of the stack,
 oldest first (name, size, update-index range, version, hash, block size, record counts, blocks), for
-the common stack and, in a linked worktree, the worktree's own stack.
+the common stack and, in a linked worktree, the worktree's own stack. The counts are the TUI's: refs
+(ref records with a value), tombstones (ref deletions), logs (reflog entries), log-deletions (log
+records git writes when it deletes a ref's reflog).
 
 options:
   -C PATH        run as if started in PATH

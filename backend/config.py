@@ -338,7 +338,11 @@ class Config:
         return self.get_int("reftable.lockTimeout", 100)
 
     def reftable_geometric_factor(self) -> int:
-        return self.get_int("reftable.geometricFactor", 2)
+        """git's integer (k/m/g suffixes); git dies on a value above 255 (refs/reftable-backend.c)."""
+        factor = self.get_int("reftable.geometricFactor", 2)
+        if factor > 255:
+            raise ConfigError(None, "reftable geometric factor cannot exceed 255")
+        return factor
 
     def reftable_block_size(self) -> int:
         return self.get_int("reftable.blockSize", 4096)

@@ -205,3 +205,13 @@ def to_json(obj: object) -> str:
 
     value, _b64 = json_value(obj)
     return json.dumps(value, ensure_ascii=True)
+
+
+def clipboard_text(value: bytes) -> tuple[str, bool]:
+    """(text for the clipboard, exact). The clipboard travels base64 inside OSC 52, so no byte of it
+    drives the terminal, and a UTF-8 name goes as it is (what ``git`` will take back when pasted); a name
+    that is not UTF-8 cannot travel as text, so its escaped form goes instead and ``exact`` is False."""
+    try:
+        return value.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return escape_name(value), False

@@ -392,12 +392,46 @@ class RefscopeApp(App[None]):
             "Add the refs of a refscope delete --stdin file to the queue",
             lambda: self._main_action("load_queue"),
         )
+        yield SystemCommand(
+            "Reflog of HEAD", "HEAD's reflog (git keeps it apart from refs/)", lambda: self._head_reflog()
+        )
+        for label, what in (("name", "name"), ("oid", "oid")):
+            yield SystemCommand(
+                f"Copy ref {label}",
+                f"The {label} of the ref under the cursor, into the clipboard (y / Y)",
+                lambda w=what: self._main_call(lambda s: s.action_copy(w)),
+            )
+        yield SystemCommand(
+            "Open in git log",
+            "git log of the ref under the cursor, in git's pager (o)",
+            lambda: self._main_call(lambda s: s.action_git_log()),
+        )
+        yield SystemCommand(
+            "Toggle panels",
+            "Hide or show the queue and operations panels (z)",
+            lambda: self._main_call(lambda s: s.action_toggle_panels()),
+        )
 
     def _to_main(self) -> None:
         from .screens.main import MainScreen
 
         while len(self.screen_stack) > 2 and not isinstance(self.screen, MainScreen):
             self.pop_screen()
+
+    def _main_call(self, fn) -> None:
+        from .screens.main import MainScreen
+
+        self._to_main()
+        if isinstance(self.screen, MainScreen):
+            fn(self.screen)
+
+    def _head_reflog(self) -> None:
+        from .screens.main import MainScreen
+        from .screens.reflog import ReflogScreen
+
+        self._to_main()
+        if isinstance(self.screen, MainScreen) and self.snapshot is not None:
+            self.push_screen(ReflogScreen(self.snapshot, b"HEAD"))
 
     def _main_action(self, name: str) -> None:
         from .screens.main import MainScreen

@@ -33,6 +33,7 @@ from textual.worker import get_current_worker
 
 from ..widgets import columns, filtering
 from ..widgets.filter_input import FilterInput
+from ..widgets.headline import HeadLine
 from ..widgets.ops import OpsPanel
 from ..widgets.queue import Entry, QueuePanel
 from ..widgets.reflist import RefList
@@ -43,6 +44,8 @@ from .dialogs import Message as MessageDialog
 from .operations import BenchScreen, OperationScreen
 
 LOADED = "queue file"  # the Location kind of a loaded entry whose ref is not in the snapshot
+PANELS_ROWS = 9  # the queue and operations panels' height (5 below PANELS_FULL_FROM rows; z hides them)
+PANELS_FULL_FROM = 32
 MARK_ALL_CONFIRM = 1000  # marking more than this many refs at once asks first
 FLASH_SECONDS = 3.0
 BENCH_RUNS = 3
@@ -68,7 +71,7 @@ def make_view(app, name: str):
         app.notify("no snapshot: the store could not be read", severity="error", timeout=3)
         return None
     main = app.screen if isinstance(app.screen, MainScreen) else None
-    current = main.ref_list.current_name() if main is not None else None
+    current = main.current_name() if main is not None else None
     follow = app.watch_enabled
     if name == "stack":
         from .stack import storage_screen
@@ -93,10 +96,19 @@ def make_view(app, name: str):
 
 
 class ListHeader(Static):
+    """The column titles, laid out as the list's rows are (``columns.layout`` with the list's needs)."""
+
     DEFAULT_CSS = "ListHeader { height: 1; color: $text-muted; text-style: bold; background: $surface; }"
 
+    needs: columns.Needs = columns.NONE
+    list_width: int = 0  # the list's content width (without its scrollbar), once known
+
     def on_resize(self) -> None:
-        self.update(columns.header(self.size.width))
+        self.update(columns.header(self.list_width or self.size.width, needs=self.needs))
+
+    def set_layout(self, needs: columns.Needs, width: int) -> None:
+        self.needs, self.list_width = needs, width
+        self.update(columns.header(width or self.size.width, needs=needs))
 
 
 class MainScreen(Screen):
@@ -115,6 +127,10 @@ class MainScreen(Screen):
         Binding("p", "app.view('packed')", "Packed", show=False),
         Binding("l", "app.view('reflog')", "Reflog", show=False),
         Binding("enter", "open_location", "Where it lives", show=False),
+        Binding("y", "copy('name')", "Copy name"),
+        Binding("Y", "copy('oid')", "Copy oid", show=False),
+        Binding("o", "git_log", "git log"),
+        Binding("z", "toggle_panels", "Panels"),
         Binding("escape", "clear_filter", "Clear filter", show=False, priority=True),
         Binding("enter", "submit_filter", show=False, priority=True),
     ]
@@ -154,6 +170,7 @@ class MainScreen(Screen):
             yield FilterInput(placeholder=filtering.PLACEHOLDER, id="filter")
             yield ProgressBar(total=100, show_eta=False, show_percentage=True, id="filter-progress")
             yield Label("", id="count")
+        yield HeadLine(id="head-line")
         yield ListHeader(id="list-header")
         yield RefList(queue=self.app.queue, id="refs")
         with Horizontal(id="commit-bar"):
@@ -201,6 +218,7 @@ class MainScreen(Screen):
     # -- status and counts ------------------------------------------------------------------------------
     def update_status(self) -> None:
         app = self.app
+        self.query_one(HeadLine).show(app.snapshot)
         self.query_one(StatusLine).show(
             repo=app.repo_path,
             snapshot=app.snapshot,
@@ -293,6 +311,9 @@ class MainScreen(Screen):
                 self._show_view(snapshot, range(0))
         self.update_count()
         self.update_status()
+
+    def on_ref_list_layout_changed(self, message: RefList.LayoutChanged) -> None:
+        self.query_one(ListHeader).set_layout(message.needs, self.ref_list.scrollable_content_region.width)
 
     def on_main_screen_filter_progress(self, message: FilterProgress) -> None:
         if message.generation == self.generation and message.total:
@@ -438,6 +459,11 @@ class MainScreen(Screen):
 
     def action_toggle_mark(self) -> None:
         if self._commit_locked():
+            return
+        if isinstance(self.focused, HeadLine):
+            self.notify(
+                "HEAD is not a ref to queue: mark a branch in the list", severity="warning", timeout=3
+            )
             return
         ref = self.ref_list.current_ref()
         if ref is None:
@@ -867,6 +893,100 @@ class MainScreen(Screen):
         else:
             where = escape_name(os.fsencode(loc.file))
             self.notify(Text(f"loose ref: {where}"), title="where it lives", timeout=4)
+
+    # -- HEAD, copy, git log, panels ---------------------------------------------------------------------
+    def current_name(self) -> bytes | None:
+        """The ref the keys act on: HEAD when its line has the focus, else the one under the cursor."""
+        if isinstance(self.focused, HeadLine):
+            return HeadLine.name_bytes
+        return self.ref_list.current_name()
+
+    def _current_ref(self):
+        if isinstance(self.focused, HeadLine):
+            try:
+                return self.app.snapshot.head() if self.app.snapshot is not None else None
+            except RefscopeError:
+                return None
+        return self.ref_list.current_ref()
+
+    def action_focus_head(self) -> None:
+        self.set_focus(self.query_one(HeadLine))
+
+    def action_focus_list(self) -> None:
+        self.set_focus(self.ref_list)
+
+    def on_ref_list_above_top(self, message: RefList.AboveTop) -> None:
+        self.action_focus_head()
+
+    def action_copy(self, what: str) -> None:
+        """``y`` the name, ``Y`` the oid (a symref's: what it resolves to) into the clipboard (OSC 52)."""
+        from refscope.backend.display import clipboard_text
+
+        ref = self._current_ref()
+        if ref is None:
+            self.notify("no ref under the cursor", severity="warning", timeout=2)
+            return
+        if what == "name":
+            value = ref.name
+        else:
+            value = ref.oid
+            if value is None and ref.target is not None:
+                resolve = getattr(self.app.snapshot, "resolve", None)
+                try:
+                    value = resolve(ref.name) if resolve is not None else None
+                except RefscopeError:
+                    value = None
+            if value is None:
+                self.notify(
+                    f"{escape_name(ref.name)} resolves to no object", severity="warning", markup=False
+                )
+                return
+        text, exact = clipboard_text(value)
+        self.app.copy_to_clipboard(text)
+        note = "" if exact else " (not UTF-8: its escaped form)"
+        self.notify(f"copied {what}: {text}{note}", timeout=2, markup=False)
+
+    def git_log_command(self) -> list[bytes] | None:
+        """The command ``o`` runs for the ref under the cursor (or HEAD), None without one."""
+        from ..gitlog import git_log_command
+
+        name = self.current_name()
+        if name is None or self.app.repo is None:
+            return None
+        return git_log_command(self.app.repo, name)
+
+    def action_git_log(self) -> None:
+        """``o``: ``git log`` of the ref with the app suspended and git's pager in front (as lazygit and tig
+        hand over the terminal); back in the app when the pager quits."""
+        import subprocess
+
+        from textual.app import SuspendNotSupported
+
+        cmd = self.git_log_command()
+        if cmd is None:
+            self.notify("no ref under the cursor", severity="warning", timeout=2)
+            return
+        try:
+            with self.app.suspend():
+                result = subprocess.run(cmd, check=False)
+        except SuspendNotSupported:
+            self.notify("this terminal cannot hand itself to git log", severity="warning", timeout=3)
+            return
+        except OSError as err:
+            self.notify(f"git log: {err.strerror}", severity="error", markup=False)
+            return
+        if result.returncode not in (0, 141):  # (141: the pager quit before git finished: SIGPIPE)
+            self.notify(f"git log exited with status {result.returncode}", severity="warning", timeout=3)
+        self.ref_list.refresh_rows()
+
+    def action_toggle_panels(self) -> None:
+        """``z``: hide or show the queue and operations panels; the list takes their rows."""
+        panels = self.query_one("#panels")
+        panels.display = not panels.display
+
+    def on_resize(self, event) -> None:
+        """A short terminal gives the panels fewer rows (their titles still say how many entries)."""
+        self.query_one("#panels").styles.height = PANELS_ROWS if event.size.height >= PANELS_FULL_FROM else 5
 
     def run_action_by_name(self, name: str) -> None:
         getattr(self, f"action_{name}")()

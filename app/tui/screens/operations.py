@@ -63,8 +63,16 @@ class OperationScreen(ModalScreen[None]):
 
 
 class BenchScreen(ModalScreen[None]):
-    """The queued transaction through both engines on scratch copies, side by side (``refscope bench``)."""
+    """The queued transaction through both engines on scratch copies, side by side (``refscope bench``).
 
+    The table is as wide as ``refscope bench`` prints it: never wrapped (a wrapped row breaks its
+    columns), the dialog as wide as the terminal allows, and it scrolls sideways beyond that."""
+
+    DEFAULT_CSS = """
+    BenchScreen #dialog-box { width: 98%; max-width: 100%; }
+    BenchScreen #dialog-body { overflow-x: auto; }
+    BenchScreen #bench-result { width: auto; text-wrap: nowrap; text-overflow: clip; }
+    """
     BINDINGS = [Binding("escape,enter,q", "dismiss(None)", "Close")]
 
     def __init__(self, body: Text) -> None:

@@ -70,12 +70,23 @@ class ReflogScreen(ViewScreen):
 
     def _show(self, entries: list[Any]) -> None:
         self.entries = entries
-        self.query_one("#reflog-rows", RowsView).set_source(reflog_source(entries), cursor=0)
         where = "logs/" if self.snapshot.format == "files" else "log records of the stack"
         n = len(entries)
-        self.set_status(
-            f"{n} entr{'y' if n == 1 else 'ies'} from {where}, newest first"
-            if n
-            else "no reflog for this ref"
-        )
+        source = reflog_source(entries)
+        if not n:  # say so in the view itself, not an empty table under a header
+            message = Text("no reflog for ", style="bold")
+            message.append_text(name_text(self.ref_name, "bold"))
+            message.append(
+                f" (nothing under {where}: git writes a reflog for branches, remote-tracking refs and"
+                " HEAD when core.logAllRefUpdates is on)",
+                style="dim",
+            )
+            source = ListSource([message], source.header)
+        self.query_one("#reflog-rows", RowsView).set_source(source, cursor=0)
+        if n:
+            self.set_status(f"{n} entr{'y' if n == 1 else 'ies'} from {where}, newest first")
+        else:
+            status = Text("no reflog for ")
+            status.append_text(name_text(self.ref_name))
+            self.set_status(status)
         self.loaded = True

@@ -19,7 +19,6 @@ r reload; escape back.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -53,7 +52,7 @@ def storage_screen(
 
 HEADER = Text(
     f"{'#':>2} {'table':<42} {'update index':>13} {'size':>9} {'v':>1} {'block':>5} "
-    f"{'refs':>9} {'tomb':>6} {'logs':>9} {'blocks r/g/o/i':<15} idx obj",
+    f"{'refs':>9} {'tomb':>6} {'logs':>9} {'log del':>7} {'blk r/g/o/i':<11} idx obj",
     no_wrap=True,
 )
 
@@ -79,9 +78,10 @@ def table_row(i: int, s: TableSummary, merge: tuple[int, int] | None) -> Text:
     t.append(f"{_n(s.ref_records):>9} ")
     t.append(f"{_n(s.tombstones):>6} ", style="red" if s.tombstones > 0 else "")
     t.append(f"{_n(s.log_records):>9} ")
+    t.append(f"{_n(s.log_deletions) if s.log_deletions != -2 else '·':>7} ", style="dim")
     b = s.blocks
     blocks = "/".join(str(b.get(k, 0)) for k in "rgoi") if b else "…"
-    t.append(f"{blocks:<15} ")
+    t.append(f"{blocks:<11} ")
     if s.ref_records < 0:
         t.append(" …   …")
     else:
@@ -90,17 +90,21 @@ def table_row(i: int, s: TableSummary, merge: tuple[int, int] | None) -> Text:
     return t
 
 
-def _config(store: Any) -> tuple[int, bool]:
-    """reftable.geometricFactor (default 2) from the repo's config; git always auto-compacts after a write
-    (only the test variable GIT_TEST_REFTABLE_AUTOCOMPACTION=0 turns that off)."""
-    factor, auto = 2, True
+def _config(store: Any) -> tuple[int, bool, str | None]:
+    """(reftable.geometricFactor, auto-compaction, error) through the backend's config (git's integer
+    parsing, k/m/g suffixes; 0 means git's default). git always auto-compacts after a write (only its test
+    variable GIT_TEST_REFTABLE_AUTOCOMPACTION turns that off). A malformed value, which makes git die, is
+    shown as the error and the forecast uses git's default."""
+    from refscope.backend.engines.common import auto_compaction
+    from refscope.backend.errors import RefscopeError
+
     config = getattr(getattr(store, "repo", None), "config", None)
-    if config is not None:
-        raw = config.get("reftable.geometricFactor")
-        if raw:
-            with contextlib.suppress(ValueError):
-                factor = int(raw) or 2
-    return factor, auto
+    try:
+        auto = auto_compaction()
+        factor = config.reftable_geometric_factor() if config is not None else 2
+    except RefscopeError as err:
+        return 2, True, str(err)
+    return factor or 2, auto, None
 
 
 class StackScreen(ViewScreen):
@@ -134,7 +138,7 @@ class StackScreen(ViewScreen):
         self.summaries: list[TableSummary] = []
         self.feed: list[Text] = []
         self.feed_keys: list[int] = []
-        self.factor, self.auto = _config(store)
+        self.factor, self.auto, self.config_error = _config(store)
         self.last_report: Any = None
         self._follower: Any = None
         self._locks_since: dict[str, float] = {}
@@ -245,7 +249,7 @@ class StackScreen(ViewScreen):
     # ---- rendering ------------------------------------------------------------------------------------
     def _render_all(self) -> None:
         tables = self.tables
-        fc = forecast(tables, self.factor, self.auto)
+        fc = forecast(tables, self.factor, self.auto, getattr(self.snapshot, "hash_name", None))
         names = [s.name for s in self.summaries]
         rows = [table_row(i, s, fc.next) for i, s in enumerate(self.summaries)]
         self.tables_view.set_source(ListSource(rows, HEADER, keys=names))
@@ -259,12 +263,15 @@ class StackScreen(ViewScreen):
                 f" · {count(sum(s.ref_records for s in known))} ref records, "
                 f"{count(sum(s.tombstones for s in known))} tombstones, "
                 + (
-                    f"{count(sum(s.log_records for s in known))} log records"
+                    f"{count(sum(s.log_records for s in known))} log records, "
+                    f"{count(sum(max(0, s.log_deletions) for s in known))} log deletions"
                     if all(s.log_records >= 0 for s in known)
                     else "log records of big tables not counted (a)"
                 )
             )
         info.append(f" · reftable.geometricFactor={self.factor}")
+        if self.config_error:
+            info.append(f" (config: {self.config_error})", style="red")
         self.query_one("#stack-info", Static).update(info)
         self.query_one("#stack-chart", Static).update(
             size_chart(
@@ -287,8 +294,8 @@ class StackScreen(ViewScreen):
             else:
                 t.append("next write: only its new table (nothing to merge)", style="bold")
         t.append(
-            f"\n(assumes the next table is like the newest: {fc.next_size} B compared; sizes are file "
-            "size − footer − header + 1, as git compares them)\n",
+            f"\n(a typical small write: git update-ref of one ref, a new table of {fc.next_size} B compared; "
+            "sizes are file size − footer − header + 1, as git compares them)\n",
             style="dim",
         )
         for line in fc.reasons:
@@ -383,7 +390,7 @@ class StackScreen(ViewScreen):
         if len(tables) < 2:
             self.notify("nothing to compact: the stack has fewer than two tables")
             return
-        fc = forecast(tables, self.factor, self.auto)
+        fc = forecast(tables, self.factor, self.auto, getattr(self.snapshot, "hash_name", None))
         segment = fc.now if fc.now is not None else (0, len(tables))
         start, end = segment
         why = (

@@ -79,6 +79,9 @@ def _value_text(rec: Any, kind: str, hexw: int) -> Text:
     return t
 
 
+KEY_MAX = 120  # widest key column; a longer key is cut with an ellipsis
+
+
 class RecordSource:
     """One row per record of one block: offset, restart mark, prefix length, suffix length, key (shared prefix
     dim, stored suffix bright), then the value by kind (ref: value type, update index, value; log: the reflog
@@ -102,10 +105,26 @@ class RecordSource:
             "o": "positions",
             "i": "position",
         }[self.kind]
+        # the key column is as wide as the block's longest key (a block holds at most a few hundred
+        # records), so every value starts in the same column however long a name is
+        self.key_w = min(KEY_MAX, max([len(key_head)] + [sum(map(len, self._key(r))) for r in records]))
         self.header = Text(
-            f"{'offset':>8} R {'pfx':>4} {'sfx':>4}  {key_head:<40} {value_head}", no_wrap=True
+            f"{'offset':>8} R {'pfx':>4} {'sfx':>4}  {key_head:<{self.key_w}} {value_head}", no_wrap=True
         )
         self.width = 200
+
+    def _key(self, raw: Any) -> tuple[str, str]:
+        """(shared prefix, stored suffix) of a record's key, as shown."""
+        key = raw.key
+        if self.kind == "o":
+            return key[: raw.prefix_len].hex(), key[raw.prefix_len :].hex()
+        if self.kind == "g" and len(key) > 9 and key[-9:-8] == b"\0":
+            name = key[:-9]
+            return (
+                bytes_text(name[: raw.prefix_len], KEY_MAX),
+                bytes_text(name[raw.prefix_len :], KEY_MAX) + "\\0~" + key[-8:].hex(),
+            )
+        return bytes_text(key[: raw.prefix_len], KEY_MAX), bytes_text(key[raw.prefix_len :], KEY_MAX)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -126,19 +145,13 @@ class RecordSource:
         t.append(f"{raw.offset:>8} ", style="dim")
         t.append("R " if raw.offset in self.restarts else "  ", style="bold red")
         t.append(f"{raw.prefix_len:>4} {raw.suffix_len:>4}  ")
-        key = raw.key
-        if self.kind == "o":
-            shared, stored = key[: raw.prefix_len].hex(), key[raw.prefix_len :].hex()
-        elif self.kind == "g" and len(key) > 9 and key[-9:-8] == b"\0":
-            name = key[:-9]
-            shared = bytes_text(name[: raw.prefix_len], 60)
-            stored = bytes_text(name[raw.prefix_len :], 60) + "\\0~" + key[-8:].hex()
-        else:
-            shared, stored = bytes_text(key[: raw.prefix_len], 60), bytes_text(key[raw.prefix_len :], 60)
-        t.append(shared, style="dim")
-        t.append(stored, style="bold")
-        pad = 40 - len(shared) - len(stored)
-        t.append(" " * max(1, pad + 1))
+        shared, stored = self._key(raw)
+        key = Text(no_wrap=True)
+        key.append(shared, style="dim")
+        key.append(stored, style="bold")
+        key.truncate(self.key_w, overflow="ellipsis", pad=True)
+        t.append_text(key)
+        t.append(" ")
         t.append_text(_value_text(raw.record, self.kind, self.hexw))
         return t
 

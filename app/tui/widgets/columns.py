@@ -26,16 +26,69 @@ class Layout(NamedTuple):
     location: int
 
 
-def layout(width: int) -> Layout:
-    """Column widths for a line of ``width`` cells; narrow terminals drop the location first."""
-    location = 22 if width >= 90 else (16 if width >= 64 else 0)
-    value = VALUE_W if width >= 40 else 0
-    name = max(8, width - MARK_W - value - location)
-    return Layout(name, value, location)
+class Needs(NamedTuple):
+    """The widths the rows on screen ask for (longest name, value and location text, in cells, each plus
+    its separating space). ``NONE`` asks for the minimums."""
+
+    name: int = 0
+    value: int = 0
+    location: int = 0
+    tables: int = 0  # 1 when a row lives in a reftable table (the header then explains "upd")
+
+    def grow(self, other: Needs) -> Needs:
+        return Needs(*(max(a, b) for a, b in zip(self, other, strict=True)))
+
+
+NONE = Needs()
+NAME_MIN = 24  # a name is cut below this only when the terminal leaves nothing else
+LOCATION_MIN = 12
+
+
+def layout(width: int, needs: Needs = NONE) -> Layout:
+    """Column widths for a line of ``width`` cells, sized to the rows' content (``needs``) and the terminal.
+
+    Every column gets what its content asks when it fits, and the spare cells go to the end of the line,
+    so a symref target is never cut to give a short name room. When the content does not fit, the
+    location gives way first (down to LOCATION_MIN), then the name (down to NAME_MIN), then the value;
+    a narrow terminal drops the location, then the value."""
+    avail = max(0, width - MARK_W)
+    loc = max(len("location") + 1, needs.location) if width >= 64 else 0
+    value = max(VALUE_W, needs.value) if width >= 40 else 0
+    name = max(len("name") + 1, min(needs.name, avail) if needs.name else avail - value - loc)
+    over = name + value + loc - avail
+    for col, floor in (("loc", LOCATION_MIN), ("name", NAME_MIN), ("value", VALUE_W), ("name", 8)):
+        if over <= 0:
+            break
+        if col == "loc" and loc:
+            cut = min(over, max(0, loc - floor))
+            loc -= cut
+        elif col == "name":
+            cut = min(over, max(0, name - floor))
+            name -= cut
+        elif col == "value" and value:
+            cut = min(over, max(0, value - floor))
+            value -= cut
+        else:
+            cut = 0
+        over -= cut
+    if over > 0 and loc:  # still too wide: the location goes
+        over -= loc
+        loc = 0
+    if over > 0:
+        name = max(8, name - over)
+    return Layout(name, value, loc)
+
+
+def row_needs(ref) -> Needs:
+    """What one row asks for (escaped name, value, location; each plus one space)."""
+    name = len(escape_name(ref.name)) + 1
+    value = VALUE_W if ref.target is None else len(escape_name(ref.target)) + 3  # "→ " + target + " "
+    return Needs(name, value, len(location_text(ref.location)) + 1, int(ref.location.kind == TABLE))
 
 
 def location_text(loc) -> str:
-    """Where a ref lives: ``loose``, ``packed@OFFSET`` or ``table MIN-MAX #UPDATE_INDEX``."""
+    """Where a ref lives: ``loose``, ``packed@OFFSET`` (a byte offset in packed-refs) or
+    ``table MIN-MAX upd N`` (the table's update-index range and the record's update index)."""
     if loc.kind == LOOSE:
         return "loose"
     if loc.kind == PACKED:
@@ -47,19 +100,33 @@ def location_text(loc) -> str:
             span = f"{int(parts[0], 16)}-{int(parts[1], 16)}"
         except (ValueError, IndexError):
             span = base[:12]
-        return f"table {span} #{loc.update_index}"
+        return f"table {span} upd {loc.update_index}"
     return loc.kind
 
 
-def header(width: int, style: Style | None = None) -> Text:
-    lay = layout(width)
+# the location column's title, longest first: the first that fits the room is shown
+TABLE_HEADERS = (
+    "location (table update-index range, upd = the record's update index)",
+    "location (upd = update index)",
+    "location (upd=update idx)",
+    "location",
+)
+FILES_HEADERS = ("location (packed@byte offset in packed-refs)", "location (packed@offset)", "location")
+
+
+def header(width: int, style: Style | None = None, needs: Needs = NONE) -> Text:
+    lay = layout(width, needs)
     text = Text(no_wrap=True, style=style or "")
     text.append(" " * MARK_W)
     text.append(_fit("name", lay.name))
     if lay.value:
-        text.append(_fit("oid      peeled/→", lay.value))
+        title = "oid      peeled/→ target"
+        text.append(_fit(title if len(title) < lay.value else "oid      peeled/→", lay.value))
     if lay.location:
-        text.append(_fit("location", lay.location))
+        room = width - MARK_W - lay.name - lay.value  # the header may use the spare cells at the end
+        titles = TABLE_HEADERS if needs.tables else FILES_HEADERS
+        title = next((h for h in titles if len(h) < room), "location")
+        text.append(_fit(title, max(lay.location, min(room, len(title) + 1))))
     return text
 
 
@@ -79,9 +146,9 @@ class Styles(NamedTuple):
     error: Style
 
 
-def row_text(ref, width: int, marked: bool, styles: Styles) -> Text:
-    """One row of the list as a Text of exactly ``width`` cells."""
-    lay = layout(width)
+def row_text(ref, width: int, marked: bool, styles: Styles, needs: Needs = NONE) -> Text:
+    """One row of the list as a Text of exactly ``width`` cells, in the columns ``layout`` gives."""
+    lay = layout(width, needs)
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append("● " if marked else "  ", styles.mark)
     name = Text(escape_name(ref.name), styles.name, no_wrap=True)

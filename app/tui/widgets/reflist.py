@@ -74,6 +74,19 @@ class RefList(ScrollView, can_focus=True):
         ref_list: RefList
         index: int
 
+    @dataclass
+    class AboveTop(Message):
+        """↑ on the first row: the screen may move the focus to what is above the list (HEAD's line)."""
+
+        ref_list: RefList
+
+    @dataclass
+    class LayoutChanged(Message):
+        """The rows on screen asked for other column widths (the header follows)."""
+
+        ref_list: RefList
+        needs: columns.Needs
+
     def __init__(self, *, queue=None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.snapshot = None
@@ -88,6 +101,9 @@ class RefList(ScrollView, can_focus=True):
         self._styles: columns.Styles | None = None
         self._extra: tuple | None = None  # (marked, changed, cursor) styles, looked up once per style change
         self._base = None
+        # the column widths the rows shown so far asked for: grown as rows come on screen, reset when
+        # the view is swapped (so columns move at most when a longer row first shows, never back and forth)
+        self.needs: columns.Needs = columns.NONE
 
     # -- data -------------------------------------------------------------------------------------------
     def set_view(self, snapshot, view: View, *, keep: bytes | None = None) -> None:
@@ -103,6 +119,7 @@ class RefList(ScrollView, can_focus=True):
         else:
             self.cursor = min(self.cursor, max(0, len(view) - 1))
         self._scroll_cursor_into_view(center=keep is not None)
+        self._measure(reset=True)
         self.refresh()
 
     def set_preview(self, snapshot, refs: list) -> None:
@@ -114,6 +131,7 @@ class RefList(ScrollView, can_focus=True):
         self._cache.clear()
         self.virtual_size = Size(self.size.width, len(refs))
         self.cursor = min(self.cursor, max(0, len(refs) - 1))
+        self._measure(reset=True)
         self.refresh()
 
     def _ref_at(self, index: int):
@@ -197,6 +215,9 @@ class RefList(ScrollView, can_focus=True):
         self.scroll_to(y=y, animate=False, immediate=True, force=True)
 
     def action_cursor(self, delta: int) -> None:
+        if delta < 0 and self.cursor == 0:
+            self.post_message(self.AboveTop(self))
+            return
         self.go_to(self.cursor + delta, center=False)
 
     def action_page(self, direction: int) -> None:
@@ -213,10 +234,32 @@ class RefList(ScrollView, can_focus=True):
         if 0 <= row < len(self.view):
             self.go_to(row, center=False)
 
+    # -- column widths --------------------------------------------------------------------------------
+    def _measure(self, reset: bool = False, resized: bool = False) -> None:
+        """Grow ``needs`` to fit the rows now on screen (a screenful of lookups, the rows' own cost)."""
+        needs = columns.NONE if reset else self.needs
+        if self.snapshot is not None:
+            top = self.scroll_offset.y
+            for index in range(top, min(top + max(1, self.size.height), len(self.view))):
+                try:
+                    needs = needs.grow(columns.row_needs(self._ref_at(index)))
+                except Exception:
+                    continue  # an unreadable row shows its error in place
+        if needs != self.needs or resized:
+            self.needs = needs
+            self._cache.clear()
+            self.refresh()
+            self.post_message(self.LayoutChanged(self, needs))
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._measure()
+
     # -- rendering --------------------------------------------------------------------------------------
     def on_resize(self) -> None:
         self._cache.clear()
         self.virtual_size = Size(self.size.width, len(self.view))
+        self._measure(resized=True)
 
     def on_focus(self) -> None:
         self._extra = None
@@ -257,7 +300,7 @@ class RefList(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         row = self.view[index] if self.preview is None else -1 - index
         selected = index == self.cursor
-        key = (row, width, selected)
+        key = (row, width, selected, self.needs)
         strip = self._cache.get(key)
         if strip is not None:
             return strip
@@ -269,7 +312,7 @@ class RefList(ScrollView, can_focus=True):
             extra = Style()
         else:
             marked = ref.name in self.queue
-            text = columns.row_text(ref, width, marked, styles)
+            text = columns.row_text(ref, width, marked, styles, self.needs)
             extra = Style()
             if self._extra is None:
                 get = self.get_component_rich_style

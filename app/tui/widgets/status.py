@@ -43,15 +43,31 @@ class StatusLine(Static):
     def show(
         self, *, repo: str, snapshot, count: int | None, engine: str, live: str, error: str | None = None
     ) -> None:
+        """The whole line when it fits the width; else a compact one (shorter path, no labels, no storage
+        summary), so an 80-column terminal still shows the engine, the live state and an error."""
+        self._last = dict(repo=repo, snapshot=snapshot, count=count, engine=engine, live=live, error=error)
+        width = self.content_region.width or self.size.width
+        text = self._build(repo, snapshot, count, engine, live, error, compact=False)
+        if width and text.cell_len > width:
+            text = self._build(repo, snapshot, count, engine, live, error, compact=True)
+        self.update(text)
+
+    _last: dict | None = None
+
+    def on_resize(self) -> None:
+        if self._last is not None:
+            self.show(**self._last)
+
+    def _build(self, repo, snapshot, count, engine, live, error, *, compact: bool) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("refscope ", "bold")
-        text.append(short_repo(repo))
+        text.append(short_repo(repo, 16 if compact else 32))
         if snapshot is not None:
             refs = (
                 f"{count:,} refs" if count is not None else ("refs unreadable" if error else "counting refs…")
             )
-            text.append(f" · {snapshot.format} · {snapshot.hash_name} · {refs}")
-        text.append(" · engine ")
+            text.append(f" · {snapshot.format}{'' if compact else ' · ' + snapshot.hash_name} · {refs}")
+        text.append(" · " if compact else " · engine ")
         text.append(f" {engine} ", "bold reverse")
         text.append(" · ")
         style = {"live": "bold green", "off": "dim", "error": "bold red"}.get(
@@ -61,9 +77,9 @@ class StatusLine(Static):
         if error:
             text.append(" · ")
             text.append("⚠ " + escape_name(error.encode("utf-8", "surrogateescape")), "bold red")
-        if snapshot is not None:
+        if snapshot is not None and not compact:
             text.append(f" · {storage_summary(snapshot)}", "dim")
-        self.update(text)
+        return text
 
 
 def short_repo(path: str, limit: int = 32) -> str:

@@ -159,3 +159,38 @@ def forecast(tables, hash_name: str, factor: int | None = None) -> Forecast:
     sizes = [compaction_size(t.size, t.version, hash_name) for t in tables]
     seg, steps = explain_compaction(sizes, f)
     return Forecast(sizes, seg, steps, f)
+
+
+# A typical small write: ``git update-ref`` of one ref with its reflog entry, as git writes it (header, one
+# ref block, one log block, footer). Its exact size moves with the name, the ident and the message; the
+# forecast only needs it to know which side of the factor the newest tables fall.
+ONE_REF_TABLE_SIZE = 300
+
+
+class WriteForecast(namedtuple("WriteForecast", "sizes new_size segment steps factor")):
+    """What git's auto-compaction does right after one more write: ``sizes`` (policy sizes of the current
+    tables, oldest first), ``new_size`` (the policy size assumed for the write's own table, index
+    ``len(sizes)``), ``segment`` ([start, end) over sizes + [new_size], or None: the stack just grows by
+    one), ``steps`` (``explain_compaction`` over the same), ``factor``."""
+
+    __slots__ = ()
+
+    def tables_after(self) -> int:
+        """How many tables ``tables.list`` names once the write and its compaction are done."""
+        n = len(self.sizes) + 1
+        if self.segment is None:
+            return n
+        start, end = self.segment
+        return n - (end - start) + 1
+
+
+def forecast_write(tables, hash_name: str, factor: int | None = None, new_file_size: int | None = None):
+    """The forecast for the next small write (``new_file_size``: its table's file size, default a one-ref
+    table). git adds the new table first and then runs its policy over the whole stack
+    (reftable_addition_commit -> reftable_stack_auto_compact), so the new table takes part."""
+    f = factor or DEFAULT_GEOMETRIC_FACTOR
+    version = 1 if hash_name == "sha1" else 2
+    sizes = [compaction_size(t.size, t.version, hash_name) for t in tables]
+    new = compaction_size(new_file_size or ONE_REF_TABLE_SIZE, version, hash_name)
+    seg, steps = explain_compaction(sizes + [new], f)
+    return WriteForecast(sizes, new, seg, steps, f)

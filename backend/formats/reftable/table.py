@@ -738,21 +738,33 @@ class Table:
             )
         return out
 
-    def counts(self) -> dict[str, int]:
-        """Record counts: refs (non-deletions), tombstones, logs, log_deletions, objs, blocks (cached)."""
-        if self._counts is None:
-            c = {"refs": 0, "tombstones": 0, "logs": 0, "log_deletions": 0, "objs": 0, "blocks": 0}
-            for _section, blk in self.iter_blocks():
-                c["blocks"] += 1
-                if blk.type == BLOCK_REF:
-                    rb = decode_ref_block(blk, self.min_update_index)
-                    z = rb.tombstones
-                    c["tombstones"] += z
-                    c["refs"] += len(rb.names) - z
-                elif blk.type == BLOCK_LOG:
-                    for rec in self.log_block(blk.offset):
-                        c["logs" if rec.log_type else "log_deletions"] += 1
-                elif blk.type == BLOCK_OBJ:
-                    c["objs"] += sum(1 for _ in iter_raw_records(blk))
-            self._counts = c
+    def counts(self, logs: bool = True) -> dict[str, int]:
+        """Record counts: refs (ref records with a value), tombstones (ref deletions), logs (log entries),
+        log_deletions (log records that delete a reflog entry), objs, blocks by type (cached). The one set
+        of counts ``refscope stack`` and the TUI's stack view show.
+
+        ``logs=False`` skips inflating the log blocks (the slow part on a big table): logs and
+        log_deletions are then None unless a full count was made before."""
+        if self._counts is not None and (not logs or self._counts["logs"] is not None):
+            return self._counts
+        c = {"refs": 0, "tombstones": 0, "logs": 0, "log_deletions": 0, "objs": 0, "blocks": 0}
+        by_type: dict[str, int] = {}
+        for _section, blk in self.iter_blocks():
+            c["blocks"] += 1
+            letter = chr(blk.type)
+            by_type[letter] = by_type.get(letter, 0) + 1
+            if blk.type == BLOCK_REF:
+                rb = decode_ref_block(blk, self.min_update_index)
+                z = rb.tombstones
+                c["tombstones"] += z
+                c["refs"] += len(rb.names) - z
+            elif blk.type == BLOCK_LOG and logs:
+                for rec in self.log_block(blk.offset):
+                    c["logs" if rec.log_type else "log_deletions"] += 1
+            elif blk.type == BLOCK_OBJ:
+                c["objs"] += sum(1 for _ in iter_raw_records(blk))
+        if not logs:
+            c["logs"] = c["log_deletions"] = None
+        c["by_type"] = by_type
+        self._counts = c
         return self._counts
