@@ -148,14 +148,20 @@ async def test_collapsing_panels_gives_the_list_their_rows(tmp_path: Path, ref_f
         await wait_for(pilot, lambda: ref_list.size.height == before)
 
 
+async def _only(pilot, app, name: str):
+    """The main screen, ready, its list filtered to the one ref ``name``."""
+    await _ready(pilot, app)
+    screen = app.screen
+    screen.apply_filter(name)
+    await wait_for(pilot, lambda: len(screen.ref_list.view) == 1)
+    return screen
+
+
 async def test_copy_name_and_oid(tmp_path: Path, ref_format: str) -> None:
     path = make_repo(tmp_path / "r", ref_format)
     app = make_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _ready(pilot, app)
-        screen = app.screen
-        screen.apply_filter("refs/remotes/origin/HEAD")
-        await wait_for(pilot, lambda: len(screen.ref_list.view) == 1)
+        await _only(pilot, app, "refs/remotes/origin/HEAD")
         await pilot.press("y")
         assert app.clipboard == "refs/remotes/origin/HEAD"
         await pilot.press("Y")  # a symref's oid: what it resolves to
@@ -168,10 +174,7 @@ async def test_git_log_command_for_the_ref(tmp_path: Path, ref_format: str) -> N
     path = make_repo(tmp_path / "r", ref_format)
     app = make_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _ready(pilot, app)
-        screen = app.screen
-        screen.apply_filter("refs/tags/v1.0")
-        await wait_for(pilot, lambda: len(screen.ref_list.view) == 1)
+        screen = await _only(pilot, app, "refs/tags/v1.0")
         cmd = screen.git_log_command()
     assert cmd == [
         os.fsencode(git_binary()), b"-C", os.fsencode(str(path)), b"log", b"--decorate",
