@@ -6,8 +6,6 @@ to exit against git.
 
 from __future__ import annotations
 
-import sys
-
 
 def change_dir(base: str | None, arg: str) -> str | None:
     """Where ``-C arg`` leads from ``base`` (None: the cwd), as git's: each ``-C`` is relative to the
@@ -39,8 +37,9 @@ def fold_dirs(args: list[str]) -> str | None:
     return path
 
 
-def parse_path_json(argv: list[str], usage: str) -> tuple[str | None, bool] | None:
-    """(path, as_json), or None on a usage error; ``-h``/``--help`` prints ``usage`` and exits 0."""
+def parse_path_json(argv: list[str]) -> tuple[str | None, bool] | None:
+    """(path, as_json), or None on a usage error (``-h`` never gets here: ``cli`` answers it from
+    ``help.py``)."""
     path: str | None = None
     as_json = False
     i = 0
@@ -55,9 +54,6 @@ def parse_path_json(argv: list[str], usage: str) -> tuple[str | None, bool] | No
             i += 1
         elif arg.startswith("-C") and len(arg) > 2:
             path = change_dir(path, arg[2:])
-        elif arg in ("-h", "--help"):
-            sys.stdout.write(usage + "\n")
-            sys.exit(0)
         else:
             return None
         i += 1

@@ -72,9 +72,6 @@ def _parse(argv: list[str]) -> _Args | None:
             from .args import change_dir
 
             a.path = change_dir(a.path, arg[2:])
-        elif arg in ("-h", "--help"):
-            print(USAGE)
-            sys.exit(0)
         else:
             return None
         i += 1

@@ -23,9 +23,6 @@ def _parse(argv: list[str]) -> tuple[str, bool] | None:
     for arg in argv:
         if arg == "--json":
             as_json = True
-        elif arg in ("-h", "--help"):
-            sys.stdout.write(USAGE + "\n")
-            sys.exit(0)
         elif arg.startswith("-") and arg != "-":
             return None
         else:

@@ -62,9 +62,6 @@ def _parse(argv: list[str]) -> tuple[str | None, bool, list[str]] | None:
             from .args import change_dir
 
             path = change_dir(path, arg[2:])
-        elif arg in ("-h", "--help"):
-            sys.stdout.write(USAGE + "\n")
-            sys.exit(0)
         else:
             return None
         i += 1

@@ -18,7 +18,7 @@ USAGE = "usage: refscope verify [-C PATH] [--json]"
 def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
     from .args import parse_path_json
 
-    return parse_path_json(argv, USAGE)
+    return parse_path_json(argv)
 
 
 def format_finding(f):
