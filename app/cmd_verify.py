@@ -3,8 +3,8 @@
 Output, one finding per line on stdout, errors and warnings in the order found:
     plain:  ``<severity>: <file>[@<offset>]: <message>`` (file names escaped like ref names)
     --json: ``{"file", "offset", "severity", "message"}`` (offset null when it applies to the whole file)
-When there are findings, one summary line goes to stderr (``refscope verify: N errors, M warnings``);
-a clean repository prints nothing. Exit 1 when any finding is an error, 0 otherwise (warnings only
+One summary line always goes to stderr, clean or not (``refscope verify: N errors, M warnings in R refs
+(files: P packed, L loose)`` or ``(reftable: T tables)``). Exit 1 when any finding is an error, 0 otherwise (warnings only
 or clean), 2 on a usage error. verify never writes to the repository.
 """
 

@@ -138,16 +138,6 @@ def emit(lines, stream=None) -> None:
     out.write("".join(require(t) + "\n" for t in lines))
 
 
-def is_terminal(fd: int = 1) -> bool:
-    """Whether ``fd`` is a terminal (text output escapes there; into a pipe it is git's raw bytes)."""
-    import os
-
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
-
-
 # -- JSON ------------------------------------------------------------------------------------------------
 def _utf8(b: bytes) -> str | None:
     try:

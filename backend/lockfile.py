@@ -296,16 +296,6 @@ def create_temp(path: str, flags: int, mode: int = 0o666) -> int:
     return fd
 
 
-def register(path: str) -> None:
-    """Own ``path`` until it is removed or renamed (a file made by a rename, e.g. a new table not yet listed)."""
-    _live[path] = None
-
-
-def forget(path: str) -> None:
-    """Stop owning ``path`` (published by someone else's rename, e.g. a table now listed)."""
-    _live.pop(path, None)
-
-
 def remove(path: str) -> bool:
     """Unlink a registered file and forget it; False when it was already gone."""
     hold()

@@ -663,11 +663,10 @@ class Watcher:
         if self._stopping.is_set():
             return
         with self._swap:
-            if self.snapshot is not prev:  # the consumer offered a newer snapshot meanwhile
-                if err is not None or is_older(new, self.snapshot):
-                    self._queue.put((time.monotonic(), {(2, p) for p in paths}))  # redo from it
-                    return
-                prev = self.snapshot
+            if self.snapshot is not prev:  # the consumer offered a newer snapshot meanwhile: this diff is
+                # against what it no longer shows (and may be older than it): redo from the offered one
+                self._queue.put((time.monotonic(), {(2, p) for p in paths}))
+                return
         if err is not None:
             first = self._failed is None or str(self._failed) != str(err)
             self._failed = err

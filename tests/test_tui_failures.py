@@ -250,7 +250,9 @@ def test_unreadable_store_exits_with_one_line(tmp_path: Path, fmt: str, unreadab
     target.chmod(0)
     before = tree_bytes(gitdir)
     env = dict(git_env(), TEXTUAL_DRIVER="textual.drivers.headless_driver:HeadlessDriver")
-    argv = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    from tests.faultutil import unprivileged
+
+    argv = unprivileged()
     argv += [sys.executable, "-m", "refscope.app", "-C", str(path), "--no-watch"]
     leader, follower = pty.openpty()
     try:
