@@ -50,9 +50,9 @@ def _is_reftable(path: str) -> bool:
         os.close(fd)
 
 
-def packed_description(path: str, records=None) -> dict:
+def packed_description(path: str) -> dict:
     """The packed-refs file as a dict; fields read from the file stay bytes (``display`` shows them and
-    turns them into JSON). ``records`` is a generator (a dump streams them), or a list when asked for."""
+    turns them into JSON). ``records`` is a generator: a dump streams them."""
     from refscope.backend.errors import RefscopeError
     from refscope.backend.formats.packed import PackedRefs
 
@@ -72,7 +72,7 @@ def packed_description(path: str, records=None) -> dict:
         "traits": list(p.traits),
         "sorted": p.sorted,
         "peeled": p.peeled_trait,
-        "records": rows if records is None else list(rows),
+        "records": rows,
     }
 
 
@@ -134,8 +134,7 @@ def run(argv: list[str]) -> int:
 
         desc = describe_lazily(path)
         if as_json:
-            head = {**to_json_obj_head(desc), "blocks": []}
-            _stream_json(head, "blocks", desc.blocks, block_json)
+            _stream_json(to_json_obj_head(desc), "blocks", desc.blocks, block_json)
             return 0
         emit([line("reftable ", path_text(path), " size ", desc.size), line("header ", to_json(desc.header))])
         _stream_lines(_table_lines(desc.blocks, field))

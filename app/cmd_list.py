@@ -367,7 +367,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str, escap
     mid = split + b"\x00"
     got = pipes_and_fork(2)
     if got is None:
-        getattr(_Lister(snap, as_json, out, None), way)([(b"", None)])
+        getattr(_Lister(snap, as_json, out, None, escape), way)([(b"", None)])
         return
     pid, ((r_st, w_st), (r_go, w_go)) = got
     if pid == 0:  # the child: never returns, never touches sys.stdout or runs exit handlers

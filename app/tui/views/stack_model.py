@@ -8,7 +8,6 @@ the sizes git compares); this module only shapes them for the view.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, NamedTuple
 
@@ -167,10 +166,3 @@ def explain(
     merged = sum(sizes[start:end])
     out.append(f"→ merge {label[start]}..{label[last]} ({end - start} tables, {merged} B)")
     return out
-
-
-def lock_files(reftable_dir: str) -> list[str]:
-    try:
-        return sorted(n for n in os.listdir(reftable_dir) if n.endswith(".lock"))
-    except OSError:
-        return []
