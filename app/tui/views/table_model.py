@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from refscope.backend.display import line
+from refscope.backend.formats.reftable.record import split_log_key
 from rich.text import Text
 
 from .fmt import bytes_text, field, git_date, hexstr
@@ -118,11 +119,12 @@ class RecordSource:
         key = raw.key
         if self.kind == "o":
             return key[: raw.prefix_len].hex(), key[raw.prefix_len :].hex()
-        if self.kind == "g" and len(key) > 9 and key[-9:-8] == b"\0":
-            name = key[:-9]
+        parts = split_log_key(key) if self.kind == "g" else None
+        if parts is not None:
+            name, index = parts
             return (
                 bytes_text(name[: raw.prefix_len], KEY_MAX),
-                bytes_text(name[raw.prefix_len :], KEY_MAX) + "\\0~" + key[-8:].hex(),
+                bytes_text(name[raw.prefix_len :], KEY_MAX) + "\\0~" + index.hex(),
             )
         return bytes_text(key[: raw.prefix_len], KEY_MAX), bytes_text(key[raw.prefix_len :], KEY_MAX)
 
@@ -135,8 +137,9 @@ class RecordSource:
         key = self.records[i].key
         if self.kind == "r":
             return key
-        if self.kind == "g" and len(key) > 9 and key[-9:-8] == b"\0":
-            return key[:-9]
+        parts = split_log_key(key) if self.kind == "g" else None
+        if parts is not None:
+            return parts[0]
         return self.row_text(i).plain.encode("utf-8", "surrogateescape")
 
     def row_text(self, i: int) -> Text:

@@ -135,6 +135,14 @@ def log_key(name: bytes, update_index: int) -> bytes:
     return name + b"\0" + (0xFFFFFFFFFFFFFFFF - update_index).to_bytes(8, "big")
 
 
+def split_log_key(key: bytes) -> tuple[bytes, bytes] | None:
+    """(name, the 8 stored bytes of its reversed update index) of a log key; None when ``key`` is not one
+    (the inverse of ``log_key``, for views that show a log key's parts)."""
+    if len(key) > 9 and key[-9:-8] == b"\0":
+        return key[:-9], key[-8:]
+    return None
+
+
 def common_prefix_len(a: bytes, b: bytes) -> int:
     """Length of the common prefix of ``a`` and ``b`` (C-speed: one XOR of the two as big integers)."""
     n = min(len(a), len(b))
