@@ -561,18 +561,14 @@ class MainScreen(Screen):
         if entries is None:
             entries = list(app.queue.values())
         queued = {e.name for e in entries}
+        # A check that cannot be made fails the plan (shown by the worker, no dialog): a dialog that
+        # silently lacked the checked-out or dangling warnings would be worse than none.
         head_branch = None
-        try:
-            head = snapshot.head() if snapshot is not None else None
-        except RefscopeError:
-            head = None
+        head = snapshot.head() if snapshot is not None else None
         if head is not None and head.target is not None and head.target in queued:
             head_branch = head.target
         checked_out = [(b, path) for b, path in _worktree_heads(app.repo) if b in queued]
-        try:
-            dangling = dangling_symrefs(snapshot, queued) if snapshot is not None else []
-        except RefscopeError:
-            dangling = []
+        dangling = dangling_symrefs(snapshot, queued) if snapshot is not None else []
         return CommitPlan(
             count=len(entries),
             engine=app.engine,
@@ -1009,12 +1005,9 @@ def loaded_entries(snapshot, pairs, path: str) -> list[Entry]:
 
 
 def _worktree_heads(repo) -> list[tuple[bytes, str]]:
-    """(branch, working tree path) for every worktree with a branch checked out, or [] when unknown."""
+    """(branch, working tree path) for every worktree with a branch checked out ([] without a repo)."""
     if repo is None:
         return []
-    try:
-        from refscope.backend.txn import checked_out_worktrees
+    from refscope.backend.txn import checked_out_worktrees
 
-        return checked_out_worktrees(repo)
-    except Exception:
-        return []
+    return checked_out_worktrees(repo)
