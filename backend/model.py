@@ -47,3 +47,11 @@ class LogEntry(namedtuple("LogEntry", "old new name email time tz message update
     (-1 otherwise)."""
 
     __slots__ = ()
+
+# The hash functions of extensions.objectFormat: the width of an object id, raw and as hex. Every reader,
+# writer and check takes its widths from here, so that a third hash is one line.
+HASH_RAWSZ = {"sha1": 20, "sha256": 32}
+HASH_HEXSZ = {"sha1": 40, "sha256": 64}
+
+# refs.c is_per_worktree_ref: refs under these prefixes live with each worktree, not in the common dir.
+PER_WORKTREE_PREFIXES = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
