@@ -51,10 +51,10 @@ with measure("op", children={children}) as m:
     os.access({begin!r}, os.F_OK)
     op(1)
     os.access({end!r}, os.F_OK)
-from refscope.backend.meter import measuring as _m
-fds = [_m._tls.io.fd] if getattr(_m._tls, "io", None) else []
-fds += [_m._proc_self_io.fd] if _m._proc_self_io else []
-for ctr in (getattr(_m._tls, "own", None), getattr(_m._tls, "kids", None)):
+from refscope.backend.meter import ledger as _l, procio as _p
+fds = [_l.tls.io.fd] if getattr(_l.tls, "io", None) else []
+fds += [_p.proc_self_io.fd] if _p.proc_self_io else []
+for ctr in (getattr(_l.tls, "own", None), getattr(_l.tls, "kids", None)):
     fds += ctr.fds if ctr else []
 with open(sys.argv[1], "w") as f:
     json.dump(dict(m.report.to_json(), meter_fds=fds), f)
@@ -397,9 +397,9 @@ def test_threads_release_their_counters() -> None:
         pass
     with measure("prime", children=True):  # opens the process-wide /proc/self/io once
         pass
-    from refscope.backend.meter import measuring
+    from refscope.backend.meter import keeper
 
-    measuring._hand_off_retired()  # what earlier tests retired
+    keeper.hand_off_retired()  # what earlier tests retired
     before = _open_fds()
 
     def work() -> None:
@@ -417,8 +417,8 @@ def test_threads_release_their_counters() -> None:
     gc.collect()
     # A finished thread's counters are retired, not closed on the spot (closing costs RCU grace periods):
     # at most _RETIRED_MAX wait at any time, and handing them off releases every one of them.
-    assert _open_fds() - before <= measuring._RETIRED_MAX
-    measuring._hand_off_retired()
+    assert _open_fds() - before <= keeper.RETIRED_MAX
+    keeper.hand_off_retired()
     assert _open_fds() == before
 
 
