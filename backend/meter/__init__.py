@@ -55,25 +55,27 @@ Why per-syscall counters and a keeper, not one sampled counter (issue 14's exper
 tests/bench/bench_meter_sampled.py). The alternative: ONE ``raw_syscalls:sys_enter`` event with
 ``sample_period`` 1 and ``PERF_SAMPLE_RAW`` into an mmap'ed ring, the syscall number read from each record.
 It is exact (per syscall number, against ``strace -f -n``, own thread and children, as long as the ring holds
-every record; its count minus the records read is the number lost), and opens in ~0.5 ms instead of ~1 ms. It
-loses on every other count, measured on this 2-CPU VM under load 3-8, alternating runs:
+every record; its count minus the records read is the number lost), and opens in ~0.6 ms instead of ~0.8-1.2
+ms. It loses on everything else, measured on a 2-CPU VM, alternating runs, medians:
 
-- each counted syscall costs ~0.8 us more instead of ~0.12-0.25 us (100k ``getpid``: +84 ms against +12-25
-  ms; a child making 200k: +164 ms against +38 ms), and reading the records back in Python another
-  ~0.25 us per syscall, paid at the end of every measure;
-- each record is 80 bytes (8 header, 4 size, 64 raw, padding) and the ring cannot be drained during the
+- each counted syscall costs 4-7 times as much: 100k ``getpid`` on the thread +0.8 us per syscall against
+  +0.12-0.25 us for the per-syscall set at load 3, +2.3 us against +0.5 us at load 10; the same in a child
+  (inherited): +0.8 against +0.2 us, +2.1 against +0.5 us. Reading the records back in Python adds ~0.3-0.7
+  us per syscall at the end of every measure;
+- each record is 80 bytes (8 header, 4 size, 64 raw, padding), and the ring cannot be drained inside the
   window without adding syscalls to it (a reader thread would take the GIL from the measured one): a
   52k-syscall ``git update-ref`` needs a 4 MB ring per CPU, 1M syscalls 80 MB of locked memory, and a
   non-root user gets 516 KB (``perf_event_mlock_kb``), ~6.5k syscalls before the breakdown goes inexact;
-- the kernel refuses to mmap an inherited per-task event (``cpu=-1``: EINVAL), so counting children needs one
-  event and one ring per CPU;
-- it is still a tracepoint: closing its last user waits for the same RCU grace period (measured 29-38 ms
-  when no other process held it), so without a keeper every CLI command would exit ~35 ms late; with a
-  keeper alive both kinds close in 0.05-0.2 ms, and a per-syscall set opens in ~1 ms.
+- the kernel refuses to mmap an inherited per-task event (``cpu=-1``: EINVAL), so counting children takes
+  one event and one ring per CPU;
+- it is still a tracepoint: closing its last user waits for an RCU grace period (23-44 ms, measured on a
+  tracepoint no other process held), so without a keeper every CLI command would exit that much later.
+  With other users alive it closes in ~0.05 ms; a per-syscall set with its keeper alive in ~0.2-0.35 ms, and
+  handing it to a new keeper (a double fork) ~2 ms at load 2, 11-18 ms at load 9.
 
 Import cost matters (the CLI's whole-process targets): the package imports only builtins, ``os``, ``time``
-and ``collections``; ``_ctypes`` (not the ~3 ms ``ctypes`` package), ``fcntl`` and ``resource`` load on first
-use.
+and ``collections``; ``_ctypes`` (not the ~3 ms ``ctypes`` package), ``fcntl``, ``resource`` and ``fileio`` load
+on first use.
 """
 
 from .measuring import measure, status
