@@ -4,7 +4,7 @@ Measures nest, and every figure leaves out the meter's own syscalls, including t
 inside it. So each syscall the meter makes for its bookkeeping (reading counters, clocks and /proc, opening
 things) is written down here as it is made, per thread; an enclosing measure takes the difference of the
 ledger over its window out of its figures. What cannot be known in advance (reopening the inheriting counter
-set inside a window) is counted exactly by the thread's own counters and kept in :func:`extra`.
+set inside a window) is counted exactly by the thread's own counters and kept in :func:`extra_calls`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def ledger() -> list[int]:
     return led
 
 
-def extra() -> list[tuple[str, int]]:
+def extra_calls() -> list[tuple[str, int]]:
     """Bookkeeping syscalls counted exactly (by the own set) rather than known in advance: (name, count),
     with "" for the total. Emptied whenever no measure is active on the thread."""
     ex = getattr(tls, "extra", None)

@@ -14,6 +14,7 @@ from _operator import sub as _sub
 from itertools import compress as _compress
 
 from . import keeper, perf, procio
+from . import ledger as thread_state
 from .ledger import (
     BYTES,
     CLOCK,
@@ -22,8 +23,7 @@ from .ledger import (
     LEDGER_NAMES,
     PREAD,
     READ,
-    extra,
-    forget_after_fork,
+    extra_calls,
     ledger,
     tls,
 )
@@ -111,7 +111,7 @@ class measure:
             led[CLOCK] += 1
         if ctr is None:
             self._led0 = led.copy()
-            self._ex0 = len(extra())
+            self._ex0 = len(extra_calls())
             self._t0 = time.perf_counter_ns()
             return self
         if ctr.depth:
@@ -121,7 +121,7 @@ class measure:
             led[BYTES] += ctr.read_bytes
             ctr.depth += 1
             self._led0 = led.copy()
-            self._ex0 = len(extra())
+            self._ex0 = len(extra_calls())
             self._t0 = time.perf_counter_ns()
             return self
         self._nested = False
@@ -130,7 +130,7 @@ class measure:
         ioctl = perf.setup.ioctl  # type: ignore[union-attr]
         led[IOCTL] += 1
         self._led0 = led.copy()
-        self._ex0 = len(extra())
+        self._ex0 = len(extra_calls())
         if perf.setup.clock_in_window:  # type: ignore[union-attr]
             # the clock is read inside the counting window (vDSO: no syscall), so the time reported is the
             # operation's and not the enabling's or disabling's
@@ -264,7 +264,7 @@ def _deltas(
     ends; every fd read of the closing sequence but also the rest of the opening one lands inside, which adds
     up to exactly one ``read`` per fd for the total and for ``read`` (a group read is one fd). ``inner`` holds
     the bookkeeping syscalls of measures nested inside this one (ledger indices), also taken out, and
-    ``extra`` those counted exactly as they happened (see ``_kids_counters``).
+    ``extra`` those counted exactly as they happened (see ledger.extra_calls).
     """
     diffs = list(map(_sub, after, base))  # C-level loops only: this runs on every measure
     by_name = dict(zip(_compress(ctr.names, diffs), filter(None, diffs), strict=False))
@@ -295,7 +295,7 @@ def _deltas(
 def _after_fork_in_child() -> None:
     """Counters and /proc files belong to the parent's thread and process: forget them in a forked child."""
     keeper.forget_after_fork()
-    forget_after_fork()
+    thread_state.forget_after_fork()
     procio.forget_after_fork()
     perf.forget_after_fork()
 

@@ -19,7 +19,7 @@ import time
 from _operator import sub as _sub
 
 from . import keeper
-from .ledger import BYTES, PERF_OPEN, extra, ledger, tls
+from .ledger import BYTES, PERF_OPEN, extra_calls, ledger, tls
 
 # Per-syscall tracepoints counted for the breakdown: those ref storage, Python and git use. Anything else
 # shows up in the total and as "other". Each one costs a little on every enable, disable and context switch
@@ -331,7 +331,7 @@ def _kids_counters() -> Counters | None:
         r0 = own.read()
         ctr = _refresh_kids(ctr)
         r1 = own.read()
-        ex = extra()
+        ex = extra_calls()
         for name, d in zip(own.names, map(_sub, r1, r0), strict=True):
             if d and name != CPU:
                 ex.append((name, d))
