@@ -38,11 +38,12 @@ def ensure_exit_hook() -> None:
     if not _exit_hook:
         import atexit
 
-        atexit.register(_at_exit)
+        atexit.register(close_all)
         _exit_hook = True
 
 
-def _at_exit() -> None:
+def close_all() -> None:
+    """Close every open counter set (of every thread) and hand the retired descriptors off: at exit."""
     for ref in list(live.values()):
         ctr = ref()
         if ctr is not None:

@@ -275,9 +275,9 @@ def overhead(runs: int) -> None:
 # open/close: fresh processes
 
 _METER = (
-    "import time; from refscope.backend.meter import keeper, measure, measuring; measuring._first_use()\n"
+    "import time; from refscope.backend.meter import keeper, measure, perf; perf.get_setup()\n"
     "t = time.perf_counter()\nwith measure('x'): pass\n"
-    "t1 = time.perf_counter(); keeper._at_exit(); print((t1 - t) * 1e3, (time.perf_counter() - t1) * 1e3)"
+    "t1 = time.perf_counter(); keeper.close_all(); print((t1 - t) * 1e3, (time.perf_counter() - t1) * 1e3)"
 )
 _SAMPLED = (
     "import os, sys, time; sys.path.insert(0, {root!r}); from tests.bench.bench_meter_sampled import Sampled\n"
