@@ -15,8 +15,8 @@ import errno
 import os
 
 from ..errors import LockBusy, RefscopeError, TransactionRefused
+from ..formats.reftable.policy import compaction_size, suggest_compaction_segment
 from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
-from ..formats.reftable.stack import compaction_size, suggest_compaction_segment
 from ..formats.reftable.table import Table
 from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
 from .common import config_int, fsync_references

@@ -112,14 +112,14 @@ class Forecast(NamedTuple):
 
 
 def forecast(tables: list[Any], factor: int = 2, auto: bool = True, hash_name: str | None = None) -> Forecast:
-    """The backend's forecast (``formats.reftable.stack.forecast`` / ``forecast_write``: git's policy over
+    """The backend's forecast (``formats.reftable.policy.forecast`` / ``forecast_write``: git's policy over
     the stack now and after a typical small write), put in words for the view."""
-    from refscope.backend.formats.reftable import stack
+    from refscope.backend.formats.reftable import policy
 
     if hash_name is None:
         hash_name = tables[0].hash_name if tables else "sha1"
-    now = stack.forecast(tables, hash_name, factor)
-    nxt = stack.forecast_write(tables, hash_name, factor)
+    now = policy.forecast(tables, hash_name, factor)
+    nxt = policy.forecast_write(tables, hash_name, factor)
     reasons = explain(nxt.sizes + [nxt.new_size], nxt.factor, nxt.segment, nxt.steps, new_last=True)
     if not auto:
         reasons.insert(0, "auto-compaction is off: git will not compact on its own")
