@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from refscope.backend.diff import packed_records_diff
 from refscope.backend.display import escape_name, join, line
 from rich.text import Text
 from textual.app import ComposeResult
@@ -133,11 +134,8 @@ class PackedScreen(ViewScreen):
             if not worker.is_cancelled:
                 self.app.call_from_thread(self._show_info)
         if not first and old is not None and index is not old:
-            before = old.names()
-            after = index.names()
-            appeared = sorted(n for n in after if n not in before)
-            vanished = sorted(n for n in before if n not in after)
-            changed = sorted(n for n in after if n in before and after[n] != before[n])
+            # the backend's diff of the two files' differing middles (records with their ^peeled lines)
+            appeared, vanished, changed = packed_records_diff(old.packed, index.packed, peeled=True)
             if not worker.is_cancelled:
                 self.app.call_from_thread(self._rewritten, old, index, appeared, vanished, changed)
 

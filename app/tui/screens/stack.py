@@ -316,36 +316,38 @@ class StackScreen(ViewScreen):
         feed.flash([key])
 
     def _feed_changes(self, old: dict[str, TableSummary], new: list[TableSummary]) -> None:
+        """The feed's lines for one new stack: which tables were appended, compacted (the backend's
+        ``diff.plan_tables``, as the watcher classifies them) or removed."""
+        from refscope.backend.diff import plan_tables
+
+        plan = plan_tables(list(old.values()), new)
+        if plan.unchanged:
+            return
         now = self._clock("%H:%M:%S")
-        new_names = {s.name for s in new}
-        removed = [s for name, s in old.items() if name not in new_names]
-        added = [s for s in new if s.name not in old]
-        removed.sort(key=lambda s: s.min_update_index)
+        by_output = {c.output: c for c in plan.compactions}
+        covered = {name for c in plan.compactions for name in c.inputs}
         flashed = []
-        for s in added:
-            covered = [
-                r
-                for r in removed
-                if s.min_update_index <= r.min_update_index and r.max_update_index <= s.max_update_index
-            ]
-            if covered:
-                tomb_before = sum(r.tombstones for r in covered)
-                refs_before = sum(r.ref_records for r in covered)
-                line = Text(f"{now} ⇒ compacted {len(covered)} tables ", style="bold dark_orange")
-                line.append(", ".join(r.name for r in covered), style="dim")
+        for s in new:
+            if s.name in old:
+                continue
+            c = by_output.get(s.name)
+            if c is not None:
+                inputs = [old[name] for name in c.inputs]
+                tomb_before = sum(r.tombstones for r in inputs)
+                refs_before = sum(r.ref_records for r in inputs)
+                line = Text(f"{now} ⇒ compacted {len(inputs)} tables ", style="bold dark_orange")
+                line.append(", ".join(r.name for r in inputs), style="dim")
                 line.append(
                     f" → {s.name}: ref records {refs_before:,} → {s.ref_records:,}, "
                     f"tombstones dropped {max(0, tomb_before - s.tombstones):,}, "
-                    f"{size(sum(r.size for r in covered))} → {size(s.size)}"
+                    f"{size(sum(r.size for r in inputs))} → {size(s.size)}"
                 )
-                top = max(r.max_update_index for r in covered)
+                top = max(r.max_update_index for r in inputs)
                 if s.max_update_index > top:
                     line.append(
                         f" (with a new write, update index {top + 1}..{s.max_update_index}, merged before it was seen)",
                         style="dim",
                     )
-                for r in covered:
-                    removed.remove(r)
             else:
                 line = Text(f"{now} + appended {s.name}: ", style="bold green")
                 line.append(
@@ -355,6 +357,9 @@ class StackScreen(ViewScreen):
                 )
             self._add_feed(line)
             flashed.append(s.name)
+        new_names = {s.name for s in new}
+        removed = [r for name, r in old.items() if name not in new_names and name not in covered]
+        removed.sort(key=lambda r: r.min_update_index)
         for r in removed:
             self._add_feed(Text(f"{now} − removed {r.name} ({r.ref_records:,} ref records)", style="red"))
         if flashed:

@@ -111,10 +111,6 @@ class PackedIndex:
         off = self.packed.seek(name)
         return min(bisect_left(self.offsets, off, 0, self.count), max(0, self.count - 1))
 
-    def names(self) -> dict[bytes, tuple[bytes, bytes | None]]:
-        """name -> (oid, peeled) of every record: for diffing two versions (worker only)."""
-        return {r.name: (r.oid, r.peeled) for r in self.packed.iter_records()}
-
 
 class PreviewIndex:
     """The first screenful of records (from ``start``), shown while the row index is being built."""
