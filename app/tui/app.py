@@ -286,7 +286,10 @@ class RefscopeApp(App[None]):
         return True
 
     def on_refscope_app_watch_event(self, message: WatchEvent) -> None:
+        from .views.live import publish_event
+
         event = message.event
+        publish_event(self, event)  # its lock files to the views; its snapshot once it is taken, below
         error = getattr(event, "error", None)
         if getattr(event, "report", None) is not None:
             self.record_op(self.meter.adopt(event.report))

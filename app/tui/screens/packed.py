@@ -5,8 +5,7 @@ Constructor (for TUI-MAIN):
         snapshot: a files-store snapshot (its ``commondir``/packed-refs is shown);
         focus_name: put the cursor on this ref's record (or where it would be, if it is not packed);
         store: the FilesStore; with ``follow`` the view refreshes itself when git rewrites packed-refs
-        (the app's ``snapshot_changed`` when it watches, else WATCH's Watcher or a cheap poll) and the
-        change feed says which records appeared, vanished or changed and which loose refs shadow records.
+        (the app's one live feed, ``views.live``) and the change feed says which records appeared, vanished or changed and which loose refs shadow records.
     The screen dismisses with the name (bytes) of the record under the cursor, so
     ``app.push_screen(PackedScreen(...), callback)`` can move the main list back to it ("jump back").
     ``apply_snapshot(snapshot)`` lets an app that already watches push newer snapshots in.
@@ -30,6 +29,7 @@ from textual.worker import get_current_worker
 
 from ..views.base import ViewScreen, short_path
 from ..views.fmt import count, field, size
+from ..views.live import follow
 from ..views.packed_model import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
 from ..views.rows import ListSource, RowsView
 from ..workers import work
@@ -82,7 +82,7 @@ class PackedScreen(ViewScreen):
         self.records.focus()
         self.load(self.snapshot, first=True)
         if self.follow:
-            self._follower = self.start_following(self.store, self.snapshot, self.apply_snapshot, True)
+            self._follower = follow(self, self.store, self.snapshot, self.apply_snapshot)
 
     def on_unmount(self) -> None:
         if self._follower is not None:
@@ -90,7 +90,7 @@ class PackedScreen(ViewScreen):
 
     # ---- loading --------------------------------------------------------------------------------------
     def apply_snapshot(self, snapshot: Any, paths: tuple = ()) -> None:
-        """A newer snapshot of the same repository (from our follower or from the app's watcher)."""
+        """A newer snapshot of the same repository (from the live feed or a reload)."""
         if snapshot is self.snapshot:
             return
         self.load(snapshot, first=False)

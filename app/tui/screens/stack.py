@@ -6,8 +6,8 @@ Constructors (for TUI-MAIN):
         store: the ReftableStore (refresh, compaction, config); snapshot: its current snapshot;
         meter: the app's meter object (``.measure``/``.adopt``, e.g. FakeMeter) or ``backend.meter.measure``;
         it measures the view's own loading (status line) and adopts the compaction's OpReport.
-        ``follow``: subscribe to the app's ``snapshot_changed`` when the app runs a watcher, else run our
-        own (WATCH's Watcher, or a poll); lock files are polled every 50 ms either way.
+        ``follow``: follow the app's one live feed (``views.live``: its watcher's snapshots and lock
+        files, or the watcher started for an app that runs none).
         ``apply_snapshot(snapshot)`` accepts newer snapshots from anywhere.
     storage_screen(store, snapshot, meter=None, *, follow=True, focus_name=None) -> Screen
         what the ``s`` key should open: StackScreen for reftable, PackedScreen for a files repository.
@@ -33,6 +33,7 @@ from textual.widgets import Static
 from ..views.base import ViewScreen, adopt, measure_fn, short_path
 from ..views.chart import size_chart
 from ..views.fmt import count, size
+from ..views.live import follow
 from ..views.report import report_text
 from ..views.rows import ListSource, RowsView
 from ..views.stack_model import TableSummary, forecast, full_summary, quick_summary
@@ -175,9 +176,7 @@ class StackScreen(ViewScreen):
         self.tables_view.focus()
         self.load_summaries(self.snapshot, None)
         if self.follow:
-            self._follower = self.start_following(
-                self.store, self.snapshot, self.apply_snapshot, True, on_locks=self._on_locks
-            )
+            self._follower = follow(self, self.store, self.snapshot, self.apply_snapshot, self._on_locks)
 
     def on_unmount(self) -> None:
         if self._follower is not None:
@@ -228,7 +227,8 @@ class StackScreen(ViewScreen):
             self.set_status(report_text(report, "table summaries"))
 
     def apply_snapshot(self, snapshot: Any, paths: tuple = ()) -> None:
-        """A newer snapshot (from our follower or the app's watcher): re-summarize, feed what changed."""
+        """A newer snapshot (from the live feed, a reload or our compaction): re-summarize, feed what
+        changed."""
         if snapshot is self.snapshot:
             return
         previous = self._feed_base  # what the feed last described: a superseded load loses no change
