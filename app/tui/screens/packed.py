@@ -20,6 +20,7 @@ from typing import Any
 
 from refscope.backend.diff import packed_records_diff
 from refscope.backend.display import escape_name, join, line
+from refscope.backend.model import HASH_HEXSZ
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -311,7 +312,7 @@ def _same_file(a: Any, b: Any) -> bool:
 
 
 def _hexlen(snapshot: Any) -> int:
-    return 64 if getattr(snapshot, "hash_name", "sha1") == "sha256" else 40
+    return HASH_HEXSZ[snapshot.hash_name]
 
 
 def _names(names: list[bytes], limit: int = 4) -> str:

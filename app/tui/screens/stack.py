@@ -249,14 +249,14 @@ class StackScreen(ViewScreen):
     # ---- rendering ------------------------------------------------------------------------------------
     def _render_all(self) -> None:
         tables = self.tables
-        fc = forecast(tables, self.factor, self.auto, getattr(self.snapshot, "hash_name", None))
+        fc = forecast(tables, self.factor, self.auto, self.snapshot.hash_name)
         names = [s.name for s in self.summaries]
         rows = [table_row(i, s, fc.next) for i, s in enumerate(self.summaries)]
         self.tables_view.set_source(ListSource(rows, HEADER, keys=names))
         total = sum(t.size for t in tables)
         info = Text(no_wrap=True)
         info.append(f"{len(tables)} tables", style="bold")
-        info.append(f" · {size(total)} · hash {getattr(self.snapshot, 'hash_name', '?')}")
+        info.append(f" · {size(total)} · hash {self.snapshot.hash_name}")
         known = [s for s in self.summaries if s.ref_records >= 0]
         if len(known) == len(self.summaries):
             info.append(
@@ -395,7 +395,7 @@ class StackScreen(ViewScreen):
         if len(tables) < 2:
             self.notify("nothing to compact: the stack has fewer than two tables")
             return
-        fc = forecast(tables, self.factor, self.auto, getattr(self.snapshot, "hash_name", None))
+        fc = forecast(tables, self.factor, self.auto, self.snapshot.hash_name)
         segment = fc.now if fc.now is not None else (0, len(tables))
         start, end = segment
         why = (

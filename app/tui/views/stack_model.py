@@ -43,7 +43,12 @@ def quick_summary(table: Any) -> TableSummary:
         done = _cache.get(_key(table))
     if done is not None:
         return done
-    return TableSummary(
+    return TableSummary(*_header(table), -1, -1, -1, {}, False, False)
+
+
+def _header(table: Any) -> tuple:
+    """The summary's first fields: what the table's header and footer say."""
+    return (
         table.name,
         table.min_update_index,
         table.max_update_index,
@@ -51,12 +56,6 @@ def quick_summary(table: Any) -> TableSummary:
         table.version,
         table.hash_name,
         table.block_size,
-        -1,
-        -1,
-        -1,
-        {},
-        False,
-        False,
     )
 
 
@@ -81,13 +80,7 @@ def full_summary(table: Any, deep: bool | None = None) -> TableSummary:
     c = table.counts(logs=deep)
     blocks = dict(c["by_type"])
     s = TableSummary(
-        table.name,
-        table.min_update_index,
-        table.max_update_index,
-        table.size,
-        table.version,
-        table.hash_name,
-        table.block_size,
+        *_header(table),
         c["refs"],
         c["tombstones"],
         c["logs"] if c["logs"] is not None else -2,
