@@ -42,12 +42,12 @@ class Feed:
     by the one this feed runs when the app has none (``join`` / ``leave`` count the views using it)."""
 
     def __init__(self, app: Any) -> None:
-        self.app = app
+        self._app = weakref.ref(app)  # (the app keeps its feed, not the other way round)
         self.updates: Signal[LiveUpdate] = Signal(app, "live_updates")
         self.watcher: Any = None  # our own, only for an app that runs none
         self._users = 0
-        self._lock = threading.Lock()
-        self._stopped = threading.Event()
+        self._lock = threading.Lock()  # (the watcher against the thread starting it)
+        self._generation = 0  # bumped by the first join and the last leave
         signal = getattr(app, "snapshot_changed", None)  # (RefscopeApp: every snapshot it swaps in)
         if signal is not None:
             signal.subscribe(app, lambda update: self.publish(LiveUpdate(update.snapshot)), immediate=True)
@@ -59,43 +59,46 @@ class Feed:
     def join(self, follower: Follower, store: Any) -> None:
         """A view follows: the app's watcher feeds it; without one, the first view starts ours."""
         self._users += 1
-        if getattr(self.app, "watcher", None) is not None or self._users > 1:
+        if getattr(self._app(), "watcher", None) is not None or self._users > 1:
             return
-        self._stopped.clear()
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
         threading.Thread(  # the first frame never waits for the watches of a big refs/ tree
-            target=self._start, args=(follower, store), name="refscope-view-watch", daemon=True
+            target=self._start, args=(follower, store, generation), name="refscope-view-watch", daemon=True
         ).start()
 
     def leave(self) -> None:
         self._users -= 1
         if self._users > 0:
             return
-        self._stopped.set()
         with self._lock:
+            self._generation += 1  # a watcher still starting stops itself
             watcher, self.watcher = self.watcher, None
         if watcher is not None:
             watcher.stop()
 
-    def _start(self, follower: Follower, store: Any) -> None:
-        """(thread) Start our watcher from the first view's snapshot."""
+    def _start(self, follower: Follower, store: Any, generation: int) -> None:
+        """(thread) Start our watcher from the first view's snapshot, unless every view has left since."""
         try:
             watcher = Watcher(store, self._on_event, snapshot=follower.snapshot).start()
         except Exception as error:
-            if not self._stopped.is_set():
+            if generation == self._generation:
                 follower.failed(error)
             return
         with self._lock:
-            if not self._stopped.is_set():
+            if generation == self._generation:
                 self.watcher = watcher
                 return
         watcher.stop()  # every view left while it was starting
 
     def _on_event(self, event: Any) -> None:
         """(our watcher's thread) To the UI thread, where the feed publishes it."""
-        if self._stopped.is_set():
+        app = self._app()
+        if app is None:
             return
         with contextlib.suppress(RuntimeError):  # the app is shutting down
-            self.app.call_from_thread(self.publish, LiveUpdate(event.snapshot, tuple(event.changes)))
+            app.call_from_thread(self.publish, LiveUpdate(event.snapshot, tuple(event.changes)))
 
 
 _feeds: weakref.WeakKeyDictionary[Any, Feed] = weakref.WeakKeyDictionary()
