@@ -289,18 +289,16 @@ class Config:
         return [v for kk, v in self.entries if kk == k]
 
     def get_bool(self, key: str, default: bool = False) -> bool:
-        idx = self._index()
-        k = normalize_key(key)
-        if k not in idx:
-            return default
-        return parse_bool(idx[k], key)
+        """git_config_bool."""
+        return self._typed(key, default, parse_bool)
 
     def _typed(self, key: str, default, parse, *args):
+        """The last value of ``key`` through ``parse`` (errors name the key as git does: normalized)."""
         idx = self._index()
         k = normalize_key(key)
         if k not in idx:
             return default
-        return parse(idx[k], key, *args)
+        return parse(idx[k], k, *args)
 
     def get_int(self, key: str, default: int = 0) -> int:
         """git_config_int: a C int (k/m/g units; git dies on a malformed or overflowing value)."""
