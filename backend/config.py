@@ -6,7 +6,7 @@ Supported: sections, ``[section "subsection"]`` and the old ``[section.subsectio
 escapes ``\\n \\t \\b \\" \\\\``, line continuations, comments, value-less keys (boolean true), integers
 with k/m/g suffixes (base prefixes as strtoimax), ``include.path`` (relative to the including file, ``~/``
 expanded). ``includeIf`` is read only for ``gitdir:`` / ``gitdir/i:`` conditions with plain prefixes.
-Values are typed as git types them (``get_int``/``get_int64``/``get_ulong``: git_config_int and friends,
+Values are typed as git types them (``get_int``/``get_c_int``/``get_ulong``: git_config_int64 and friends,
 units and overflow; ``get_bool``: git_config_bool), and each setting the stores and engines use has one
 getter with git's default and limits, so no caller repeats a key string or a default.
 
@@ -301,12 +301,13 @@ class Config:
         return parse(idx[k], k, *args)
 
     def get_int(self, key: str, default: int = 0) -> int:
-        """git_config_int: a C int (k/m/g units; git dies on a malformed or overflowing value)."""
-        return self._typed(key, default, parse_int, INT_MAX)
-
-    def get_int64(self, key: str, default: int = 0) -> int:
-        """git_config_int64."""
+        """git_config_int64 (k/m/g units; git dies on a malformed or overflowing value). The getters
+        below narrow it where git reads a C int (``get_c_int``) or refuses more."""
         return self._typed(key, default, parse_int, INT64_MAX)
+
+    def get_c_int(self, key: str, default: int = 0) -> int:
+        """git_config_int: a C int."""
+        return self._typed(key, default, parse_int, INT_MAX)
 
     def get_ulong(self, key: str, default: int = 0) -> int:
         """git_config_ulong: no sign allowed."""
@@ -368,14 +369,14 @@ class Config:
     # Each read as git's backend reads it (refs/files-backend.c, refs/packed-backend.c,
     # refs/reftable-backend.c reftable_be_config): the C type, the default, and the limits git dies on.
     def files_ref_lock_timeout(self) -> int:
-        return self.get_int("core.filesRefLockTimeout", 100)
+        return self.get_c_int("core.filesRefLockTimeout", 100)
 
     def packed_refs_timeout(self) -> int:
-        return self.get_int("core.packedRefsTimeout", 1000)
+        return self.get_c_int("core.packedRefsTimeout", 1000)
 
     def reftable_lock_timeout(self) -> int:
         """An int64 in milliseconds; -1 waits forever, other negative values make git die."""
-        timeout = self.get_int64("reftable.lockTimeout", 100)
+        timeout = self.get_int("reftable.lockTimeout", 100)
         if timeout < 0 and timeout != -1:
             raise ConfigError(None, "reftable lock timeout does not support negative values other than -1")
         return timeout

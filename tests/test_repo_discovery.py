@@ -202,13 +202,15 @@ def test_safe_bare_repository_explicit(tmp_path: Path) -> None:
         ("reftable.blockSize", ["8192", "1m", "16m", "-5"]),
         ("reftable.restartInterval", ["16", "65535", "65536", "-1"]),
         ("reftable.indexObjects", ["true", "off", "2", "maybe"]),
+        ("core.filesRefLockTimeout", ["100", "-1", "2k", "3g", "abc"]),
     ],
 )
-def test_reftable_config_read_as_git_reads_it(tmp_path: Path, key: str, values: list[str]) -> None:
-    """Each reftable setting is typed and bounded as git's reftable backend reads it: git refuses to
-    write with exactly the values whose getter raises (and the error is git's line)."""
-    repo = init_repo(tmp_path / "r", "reftable")
+def test_ref_config_read_as_git_reads_it(tmp_path: Path, key: str, values: list[str]) -> None:
+    """Each setting of the ref backends is typed and bounded as git reads it: git refuses to write
+    with exactly the values whose getter raises (and the error is git's line)."""
+    repo = init_repo(tmp_path / "r", "files" if key.startswith("core.") else "reftable")
     getter = {
+        "core.filesRefLockTimeout": Config.files_ref_lock_timeout,
         "reftable.geometricFactor": Config.reftable_geometric_factor,
         "reftable.lockTimeout": Config.reftable_lock_timeout,
         "reftable.blockSize": Config.reftable_block_size,
