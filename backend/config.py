@@ -6,6 +6,12 @@ Supported: sections, ``[section "subsection"]`` and the old ``[section.subsectio
 escapes ``\\n \\t \\b \\" \\\\``, line continuations, comments, value-less keys (boolean true), integers
 with k/m/g suffixes (base prefixes as strtoimax), ``include.path`` (relative to the including file, ``~/``
 expanded). ``includeIf`` is read only for ``gitdir:`` / ``gitdir/i:`` conditions with plain prefixes.
+Values are typed as git types them (``get_int``/``get_c_int``/``get_ulong``: git_config_int64 and friends,
+units and overflow; ``get_bool``: git_config_bool), and each setting the stores and engines use has one
+getter with git's default and limits, so no caller repeats a key string or a default.
+
+One module over ~500 lines on purpose: it is config.c's one job (the file syntax, the sources git reads in
+order, and the typed values), each part small and used only through ``Config`` and ``load_repo_config``.
 """
 
 from __future__ import annotations
@@ -194,10 +200,21 @@ def normalize_key(key: str) -> str:
     return key[:first].lower() + key[first:last] + key[last:].lower()
 
 
-def parse_int(value: str | None, key: str = "") -> int:
-    """git_parse_signed: strtoimax base 0 plus an optional k/m/g unit (case-insensitive)."""
+INT_MAX = (1 << 31) - 1  # git_config_int: a C int
+INT64_MAX = (1 << 63) - 1  # git_config_int64
+ULONG_MAX = (1 << 64) - 1  # git_config_ulong (an LP64 unsigned long)
+
+
+def _bad_number(value: str | None, key: str, what: str) -> ConfigError:
+    """git's die_bad_number: "invalid unit" for what does not parse, "out of range" for what overflows."""
+    return ConfigError(None, f"bad numeric config value '{value or ''}' for '{key}': {what}")
+
+
+def parse_int(value: str | None, key: str = "", maximum: int = INT64_MAX) -> int:
+    """git_parse_signed: strtoimax base 0 plus an optional k/m/g unit (case-insensitive), the result
+    within [-maximum - 1, maximum] (``maximum``: of the C type git reads into)."""
     if value is None:
-        raise ConfigError(None, f"bad numeric config value '' for '{key}': invalid unit")
+        raise _bad_number(value, key, "invalid unit")
     v = value.strip()
     factor = 1
     if v and v[-1] in "kKmMgG":
@@ -217,8 +234,18 @@ def parse_int(value: str | None, key: str = "") -> int:
         if s.strip() != s or not s:
             raise ValueError
     except ValueError:
-        raise ConfigError(None, f"bad numeric config value '{value}' for '{key}': invalid unit") from None
-    return (-num if neg else num) * factor
+        raise _bad_number(value, key, "invalid unit") from None
+    num = (-num if neg else num) * factor
+    if not -maximum - 1 <= num <= maximum:
+        raise _bad_number(value, key, "out of range")
+    return num
+
+
+def parse_ulong(value: str | None, key: str = "") -> int:
+    """git_parse_unsigned (git_config_ulong): as ``parse_int``, but any ``-`` is an invalid unit."""
+    if value is not None and "-" in value:
+        raise _bad_number(value, key, "invalid unit")
+    return parse_int(value, key, ULONG_MAX)
 
 
 def parse_bool(value: str | None, key: str = "") -> bool:
@@ -231,7 +258,7 @@ def parse_bool(value: str | None, key: str = "") -> bool:
     if low in ("false", "no", "off", ""):
         return False
     try:
-        return parse_int(value, key) != 0
+        return parse_int(value, key, INT_MAX) != 0
     except ConfigError:
         raise ConfigError(None, f"bad boolean config value '{value}' for '{key}'") from None
 
@@ -262,18 +289,29 @@ class Config:
         return [v for kk, v in self.entries if kk == k]
 
     def get_bool(self, key: str, default: bool = False) -> bool:
+        """git_config_bool."""
+        return self._typed(key, default, parse_bool)
+
+    def _typed(self, key: str, default, parse, *args):
+        """The last value of ``key`` through ``parse`` (errors name the key as git does: normalized)."""
         idx = self._index()
         k = normalize_key(key)
         if k not in idx:
             return default
-        return parse_bool(idx[k], key)
+        return parse(idx[k], k, *args)
 
     def get_int(self, key: str, default: int = 0) -> int:
-        idx = self._index()
-        k = normalize_key(key)
-        if k not in idx:
-            return default
-        return parse_int(idx[k], key)
+        """git_config_int64 (k/m/g units; git dies on a malformed or overflowing value). The getters
+        below narrow it where git reads a C int (``get_c_int``) or refuses more."""
+        return self._typed(key, default, parse_int, INT64_MAX)
+
+    def get_c_int(self, key: str, default: int = 0) -> int:
+        """git_config_int: a C int."""
+        return self._typed(key, default, parse_int, INT_MAX)
+
+    def get_ulong(self, key: str, default: int = 0) -> int:
+        """git_config_ulong: no sign allowed."""
+        return self._typed(key, default, parse_ulong)
 
     # -- the values refscope's stores and engines need ------------------------------------------------
     def fsync_components(self) -> set[str]:
@@ -328,27 +366,39 @@ class Config:
     def fsync_method(self) -> str:
         return self.get("core.fsyncMethod") or "fsync"
 
+    # Each read as git's backend reads it (refs/files-backend.c, refs/packed-backend.c,
+    # refs/reftable-backend.c reftable_be_config): the C type, the default, and the limits git dies on.
     def files_ref_lock_timeout(self) -> int:
-        return self.get_int("core.filesRefLockTimeout", 100)
+        return self.get_c_int("core.filesRefLockTimeout", 100)
 
     def packed_refs_timeout(self) -> int:
-        return self.get_int("core.packedRefsTimeout", 1000)
+        return self.get_c_int("core.packedRefsTimeout", 1000)
 
     def reftable_lock_timeout(self) -> int:
-        return self.get_int("reftable.lockTimeout", 100)
+        """An int64 in milliseconds; -1 waits forever, other negative values make git die."""
+        timeout = self.get_int("reftable.lockTimeout", 100)
+        if timeout < 0 and timeout != -1:
+            raise ConfigError(None, "reftable lock timeout does not support negative values other than -1")
+        return timeout
 
     def reftable_geometric_factor(self) -> int:
-        """git's integer (k/m/g suffixes); git dies on a value above 255 (refs/reftable-backend.c)."""
-        factor = self.get_int("reftable.geometricFactor", 2)
+        """An unsigned long (k/m/g suffixes; 0 means git's default); git dies on a value above 255."""
+        factor = self.get_ulong("reftable.geometricFactor", 2)
         if factor > 255:
             raise ConfigError(None, "reftable geometric factor cannot exceed 255")
         return factor
 
     def reftable_block_size(self) -> int:
-        return self.get_int("reftable.blockSize", 4096)
+        size = self.get_ulong("reftable.blockSize", 4096)
+        if size > 16777215:
+            raise ConfigError(None, "reftable block size cannot exceed 16MB")
+        return size
 
     def reftable_restart_interval(self) -> int:
-        return self.get_int("reftable.restartInterval", 16)
+        interval = self.get_ulong("reftable.restartInterval", 16)
+        if interval > 65535:
+            raise ConfigError(None, "reftable block size cannot exceed 65535")  # (git's own wording)
+        return interval
 
     def reftable_index_objects(self) -> bool:
         return self.get_bool("reftable.indexObjects", True)

@@ -343,10 +343,13 @@ def packed_candidates(old_buf, new_buf, span: tuple[int, int, int] | None = None
     return out
 
 
-def _lines_diff(a_lines: list[bytes], b_lines: list[bytes], hexlen: int, out: tuple) -> None:
+def _lines_diff(
+    a_lines: list[bytes], b_lines: list[bytes], hexlen: int, out: tuple, peeled: bool = False
+) -> None:
     """Append to ``out`` = (added, removed, changed) the names whose record lines differ between two
     sorted runs of lines: each side's lines looked up in a set of the other's (C speed), and only the
-    lines that differ sliced into names, in file order."""
+    lines that differ sliced into names, in file order. ``peeled``: the runs are whole records (a record
+    line with its ``^peeled`` line, see ``_records``), so a peeled line that came or went changes it."""
     b_set = set(b_lines)
     only_a = [ln for ln in a_lines if ln not in b_set]
     a_set = set(a_lines)
@@ -357,6 +360,9 @@ def _lines_diff(a_lines: list[bytes], b_lines: list[bytes], hexlen: int, out: tu
     # a record line has the space right after its oid; peeled ("^oid") and empty lines have not
     a_names = [ln[hexlen + 1 :] for ln in only_a if ln[hexlen : hexlen + 1] == sep]
     b_names = [ln[hexlen + 1 :] for ln in only_b if ln[hexlen : hexlen + 1] == sep]
+    if peeled:  # (a record's name ends where its peeled line starts)
+        a_names = [n.partition(b"\n")[0] for n in a_names]
+        b_names = [n.partition(b"\n")[0] for n in b_names]
     a_set = set(a_names)
     b_set = set(b_names)
     out[0].extend(n for n in b_names if n not in a_set)
@@ -364,17 +370,28 @@ def _lines_diff(a_lines: list[bytes], b_lines: list[bytes], hexlen: int, out: tu
     out[2].extend(n for n in a_names if n in b_set)
 
 
+def _records(data: bytes, peeled: bool) -> list[bytes]:
+    """The lines of a run of packed-refs records; with ``peeled``, each record's ``^`` line stays joined
+    to it (a split at every LF not followed by ``^``, at C speed)."""
+    if not peeled:
+        return data.split(b"\n")
+    import re
+
+    return re.split(rb"\n(?!\^)", data)
+
+
 PACKED_CHUNK = 1 << 20  # bytes of the old file compared at a time: bounds the memory of a huge diff
 
 
-def packed_diff(old_buf, new_buf, span=None, hexlen: int = 40, seek_new=None, progress=None):
+def packed_diff(old_buf, new_buf, span=None, hexlen: int = 40, seek_new=None, progress=None, peeled=False):
     """(added, removed, changed) name lists, in name order, between two packed-refs files: only their
     differing middles (``packed_candidates``' span) are read, a chunk of ``PACKED_CHUNK`` bytes of the
     old file at a time against the new file's records below the same name (``seek_new(name)``: the
     offset of the new file's first record >= name; without it, for files not in name order, the
     middles are compared whole). One linear pass over the change, however many records it holds, no
     per-name seek, and memory bounded by the chunk, not by the change. ``progress(done, total)``: bytes
-    of the old middle compared so far, after each chunk."""
+    of the old middle compared so far, after each chunk. ``peeled``: a record whose ``^peeled`` line
+    came, went or differs counts as changed (the records as written; a ref's value ignores it)."""
     start, a_end, b_end = changed_span(old_buf, new_buf) if span is None else span
     out: tuple[list, list, list] = ([], [], [])
     if start == a_end == b_end:
@@ -395,12 +412,26 @@ def packed_diff(old_buf, new_buf, span=None, hexlen: int = 40, seek_new=None, pr
         else:
             b_next = b_end
         _lines_diff(
-            bytes(old_buf[a_pos:a_next]).split(b"\n"), bytes(new_buf[b_pos:b_next]).split(b"\n"), hexlen, out
+            _records(bytes(old_buf[a_pos:a_next]), peeled),
+            _records(bytes(new_buf[b_pos:b_next]), peeled),
+            hexlen,
+            out,
+            peeled,
         )
         a_pos, b_pos = a_next, b_next
         if progress is not None:
             progress(a_pos - start, a_end - start)
     return out
+
+
+def packed_records_diff(old, new, *, peeled: bool = False, progress=None):
+    """``packed_diff`` of two versions of one packed-refs file (``PackedRefs``): their differing middle
+    only (``span_from``, cached for the derived row index too), seeking by name when both files are in
+    name order. (added, removed, changed) name lists, each in name order."""
+    span = new.span_from(old)
+    seek = new.seek if old.in_name_order and new.in_name_order else None
+    added, removed, changed = packed_diff(old.buf, new.buf, span, new.hexlen, seek, progress, peeled)
+    return sorted(added), sorted(removed), sorted(changed)
 
 
 # --- loose refs ----------------------------------------------------------------------------------------

@@ -19,6 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refscope.backend.errors import CorruptStore, UnsupportedFormat
 from refscope.backend.formats.reftable.dump import describe, to_json_obj
+from refscope.backend.formats.reftable.policy import (
+    compaction_size,
+    explain_compaction,
+    forecast,
+    suggest_compaction_segment,
+)
 from refscope.backend.formats.reftable.record import (
     LogRecord,
     RefRecord,
@@ -28,13 +34,7 @@ from refscope.backend.formats.reftable.record import (
     tz_from_minutes,
     tz_minutes,
 )
-from refscope.backend.formats.reftable.stack import (
-    compaction_size,
-    explain_compaction,
-    forecast,
-    parse_tables_list,
-    suggest_compaction_segment,
-)
+from refscope.backend.formats.reftable.stack import parse_tables_list
 from refscope.backend.formats.reftable.table import Table
 from refscope.backend.formats.reftable.writer import write_table
 

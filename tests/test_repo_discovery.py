@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from refscope.backend.config import Config, parse_bool, parse_config, parse_int
+from refscope.backend.config import Config, ConfigError, parse_bool, parse_config, parse_int
 from refscope.backend.errors import DubiousOwnership, NotARepository, UnsupportedFormat
 from refscope.backend.repo import discover
 
-from tests.gitutil import git, git_env, init_repo
+from tests.gitutil import git, git_binary, git_env, init_repo
 
 
 def rev_parse(cwd: Path, env: dict | None = None) -> tuple[str, str, str]:
@@ -191,3 +192,44 @@ def test_safe_bare_repository_explicit(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "nb")
     del env["GIT_DIR"]
     assert discover(str(repo / ".git" / "refs"), env=env).gitdir == os.path.realpath(repo / ".git")
+
+
+@pytest.mark.parametrize(
+    ("key", "values"),
+    [
+        ("reftable.geometricFactor", ["2", "0x40", "+7", " 5", "255", "256", "1k", "3g", "-1", "abc"]),
+        ("reftable.lockTimeout", ["100", "-1", "-2", "3g", "2k", "9999999999999999999"]),
+        ("reftable.blockSize", ["8192", "1m", "16m", "-5"]),
+        ("reftable.restartInterval", ["16", "65535", "65536", "-1"]),
+        ("reftable.indexObjects", ["true", "off", "2", "maybe"]),
+        ("core.filesRefLockTimeout", ["100", "-1", "2k", "3g", "abc"]),
+    ],
+)
+def test_ref_config_read_as_git_reads_it(tmp_path: Path, key: str, values: list[str]) -> None:
+    """Each setting of the ref backends is typed and bounded as git reads it: git refuses to write
+    with exactly the values whose getter raises (and the error is git's line)."""
+    repo = init_repo(tmp_path / "r", "files" if key.startswith("core.") else "reftable")
+    getter = {
+        "core.filesRefLockTimeout": Config.files_ref_lock_timeout,
+        "reftable.geometricFactor": Config.reftable_geometric_factor,
+        "reftable.lockTimeout": Config.reftable_lock_timeout,
+        "reftable.blockSize": Config.reftable_block_size,
+        "reftable.restartInterval": Config.reftable_restart_interval,
+        "reftable.indexObjects": Config.reftable_index_objects,
+    }[key]
+    for i, value in enumerate(values):
+        proc = subprocess.run(
+            [git_binary(), "-c", f"{key}={value}", "update-ref", f"refs/heads/t{i}", "HEAD"],
+            cwd=repo,
+            capture_output=True,
+            env=git_env(),
+        )
+        try:
+            getter(Config([(key.lower(), value)]))
+            ours = None
+        except ConfigError as err:
+            ours = str(err)
+        theirs = proc.stderr.decode().strip() if proc.returncode else None
+        assert (ours is None) == (theirs is None), (value, ours, theirs)
+        if theirs is not None:
+            assert theirs == f"fatal: {ours}"

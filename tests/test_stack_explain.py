@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.stack import StackScreen
-from refscope.backend.formats.reftable.stack import forecast_write
+from refscope.backend.formats.reftable.policy import forecast_write
 
 from tests.gitutil import git, init_repo
 from tests.test_tui_views_common import Host, create_refs, git_noauto, open_store, tables_list, until

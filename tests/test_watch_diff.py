@@ -252,3 +252,44 @@ def test_packed_diff_equals_the_change_of_values_in_any_chunking(tmp_path, chunk
         )
         assert tuple(got) == want, trial
         assert tuple(D.packed_diff(old.buf, new.buf, None, 40, None)) == want  # whole middles at once
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_packed_records_diff_is_the_change_of_records_with_their_peeled_lines(seed: int, monkeypatch):
+    """``packed_records_diff(peeled=True)`` (the packed-refs view's feed): a record counts as changed when
+    its oid or its ``^peeled`` line differs, exactly as comparing every record of both files would say,
+    whatever the chunking and whether the files are in name order or not."""
+    from refscope.backend.formats.packed import PackedRefs
+
+    rng = random.Random(seed)
+    monkeypatch.setattr(D, "PACKED_CHUNK", rng.choice([64, 200, 1 << 20]))
+
+    def oid() -> bytes:
+        return b"%040x" % rng.getrandbits(160)
+
+    def render(recs: dict, traits: bytes) -> bytes:
+        out = [b"# pack-refs with: peeled fully-peeled " + traits + b"\n"]
+        for name, (o, peeled) in sorted(recs.items()):
+            out.append(o + b" " + name + b"\n" + (b"^" + peeled + b"\n" if peeled else b""))
+        return b"".join(out)
+
+    peels = [None, oid(), oid()]  # two tags may peel to the same commit
+    names = sorted({b"refs/tags/t%03d" % rng.randrange(300) for _ in range(rng.randrange(1, 60))})
+    a = {n: (oid(), rng.choice(peels)) for n in names}
+    b = dict(a)
+    for _ in range(rng.randrange(0, 8)):
+        n, op = rng.choice(names), rng.randrange(4)
+        if op == 0:
+            b.pop(n, None)
+        elif op == 1:
+            b[b"refs/tags/t%03d" % rng.randrange(300)] = (oid(), rng.choice(peels))
+        elif n in b:
+            b[n] = (b[n][0], rng.choice(peels)) if op == 2 else (oid(), b[n][1])
+    traits = b"sorted " if rng.random() < 0.8 else b""
+    old, new = PackedRefs.from_bytes(render(a, traits)), PackedRefs.from_bytes(render(b, traits))
+    want = (
+        sorted(set(b) - set(a)),
+        sorted(set(a) - set(b)),
+        sorted(n for n in b if n in a and a[n] != b[n]),
+    )
+    assert D.packed_records_diff(old, new, peeled=True) == want

@@ -93,7 +93,7 @@ class RefscopeApp(App[None]):
         self.watch_enabled = watch and store is not None
         self.watcher = None
         self.store_error: str | None = None
-        self._watch_error: str | None = None  # the store_error a watcher event set, until one reads again
+        self._errors_from: dict[str, str] = {}  # source -> the store_error it set (see ``store_failed``)
         self.snapshot_changed: Signal[SnapshotUpdate] = Signal(self, "snapshot_changed")
         self.op_recorded: Signal[Any] = Signal(self, "op_recorded")
         self.reports: list = []
@@ -268,6 +268,20 @@ class RefscopeApp(App[None]):
         del self.reports[:-200]
         self.op_recorded.publish(report)
 
+    def store_failed(self, line: str, source: str) -> None:
+        """Reading the store failed in ``source`` (the watcher, a refresh): shown as the store's error
+        until ``source`` reads it again (or a new snapshot is swapped in)."""
+        self.store_error = self._errors_from[source] = line
+
+    def store_read_again(self, source: str) -> bool:
+        """``source`` read the store again, unchanged: the error it set no longer holds (unless another
+        has replaced it since). True when the error was cleared."""
+        line = self._errors_from.pop(source, None)
+        if line is None or self.store_error != line:
+            return False
+        self.store_error = None
+        return True
+
     def set_snapshot(self, snapshot, kind: str, diff=None, event=None) -> bool:
         """Swap in ``snapshot`` unless it is older than the current one (a slow refresh finishing after a
         quicker, later one): the screen never goes back in time. False when refused."""
@@ -286,12 +300,15 @@ class RefscopeApp(App[None]):
         return True
 
     def on_refscope_app_watch_event(self, message: WatchEvent) -> None:
+        from .views.live import publish_event
+
         event = message.event
+        publish_event(self, event)  # its lock files to the views; its snapshot once it is taken, below
         error = getattr(event, "error", None)
         if getattr(event, "report", None) is not None:
             self.record_op(self.meter.adopt(event.report))
         if error:
-            self.store_error = self._watch_error = str(error)
+            self.store_failed(str(error), "watch")
             self._live_base = "error"
             self.live = "error"
             self.snapshot_changed.publish(SnapshotUpdate(self.snapshot, self.snapshot, "error", None, event))
@@ -301,11 +318,10 @@ class RefscopeApp(App[None]):
         snapshot = getattr(event, "snapshot", None)
         if snapshot is not None and snapshot is not self.snapshot:
             self.set_snapshot(snapshot, "watch", getattr(event, "diff", None), event)
-        elif self._watch_error is not None and self.store_error == self._watch_error:
+            self._errors_from.pop("watch", None)
+        elif self.store_read_again("watch"):
             # the store reads again, unchanged (the same snapshot): the watcher's error no longer holds
-            self.store_error = None
             self.snapshot_changed.publish(SnapshotUpdate(self.snapshot, self.snapshot, "watch", None, event))
-        self._watch_error = None
 
     # -- actions ----------------------------------------------------------------------------------------
     @work(group="quit", description="quit")

@@ -15,8 +15,8 @@ import errno
 import os
 
 from ..errors import LockBusy, RefscopeError, TransactionRefused
+from ..formats.reftable.policy import compaction_size, suggest_compaction_segment
 from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
-from ..formats.reftable.stack import compaction_size, suggest_compaction_segment
 from ..formats.reftable.table import Table
 from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
 from .common import config_int, fsync_references
@@ -162,11 +162,10 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
 
 def auto_compact(repo, st: Stack) -> str | None:
     """git's reftable_stack_auto_compact after a commit: lock and outdated failures are ignored."""
-    factor = config_int(repo, "reftable.geometricFactor", 2)
-    seg = suggest_compaction_segment(policy_sizes(st), factor)
-    if seg is None:
-        return None
     try:
+        seg = suggest_compaction_segment(policy_sizes(st), repo.config.reftable_geometric_factor())
+        if seg is None:
+            return None
         return compact_range(repo, st, seg[0], seg[1] - 1, best_effort=True)
     except (LockBusy, Outdated):
         return None  # git ignores these two: someone else is compacting or has rewritten the stack
@@ -186,8 +185,7 @@ def compact(store, segment: tuple[int, int] | None = None):
     with measure("compaction") as m:
         st.load()
         if segment is None:
-            factor = config_int(repo, "reftable.geometricFactor", 2)
-            segment = suggest_compaction_segment(policy_sizes(st), factor)
+            segment = suggest_compaction_segment(policy_sizes(st), repo.config.reftable_geometric_factor())
         if segment is not None:
             start, end = segment
             if not (0 <= start < end <= len(st.tables)):

@@ -159,7 +159,6 @@ class MainScreen(Screen):
         self.pattern = filtering.parse("")
         self.generation = 0
         self._flash_timer = None
-        self._refresh_error: str | None = None  # what the last refresh failed with, until one succeeds
         self._committing = 0  # deletions in the running commit (the queue may hold more: left out)
 
     # -- layout -----------------------------------------------------------------------------------------
@@ -432,10 +431,8 @@ class MainScreen(Screen):
 
     def _refreshed(self, snapshot, report) -> None:
         self.app.record_op(report)
-        if self._refresh_error is not None and self.app.store_error == self._refresh_error:
-            self.app.store_error = None  # the store reads again (an unchanged one gives the same snapshot)
+        if self.app.store_read_again("refresh"):  # (an unchanged store gives the same snapshot)
             self.update_status()
-        self._refresh_error = None
         if snapshot is not self.app.snapshot:
             self.app.set_snapshot(snapshot, "refresh")
         else:
@@ -862,8 +859,8 @@ class MainScreen(Screen):
             verb = "refused" if failure.expected else "failed"
             app.push_screen(BenchScreen(Text(f"bench {verb}: {line}", "bold red")))
         elif group == "refresh":
-            self._refresh_error = line
-            self._store_failed(line)
+            self.app.store_failed(line, "refresh")
+            self.update_status()
         else:  # marking, the dialogs, the check of packed-refs: the status line and a notice
             self._store_failed(line)
             self.notify(line, title=f"{failure.what} failed", severity="error", markup=False)

@@ -5,8 +5,7 @@ Constructor (for TUI-MAIN):
         snapshot: a files-store snapshot (its ``commondir``/packed-refs is shown);
         focus_name: put the cursor on this ref's record (or where it would be, if it is not packed);
         store: the FilesStore; with ``follow`` the view refreshes itself when git rewrites packed-refs
-        (the app's ``snapshot_changed`` when it watches, else WATCH's Watcher or a cheap poll) and the
-        change feed says which records appeared, vanished or changed and which loose refs shadow records.
+        (the app's one live feed, ``views.live``) and the change feed says which records appeared, vanished or changed and which loose refs shadow records.
     The screen dismisses with the name (bytes) of the record under the cursor, so
     ``app.push_screen(PackedScreen(...), callback)`` can move the main list back to it ("jump back").
     ``apply_snapshot(snapshot)`` lets an app that already watches push newer snapshots in.
@@ -19,7 +18,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from refscope.backend.diff import packed_records_diff
 from refscope.backend.display import escape_name, join, line
+from refscope.backend.model import HASH_HEXSZ
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -29,6 +30,7 @@ from textual.worker import get_current_worker
 
 from ..views.base import ViewScreen, short_path
 from ..views.fmt import count, field, size
+from ..views.live import follow
 from ..views.packed_model import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
 from ..views.rows import ListSource, RowsView
 from ..workers import work
@@ -81,7 +83,7 @@ class PackedScreen(ViewScreen):
         self.records.focus()
         self.load(self.snapshot, first=True)
         if self.follow:
-            self._follower = self.start_following(self.store, self.snapshot, self.apply_snapshot, True)
+            self._follower = follow(self, self.store, self.snapshot, self.apply_snapshot)
 
     def on_unmount(self) -> None:
         if self._follower is not None:
@@ -89,7 +91,7 @@ class PackedScreen(ViewScreen):
 
     # ---- loading --------------------------------------------------------------------------------------
     def apply_snapshot(self, snapshot: Any, paths: tuple = ()) -> None:
-        """A newer snapshot of the same repository (from our follower or from the app's watcher)."""
+        """A newer snapshot of the same repository (from the live feed or a reload)."""
         if snapshot is self.snapshot:
             return
         self.load(snapshot, first=False)
@@ -133,11 +135,8 @@ class PackedScreen(ViewScreen):
             if not worker.is_cancelled:
                 self.app.call_from_thread(self._show_info)
         if not first and old is not None and index is not old:
-            before = old.names()
-            after = index.names()
-            appeared = sorted(n for n in after if n not in before)
-            vanished = sorted(n for n in before if n not in after)
-            changed = sorted(n for n in after if n in before and after[n] != before[n])
+            # the backend's diff of the two files' differing middles (records with their ^peeled lines)
+            appeared, vanished, changed = packed_records_diff(old.packed, index.packed, peeled=True)
             if not worker.is_cancelled:
                 self.app.call_from_thread(self._rewritten, old, index, appeared, vanished, changed)
 
@@ -313,7 +312,7 @@ def _same_file(a: Any, b: Any) -> bool:
 
 
 def _hexlen(snapshot: Any) -> int:
-    return 64 if getattr(snapshot, "hash_name", "sha1") == "sha256" else 40
+    return HASH_HEXSZ[snapshot.hash_name]
 
 
 def _names(names: list[bytes], limit: int = 4) -> str:

@@ -6,8 +6,8 @@ Constructors (for TUI-MAIN):
         store: the ReftableStore (refresh, compaction, config); snapshot: its current snapshot;
         meter: the app's meter object (``.measure``/``.adopt``, e.g. FakeMeter) or ``backend.meter.measure``;
         it measures the view's own loading (status line) and adopts the compaction's OpReport.
-        ``follow``: subscribe to the app's ``snapshot_changed`` when the app runs a watcher, else run our
-        own (WATCH's Watcher, or a poll); lock files are polled every 50 ms either way.
+        ``follow``: follow the app's one live feed (``views.live``: its watcher's snapshots and lock
+        files, or the watcher started for an app that runs none).
         ``apply_snapshot(snapshot)`` accepts newer snapshots from anywhere.
     storage_screen(store, snapshot, meter=None, *, follow=True, focus_name=None) -> Screen
         what the ``s`` key should open: StackScreen for reftable, PackedScreen for a files repository.
@@ -33,6 +33,7 @@ from textual.widgets import Static
 from ..views.base import ViewScreen, adopt, measure_fn, short_path
 from ..views.chart import size_chart
 from ..views.fmt import count, size
+from ..views.live import follow
 from ..views.report import report_text
 from ..views.rows import ListSource, RowsView
 from ..views.stack_model import TableSummary, forecast, full_summary, quick_summary
@@ -175,9 +176,7 @@ class StackScreen(ViewScreen):
         self.tables_view.focus()
         self.load_summaries(self.snapshot, None)
         if self.follow:
-            self._follower = self.start_following(
-                self.store, self.snapshot, self.apply_snapshot, True, on_locks=self._on_locks
-            )
+            self._follower = follow(self, self.store, self.snapshot, self.apply_snapshot, self._on_locks)
 
     def on_unmount(self) -> None:
         if self._follower is not None:
@@ -228,7 +227,8 @@ class StackScreen(ViewScreen):
             self.set_status(report_text(report, "table summaries"))
 
     def apply_snapshot(self, snapshot: Any, paths: tuple = ()) -> None:
-        """A newer snapshot (from our follower or the app's watcher): re-summarize, feed what changed."""
+        """A newer snapshot (from the live feed, a reload or our compaction): re-summarize, feed what
+        changed."""
         if snapshot is self.snapshot:
             return
         previous = self._feed_base  # what the feed last described: a superseded load loses no change
@@ -249,14 +249,14 @@ class StackScreen(ViewScreen):
     # ---- rendering ------------------------------------------------------------------------------------
     def _render_all(self) -> None:
         tables = self.tables
-        fc = forecast(tables, self.factor, self.auto, getattr(self.snapshot, "hash_name", None))
+        fc = forecast(tables, self.factor, self.auto, self.snapshot.hash_name)
         names = [s.name for s in self.summaries]
         rows = [table_row(i, s, fc.next) for i, s in enumerate(self.summaries)]
         self.tables_view.set_source(ListSource(rows, HEADER, keys=names))
         total = sum(t.size for t in tables)
         info = Text(no_wrap=True)
         info.append(f"{len(tables)} tables", style="bold")
-        info.append(f" · {size(total)} · hash {getattr(self.snapshot, 'hash_name', '?')}")
+        info.append(f" · {size(total)} · hash {self.snapshot.hash_name}")
         known = [s for s in self.summaries if s.ref_records >= 0]
         if len(known) == len(self.summaries):
             info.append(
@@ -316,36 +316,38 @@ class StackScreen(ViewScreen):
         feed.flash([key])
 
     def _feed_changes(self, old: dict[str, TableSummary], new: list[TableSummary]) -> None:
+        """The feed's lines for one new stack: which tables were appended, compacted (the backend's
+        ``diff.plan_tables``, as the watcher classifies them) or removed."""
+        from refscope.backend.diff import plan_tables
+
+        plan = plan_tables(list(old.values()), new)
+        if plan.unchanged:
+            return
         now = self._clock("%H:%M:%S")
-        new_names = {s.name for s in new}
-        removed = [s for name, s in old.items() if name not in new_names]
-        added = [s for s in new if s.name not in old]
-        removed.sort(key=lambda s: s.min_update_index)
+        by_output = {c.output: c for c in plan.compactions}
+        covered = {name for c in plan.compactions for name in c.inputs}
         flashed = []
-        for s in added:
-            covered = [
-                r
-                for r in removed
-                if s.min_update_index <= r.min_update_index and r.max_update_index <= s.max_update_index
-            ]
-            if covered:
-                tomb_before = sum(r.tombstones for r in covered)
-                refs_before = sum(r.ref_records for r in covered)
-                line = Text(f"{now} ⇒ compacted {len(covered)} tables ", style="bold dark_orange")
-                line.append(", ".join(r.name for r in covered), style="dim")
+        for s in new:
+            if s.name in old:
+                continue
+            c = by_output.get(s.name)
+            if c is not None:
+                inputs = [old[name] for name in c.inputs]
+                tomb_before = sum(r.tombstones for r in inputs)
+                refs_before = sum(r.ref_records for r in inputs)
+                line = Text(f"{now} ⇒ compacted {len(inputs)} tables ", style="bold dark_orange")
+                line.append(", ".join(r.name for r in inputs), style="dim")
                 line.append(
                     f" → {s.name}: ref records {refs_before:,} → {s.ref_records:,}, "
                     f"tombstones dropped {max(0, tomb_before - s.tombstones):,}, "
-                    f"{size(sum(r.size for r in covered))} → {size(s.size)}"
+                    f"{size(sum(r.size for r in inputs))} → {size(s.size)}"
                 )
-                top = max(r.max_update_index for r in covered)
+                top = max(r.max_update_index for r in inputs)
                 if s.max_update_index > top:
                     line.append(
                         f" (with a new write, update index {top + 1}..{s.max_update_index}, merged before it was seen)",
                         style="dim",
                     )
-                for r in covered:
-                    removed.remove(r)
             else:
                 line = Text(f"{now} + appended {s.name}: ", style="bold green")
                 line.append(
@@ -355,6 +357,9 @@ class StackScreen(ViewScreen):
                 )
             self._add_feed(line)
             flashed.append(s.name)
+        new_names = {s.name for s in new}
+        removed = [r for name, r in old.items() if name not in new_names and name not in covered]
+        removed.sort(key=lambda r: r.min_update_index)
         for r in removed:
             self._add_feed(Text(f"{now} − removed {r.name} ({r.ref_records:,} ref records)", style="red"))
         if flashed:
@@ -390,7 +395,7 @@ class StackScreen(ViewScreen):
         if len(tables) < 2:
             self.notify("nothing to compact: the stack has fewer than two tables")
             return
-        fc = forecast(tables, self.factor, self.auto, getattr(self.snapshot, "hash_name", None))
+        fc = forecast(tables, self.factor, self.auto, self.snapshot.hash_name)
         segment = fc.now if fc.now is not None else (0, len(tables))
         start, end = segment
         why = (

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
@@ -198,34 +197,3 @@ class ViewScreen(Screen):
             self.dismiss(None)
         else:
             self.app.exit()
-
-    def start_following(
-        self,
-        store: Any,
-        snapshot: Any,
-        apply: Callable[..., Any],
-        follow: bool,
-        on_locks: Callable[..., Any] | None = None,
-    ) -> Any:
-        """Live updates: from the app's ``snapshot_changed`` signal when the app runs a watcher (TUI-MAIN's
-        RefscopeApp), else from our own Follower. Lock files are always looked for by our poller."""
-        from .live import Follower
-
-        if not follow or store is None:
-            return None
-        signal = getattr(self.app, "snapshot_changed", None)
-        app_watches = signal is not None and getattr(self.app, "watcher", None) is not None
-        if app_watches:
-            signal.subscribe(self, lambda update: apply(update.snapshot), immediate=True)
-        if not app_watches or on_locks is not None:
-            follower = Follower(self, store, snapshot, apply, on_locks=on_locks, refresh=not app_watches)
-            follower.start()
-            return follower
-        return None
-
-    def run_on_ui(self, callback: Callable[..., Any], *args: Any) -> None:
-        """Run ``callback`` on the UI thread whether we are on it or on a watcher/worker thread."""
-        if threading.get_ident() == getattr(self.app, "_thread_id", None):
-            callback(*args)
-        else:
-            self.app.call_from_thread(callback, *args)

@@ -111,10 +111,6 @@ class PackedIndex:
         off = self.packed.seek(name)
         return min(bisect_left(self.offsets, off, 0, self.count), max(0, self.count - 1))
 
-    def names(self) -> dict[bytes, tuple[bytes, bytes | None]]:
-        """name -> (oid, peeled) of every record: for diffing two versions (worker only)."""
-        return {r.name: (r.oid, r.peeled) for r in self.packed.iter_records()}
-
 
 class PreviewIndex:
     """The first screenful of records (from ``start``), shown while the row index is being built."""
@@ -179,20 +175,6 @@ class PackedSource:
         return t
 
 
-def loose_names(commondir: str) -> list[bytes]:
-    """Names of loose ref files under ``refs/`` (a directory listing only: reading them is the store's job)."""
-    root = os.path.join(os.fsencode(commondir), b"refs")
-    out: list[bytes] = []
-    for dirpath, _dirs, files in os.walk(root):
-        rel = os.path.relpath(dirpath, os.fsencode(commondir))
-        for f in files:
-            if f.endswith(b".lock"):
-                continue
-            out.append(os.path.join(rel, f).replace(os.sep.encode(), b"/"))
-    out.sort()
-    return out
-
-
 def shadowing(snapshot: Any, index: PackedIndex) -> dict[bytes, str]:
     """Packed records that a loose ref of the same name overrides: name -> what the loose file says
     (an abbreviated oid, ``→ target`` for a symref, ``broken``). git's overlay lets any loose entry, even a
@@ -213,7 +195,9 @@ def shadowing(snapshot: Any, index: PackedIndex) -> dict[bytes, str]:
             else:
                 out[name] = "broken"
         return out
-    for name in loose_names(snapshot.commondir):
+    from refscope.backend.formats.loose import list_loose_files
+
+    for name, _path, _st in list_loose_files(snapshot.gitdir, snapshot.commondir):  # the backend's walk
         if locate(name) is None:
             continue
         ref = snapshot.lookup(name)

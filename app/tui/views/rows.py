@@ -41,23 +41,10 @@ SEARCH_CHUNK = 4096  # rows between cancellation checks of a search
 
 
 def row_matcher(text: str) -> Callable[[bytes], bool]:
-    """What ``/`` in a view selects, read as the main filter reads it (``widgets.filtering.parse``): a
-    glob by git's rules (``*`` stops at ``/``), else a substring of the name; a leading ``!`` negates."""
-    pattern = filtering.parse(text)
-    negated = pattern.negated
-    if pattern.kind == "glob":
-        match = pattern.regex.match  # type: ignore[union-attr]
-
-        def hit(key: bytes) -> bool:
-            return (match(key) is not None) != negated
-
-        return hit
-    needle = (text[1:] if negated else text).encode("utf-8", "surrogateescape")
-
-    def contains(key: bytes) -> bool:
-        return (needle in key) != negated
-
-    return contains
+    """What ``/`` in a view selects, read as the main filter reads it (``widgets.filtering``: one
+    matcher): a glob by git's rules (``*`` stops at ``/``), else a substring of the name; a leading ``!``
+    negates."""
+    return filtering.matcher(filtering.parse(text))
 
 
 def search_key_of(source: Any) -> Callable[[int], bytes]:

@@ -43,7 +43,12 @@ def quick_summary(table: Any) -> TableSummary:
         done = _cache.get(_key(table))
     if done is not None:
         return done
-    return TableSummary(
+    return TableSummary(*_header(table), -1, -1, -1, {}, False, False)
+
+
+def _header(table: Any) -> tuple:
+    """The summary's first fields: what the table's header and footer say."""
+    return (
         table.name,
         table.min_update_index,
         table.max_update_index,
@@ -51,12 +56,6 @@ def quick_summary(table: Any) -> TableSummary:
         table.version,
         table.hash_name,
         table.block_size,
-        -1,
-        -1,
-        -1,
-        {},
-        False,
-        False,
     )
 
 
@@ -81,13 +80,7 @@ def full_summary(table: Any, deep: bool | None = None) -> TableSummary:
     c = table.counts(logs=deep)
     blocks = dict(c["by_type"])
     s = TableSummary(
-        table.name,
-        table.min_update_index,
-        table.max_update_index,
-        table.size,
-        table.version,
-        table.hash_name,
-        table.block_size,
+        *_header(table),
         c["refs"],
         c["tombstones"],
         c["logs"] if c["logs"] is not None else -2,
@@ -112,14 +105,14 @@ class Forecast(NamedTuple):
 
 
 def forecast(tables: list[Any], factor: int = 2, auto: bool = True, hash_name: str | None = None) -> Forecast:
-    """The backend's forecast (``formats.reftable.stack.forecast`` / ``forecast_write``: git's policy over
+    """The backend's forecast (``formats.reftable.policy.forecast`` / ``forecast_write``: git's policy over
     the stack now and after a typical small write), put in words for the view."""
-    from refscope.backend.formats.reftable import stack
+    from refscope.backend.formats.reftable import policy
 
     if hash_name is None:
         hash_name = tables[0].hash_name if tables else "sha1"
-    now = stack.forecast(tables, hash_name, factor)
-    nxt = stack.forecast_write(tables, hash_name, factor)
+    now = policy.forecast(tables, hash_name, factor)
+    nxt = policy.forecast_write(tables, hash_name, factor)
     reasons = explain(nxt.sizes + [nxt.new_size], nxt.factor, nxt.segment, nxt.steps, new_last=True)
     if not auto:
         reasons.insert(0, "auto-compaction is off: git will not compact on its own")

@@ -68,6 +68,29 @@ def parse(text: str) -> Pattern:
     return Pattern("glob", text, literal_prefix(glob), wildmatch(glob), b"", negated)
 
 
+def matcher(pattern: Pattern) -> Callable[[bytes], bool]:
+    """The one test of a name against ``pattern``, negation included: ``compute``'s scan and ``/`` in
+    the views (``views.rows``) both use it. A glob matches as git's wildmatch; anything else is a
+    substring (a prefix pattern, which ``compute`` answers by binary search, too, since a view's rows
+    may be any text)."""
+    negated = pattern.negated
+    if pattern.kind == "glob":
+        match = pattern.regex.match  # type: ignore[union-attr]
+
+        def glob_hit(name: bytes) -> bool:
+            return (match(name) is not None) != negated
+
+        return glob_hit
+    needle = {"substring": pattern.needle, "prefix": pattern.prefix}.get(
+        pattern.kind, pattern.text.encode("utf-8", "surrogateescape")
+    )
+
+    def contains(name: bytes) -> bool:
+        return (needle in name) != negated
+
+    return contains
+
+
 def compute(
     snapshot,
     pattern: Pattern,
@@ -93,17 +116,7 @@ def compute(
         return out
     out = array("I", range(bounds.start)) if negated else array("I")
     total = len(bounds)
-    if pattern.kind == "substring":
-        needle = pattern.needle
-
-        def hit(name: bytes) -> bool:
-            return needle in name
-    else:
-        match = pattern.regex.match  # type: ignore[union-attr]
-
-        def hit(name: bytes) -> bool:
-            return match(name) is not None
-
+    hit = matcher(pattern)
     start, stop = bounds.start, bounds.stop
     names = _names(snapshot, pattern.prefix, start, stop)
     done = start
@@ -113,7 +126,7 @@ def compute(
         chunk = list(islice(names, min(CHUNK, stop - done)))
         if not chunk:
             break
-        out.extend(done + k for k, name in enumerate(chunk) if hit(name) != negated)
+        out.extend(done + k for k, name in enumerate(chunk) if hit(name))
         done += len(chunk)
         if progress is not None:
             progress(done - start, total)

@@ -1,0 +1,148 @@
+"""git's geometric auto-compaction policy for a reftable stack, and the forecast of what it will do.
+
+reftable/stack.c keeps the stack a geometric sequence: after every write git finds the run of tables that
+breaks "each table at least ``reftable.geometricFactor`` times the next newer one" and merges it
+(``stack_segments_for_compaction``, ``suggest_compaction_segment``). The engines apply the policy after a
+commit (``engines.compaction``); the TUI shows the forecast (which tables the next write merges, and why),
+so both go through these functions and compare the sizes git compares (``compaction_size``). Pure
+functions over table sizes: nothing is read or locked here.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from .table import FOOTER_SIZE, HEADER_SIZE
+
+DEFAULT_GEOMETRIC_FACTOR = 2
+
+
+def _version(hash_name: str) -> int:
+    """The format version git writes for a stack of this hash (1: SHA-1, 2: SHA-256)."""
+    return 1 if hash_name == "sha1" else 2
+
+
+def compaction_size(file_size: int, table_version: int, stack_hash_name: str) -> int:
+    """The size git's policy uses for one table: its size without the footer, minus (header size - 1) of
+    the stack's format version (reftable/stack.c stack_segments_for_compaction)."""
+    return file_size - FOOTER_SIZE[table_version] - (HEADER_SIZE[_version(stack_hash_name)] - 1)
+
+
+def suggest_compaction_segment(
+    sizes: list[int], factor: int = DEFAULT_GEOMETRIC_FACTOR
+) -> tuple[int, int] | None:
+    """git's geometric policy: the half-open [start, end) run of tables to merge, or None if the stack is
+    already a geometric sequence (each table at least ``factor`` times the next newer one)."""
+    if not factor:
+        factor = DEFAULT_GEOMETRIC_FACTOR
+    n = len(sizes)
+    if n <= 1:
+        return None
+    start = end = 0
+    total = 0
+    i = n - 1
+    while i > 0:
+        if sizes[i - 1] < sizes[i] * factor:
+            end = i + 1
+            total = sizes[i]
+            break
+        i -= 1
+    while i > 0:
+        curr = total
+        total += sizes[i - 1]
+        if sizes[i - 1] < curr * factor:
+            start = i - 1
+        i -= 1
+    return (start, end) if end - start > 0 else None
+
+
+class CompactionStep(namedtuple("CompactionStep", "index size compared_with violates in_segment")):
+    """One line of the explanation: table ``index`` with its policy ``size``; ``compared_with`` = the size
+    the backwards walk compared it with; ``violates`` = size < that * factor; ``in_segment`` (bool)."""
+
+    __slots__ = ()
+
+
+def explain_compaction(sizes: list[int], factor: int = DEFAULT_GEOMETRIC_FACTOR) -> tuple[
+    tuple[int, int] | None, list[CompactionStep]
+]:  # fmt: skip
+    """The forecast of ``suggest_compaction_segment`` with the comparison made for each table, for views:
+    each newer-to-older step states which size the table was compared with (the next table's size while
+    looking for the segment end, then the accumulated size of the segment) and whether it broke the
+    geometric rule."""
+    if not factor:
+        factor = DEFAULT_GEOMETRIC_FACTOR
+    seg = suggest_compaction_segment(sizes, factor)
+    steps: list[CompactionStep] = []
+    n = len(sizes)
+    i = n - 1
+    total = 0
+    found = False
+    while i > 0:
+        nxt = sizes[i]
+        if not found:
+            v = sizes[i - 1] < nxt * factor
+            steps.append(CompactionStep(i - 1, sizes[i - 1], nxt, v, False))
+            if v:
+                found = True
+                total = sizes[i] + sizes[i - 1]
+            i -= 1
+            continue
+        v = sizes[i - 1] < total * factor
+        steps.append(CompactionStep(i - 1, sizes[i - 1], total, v, False))
+        total += sizes[i - 1]
+        i -= 1
+    if seg:
+        steps = [s._replace(in_segment=seg[0] <= s.index < seg[1]) for s in steps]
+    return seg, steps
+
+
+class Forecast(namedtuple("Forecast", "sizes segment steps factor")):
+    """What git's auto-compaction would do to a stack now: ``sizes`` (policy sizes, oldest first),
+    ``segment`` ([start, end) or None), ``steps`` (see ``explain_compaction``), ``factor``."""
+
+    __slots__ = ()
+
+
+def forecast(tables, hash_name: str, factor: int | None = None) -> Forecast:
+    """The auto-compaction forecast for ``tables`` (oldest first; objects with ``.size`` and ``.version``,
+    e.g. ``snapshot.tables``). ``factor`` is ``reftable.geometricFactor`` (None or 0: git's default 2)."""
+    f = factor or DEFAULT_GEOMETRIC_FACTOR
+    sizes = [compaction_size(t.size, t.version, hash_name) for t in tables]
+    seg, steps = explain_compaction(sizes, f)
+    return Forecast(sizes, seg, steps, f)
+
+
+# A typical small write: ``git update-ref`` of one ref with its reflog entry, as git writes it (header, one
+# ref block, one log block, footer). Its exact size moves with the name, the ident and the message; the
+# forecast only needs it to know which side of the factor the newest tables fall.
+ONE_REF_TABLE_SIZE = 300
+
+
+class WriteForecast(namedtuple("WriteForecast", "sizes new_size segment steps factor")):
+    """What git's auto-compaction does right after one more write: ``sizes`` (policy sizes of the current
+    tables, oldest first), ``new_size`` (the policy size assumed for the write's own table, index
+    ``len(sizes)``), ``segment`` ([start, end) over sizes + [new_size], or None: the stack just grows by
+    one), ``steps`` (``explain_compaction`` over the same), ``factor``."""
+
+    __slots__ = ()
+
+    def tables_after(self) -> int:
+        """How many tables ``tables.list`` names once the write and its compaction are done."""
+        n = len(self.sizes) + 1
+        if self.segment is None:
+            return n
+        start, end = self.segment
+        return n - (end - start) + 1
+
+
+def forecast_write(tables, hash_name: str, factor: int | None = None, new_file_size: int | None = None):
+    """The forecast for the next small write (``new_file_size``: its table's file size, default a one-ref
+    table). git adds the new table first and then runs its policy over the whole stack
+    (reftable_addition_commit -> reftable_stack_auto_compact), so the new table takes part."""
+    f = factor or DEFAULT_GEOMETRIC_FACTOR
+    version = _version(hash_name)
+    sizes = [compaction_size(t.size, t.version, hash_name) for t in tables]
+    new = compaction_size(new_file_size or ONE_REF_TABLE_SIZE, version, hash_name)
+    seg, steps = explain_compaction(sizes + [new], f)
+    return WriteForecast(sizes, new, seg, steps, f)
