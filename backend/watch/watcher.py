@@ -48,10 +48,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from . import diff as _diff
-from .diff import EMPTY, Diff
-from .meter import OpReport, measure
-from .stores.seq import is_older
+from .. import diff as _diff
+from ..diff import EMPTY, Diff
+from ..meter import OpReport, measure
+from ..stores.seq import is_older
 
 # Change kinds (strings, so JSON and tests read them as they are).
 PACKED_REWRITTEN = "packed-refs-rewritten"
@@ -771,7 +771,7 @@ class Watcher:
         if gitdir == self.gitdir and snap is not None:
             ref = snap.head()
         else:
-            from .store import open_store
+            from ..store import open_store
 
             try:
                 ref = open_store(self.repo._replace(gitdir=gitdir)).snapshot().head()
@@ -919,8 +919,8 @@ def _merge_packed(prev, new, packed: tuple[list, list, list], cands: set[bytes])
 def _hidden_names(names: list[bytes], chunk: int = 1024) -> list[bytes]:
     """The names git hides (failing check_refname), checked a chunk at a time at C speed; only a chunk
     that may hold one is checked name by name."""
-    from .refname import is_valid_refname
-    from .stores.reftable import _block_names_suspect
+    from ..refname import is_valid_refname
+    from ..stores.reftable import _block_names_suspect
 
     out: list[bytes] = []
     for k in range(0, len(names), chunk):
