@@ -1,41 +1,9 @@
-"""Watch a ref store live: file events -> debounced batches -> refresh -> typed change events with a diff.
+"""The watcher: notify sources feed one queue; a coordinator thread batches, refreshes and delivers.
 
-API::
-
-    w = Watcher(store, on_event, debounce_ms=20, max_batch_ms=250, snapshot=None).start()  # or `with Watcher(..)`
-    w.snapshot        # the newest good snapshot (immutable; swap it in the view)
-    w.stop()          # < 100 ms; no on_event call after it returns
-    for ev in iter_events(store, stop_event=stop): ...     # the same, as an iterator for a thread worker
-
-``on_event(Event)`` runs on the watcher's thread. ``Event``: ``kind`` (its most significant change),
-``changes`` (typed ``Change`` list: packed-refs-rewritten, loose-created/-changed/-deleted, tables-appended,
-tables-compacted (``diff.Compaction``: inputs -> output, ``pure`` when no ref changed), tables-list-rewritten,
-head-moved (any worktree), lock-appeared/-gone, error, recovered, watcher-restarted, watcher-polling),
-``snapshot`` (refreshed), ``diff``
-(``diff.Diff``: added/removed/changed names since the previous event), ``report`` (OpReport of refresh + diff),
-``paths``, ``error``, ``seq``, ``latency_ms``.
-
-Why this shape:
-
-- git replaces ``packed-refs`` and ``tables.list`` by renaming a lock over them, so files are never watched
-  themselves, only the directories git writes through: the common git dir non-recursively (``packed-refs``,
-  ``HEAD``), ``refs/`` recursively (loose refs), ``reftable/``, and every worktree's git dir under
-  ``worktrees/`` (its ``HEAD``, ``refs/``, ``reftable/``). watchfiles' ``DefaultFilter`` drops every path with
-  a ``.git`` component; refscope uses its own filter (``relevant``).
-- Raw file events are only *triggers and hints*. Inotify coalesces, a new directory's watch is added after
-  its first files may already exist, and ext4 reuses a freed inode at once. So what happened is decided by
-  comparing states: the previous snapshot and the refreshed one (table names, ``Snapshot.files()``
-  identities, packed-refs bytes), plus the paths the events named (locks, touched loose refs).
-- Two notify sources (one non-recursive, one recursive) feed one queue; a coordinator thread groups a burst
-  (quiet for ``debounce_ms``, at most ``max_batch_ms``), then refreshes once: ``store.refresh(prev)`` reuses
-  every unchanged table/file, and ``diff.py`` computes the ref-level difference from the changed parts only.
-- One Event per batch. Transient locks (taken and released within the batch) and batches that changed
-  nothing are not delivered: an event means the ref storage is different from the last event's.
-- A store that cannot be read (corrupt table, half-written state) yields an ``error`` event carrying the last
-  good snapshot; the watcher keeps watching and retries on a timer too, and the first good refresh afterwards
-  carries a ``recovered`` change and the diff against the last good snapshot.
-- ``stop()`` returns within 100 ms: notify sources poll the stop event every ``_STEP_MS``; a refresh still
-  running in the background finishes and is discarded.
+The package's docstring has the API and why it has this shape. Here: the lifecycle (``start``/``stop``
+within 100 ms), the consumer's side (``offer``, ``hold``/``release`` around its own commits), the
+notify sources' restarts and the fallback to polling, and the coordinator's loop: group a burst (quiet
+for ``debounce_ms``, at most ``max_batch_ms``), refresh once, classify, deliver one ``Event``.
 """
 
 from __future__ import annotations
@@ -46,283 +14,33 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
-from .. import diff as _diff
 from ..diff import EMPTY, Diff
-from ..meter import OpReport, measure
+from ..meter import measure
 from ..stores.seq import is_older
-
-# Change kinds (strings, so JSON and tests read them as they are).
-PACKED_REWRITTEN = "packed-refs-rewritten"
-LOOSE_CREATED = "loose-created"
-LOOSE_CHANGED = "loose-changed"
-LOOSE_DELETED = "loose-deleted"
-TABLES_APPENDED = "tables-appended"
-TABLES_COMPACTED = "tables-compacted"
-TABLES_LIST_REWRITTEN = "tables-list-rewritten"
-HEAD_MOVED = "head-moved"
-LOCK_APPEARED = "lock-appeared"
-LOCK_GONE = "lock-gone"
-ERROR = "error"
-RECOVERED = "recovered"
-WATCHER_RESTARTED = "watcher-restarted"  # a notify source failed; new ones replace it (detail: the error)
-WATCHER_POLLING = "watcher-polling"  # file events cannot be had (again): polling stats instead (detail: why)
-
-# An event's kind is its most significant change's kind, in this order.
-_ORDER = (
+from .classify import classify_files, classify_reftable
+from .events import (
     ERROR,
-    WATCHER_POLLING,
-    WATCHER_RESTARTED,
+    HEAD_MOVED,
+    RANK,
     RECOVERED,
     TABLES_LIST_REWRITTEN,
-    TABLES_APPENDED,
-    TABLES_COMPACTED,
-    PACKED_REWRITTEN,
-    LOOSE_CREATED,
-    LOOSE_CHANGED,
-    LOOSE_DELETED,
-    HEAD_MOVED,
-    LOCK_APPEARED,
-    LOCK_GONE,
+    WATCHER_POLLING,
+    WATCHER_RESTARTED,
+    Change,
+    Event,
+    lock_changes,
 )
-_RANK = {k: i for i, k in enumerate(_ORDER)}
+from .heads import head_value, touched_gitdirs
+from .paths import current_locks, is_store_lock, is_structural, relevant_paths, watch_dirs, worktree_gitdirs
+from .sources import NotifySource, PollSource
 
-_STEP_MS = 10  # notify sources: quiet window before handing a raw batch over, and stop-event poll period
 _RETRY_MS = (100, 200, 400, 800, 1000)  # after an error, refresh again even without events
 _RESTARTS = (
     1  # a failing notify source is restarted this often per _RESTART_WINDOW_S, then polling takes over
 )
 _RESTART_WINDOW_S = 60.0
-_POLL_MS = 50  # the polling source's period (stretched to 5x its own scan time on huge trees)
 _STORM = 10_000  # a batch naming more paths than this may have overflowed inotify's queue: look again once
-
-
-class Change(NamedTuple):
-    """One typed change inside a batch.
-
-    ``path``: the file (or worktree git dir for HEAD) it is about. ``name``: the ref for loose changes.
-    ``detail``: tables-appended -> tuple of new table names (empty when git compacted the new table away
-    before the watcher saw it: the writes are in a compaction's output, ``Compaction.pure`` False);
-    tables-compacted -> ``diff.Compaction``;
-    head-moved -> (old, new) where each is ``b"ref: <target>"``, an oid, or None; error -> the error.
-    """
-
-    kind: str
-    path: str = ""
-    name: bytes | None = None
-    detail: object = None
-
-
-class Event(NamedTuple):
-    """What one debounced batch of file events amounted to.
-
-    ``snapshot``: the refreshed snapshot (the last good one for an error event). ``diff``: refs added,
-    removed, changed since the previous event's snapshot. ``report``: the OpReport of refresh + diff.
-    ``paths``: the relevant paths the file events named. ``latency_ms``: from the batch's last file event
-    to delivery.
-    """
-
-    kind: str
-    paths: tuple[str, ...]
-    snapshot: object
-    diff: Diff
-    report: OpReport | None
-    changes: tuple[Change, ...]
-    error: Exception | None = None
-    seq: int = 0
-    latency_ms: float = 0.0
-
-    def to_json(self) -> dict:
-        """The fields for JSON; names and values stay bytes (``display.to_json`` encodes them)."""
-
-        def dec(b: bytes | None) -> bytes | None:
-            return b
-
-        changes = []
-        for c in self.changes:
-            item: dict = {"kind": c.kind, "path": c.path}
-            if c.name is not None:
-                item["name"] = dec(c.name)
-            d = c.detail
-            if isinstance(d, _diff.Compaction):
-                item.update(inputs=list(d.inputs), output=d.output, pure=d.pure)
-            elif c.kind == TABLES_APPENDED:
-                item["tables"] = list(d or ())
-            elif c.kind == HEAD_MOVED and d:
-                item.update(old=dec(d[0]), new=dec(d[1]))
-            elif c.kind in (ERROR, WATCHER_RESTARTED, WATCHER_POLLING) and d is not None:
-                item["error"] = str(d)
-            changes.append(item)
-        out = {"seq": self.seq, "kind": self.kind, "changes": changes, **self.diff.to_json()}
-        if self.report is not None:
-            out["report"] = self.report.to_json()
-        if self.error is not None:
-            out["error"] = str(self.error)
-        out["latency_ms"] = round(self.latency_ms, 3)
-        return out
-
-
-# --- which paths matter --------------------------------------------------------------------------------
-
-
-def watch_dirs(commondir: str) -> tuple[list[str], list[str]]:
-    """(non-recursive dirs, recursive dirs) to watch for one repository, all existing right now."""
-    nonrec = [commondir]
-    rec: list[str] = []
-    refs = os.path.join(commondir, "refs")
-    if os.path.isdir(refs):
-        rec.append(refs)
-    rt = os.path.join(commondir, "reftable")
-    if os.path.isdir(rt):
-        nonrec.append(rt)
-    wt = os.path.join(commondir, "worktrees")
-    if os.path.isdir(wt):
-        nonrec.append(wt)
-        try:
-            names = sorted(os.listdir(wt))
-        except OSError:
-            names = []
-        for name in names:
-            gd = os.path.join(wt, name)
-            if not os.path.isdir(gd):
-                continue
-            nonrec.append(gd)
-            if os.path.isdir(os.path.join(gd, "refs")):
-                rec.append(os.path.join(gd, "refs"))
-            if os.path.isdir(os.path.join(gd, "reftable")):
-                nonrec.append(os.path.join(gd, "reftable"))
-    return nonrec, rec
-
-
-def relevant(commondir: str, path: str) -> bool:
-    """The filter: does a file event at ``path`` concern ref storage? (Never drops ``.git`` paths.)"""
-    prefix = commondir.rstrip("/") + "/"
-    if not path.startswith(prefix):
-        return False
-    rel = path[len(prefix) :]
-    if rel in ("packed-refs", "packed-refs.lock", "HEAD", "HEAD.lock", "refs", "reftable", "worktrees"):
-        return True
-    if rel.startswith(("refs/", "reftable/")):
-        return True
-    if rel.startswith("worktrees/"):
-        parts = rel.split("/")
-        if len(parts) == 2:
-            return True  # a worktree came or went
-        return parts[2] in ("HEAD", "HEAD.lock", "refs", "reftable")
-    return False
-
-
-def _is_structural(commondir: str, path: str) -> bool:
-    """Does this path's appearance/disappearance change the set of directories to watch?"""
-    rel = path[len(commondir.rstrip("/")) + 1 :]
-    parts = rel.split("/")
-    if rel in ("refs", "reftable", "worktrees"):
-        return True
-    return parts[0] == "worktrees" and (
-        len(parts) == 2 or (len(parts) == 3 and parts[2] in ("refs", "reftable"))
-    )
-
-
-# --- raw file-event sources ----------------------------------------------------------------------------
-
-
-class _Source:
-    """One watchfiles RustNotify (its inotify watches exist once the constructor returns) and the thread
-    that hands its raw batches to the coordinator's queue."""
-
-    def __init__(self, paths: list[str], recursive: bool, sink: queue.SimpleQueue) -> None:
-        from watchfiles._rust_notify import RustNotify
-
-        self.stop_event = threading.Event()
-        self._notify = RustNotify(paths, False, False, 50, recursive, True)
-        self._sink = sink
-        self.thread = threading.Thread(target=self._run, name="refscope-watch-source", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        notify, stop, sink = self._notify, self.stop_event, self._sink
-        try:
-            while not stop.is_set():
-                raw = notify.watch(_STEP_MS * 5, _STEP_MS, 500, stop)
-                if isinstance(raw, set):
-                    sink.put((time.monotonic(), raw))
-                elif raw == "stop":
-                    break
-        except Exception as err:  # the notify thread died (a watched dir removed, a name not UTF-8...)
-            if not stop.is_set():
-                sink.put((time.monotonic(), err))
-        finally:
-            notify.close()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-
-
-class _PollSource:
-    """The fallback when file events fail: every ``_POLL_MS`` it stats the few things git changes when it
-    writes refs (``packed-refs``, ``HEAD``, ``tables.list``, every directory under ``refs/`` -- git
-    renames loose refs into place, which changes their directory's mtime -- and the ``*.lock`` names in
-    the storage directories) and hands the paths that differ to the coordinator, as a notify source
-    would. Works on any path (watchfiles needs UTF-8 paths)."""
-
-    def __init__(self, commondir: str, sink: queue.SimpleQueue, interval_ms: int = _POLL_MS) -> None:
-        self.commondir = commondir
-        self.stop_event = threading.Event()
-        self._sink = sink
-        self._interval = interval_ms / 1000
-        self._seen = self._scan()
-        self.thread = threading.Thread(target=self._run, name="refscope-watch-poll", daemon=True)
-        self.thread.start()
-
-    def _scan(self) -> dict[str, tuple]:
-        out: dict[str, tuple] = {}
-        gitdirs = [self.commondir, *[gd for (gd,) in _worktree_gitdirs(self.commondir)]]
-        for gd in gitdirs:
-            for rel in ("packed-refs", "HEAD", os.path.join("reftable", "tables.list")):
-                _stat_into(os.path.join(gd, rel), out)
-            for d in (gd, os.path.join(gd, "reftable")):
-                try:
-                    names = os.listdir(d)
-                except OSError:
-                    continue
-                out.update((os.path.join(d, n), ()) for n in names if n.endswith(".lock"))
-            stack = [os.path.join(gd, "refs")]
-            while stack:
-                d = stack.pop()
-                if not _stat_into(d, out):
-                    continue
-                try:
-                    with os.scandir(d) as it:
-                        stack.extend(e.path for e in it if e.is_dir(follow_symlinks=False))
-                except OSError:
-                    continue
-        return out
-
-    def _run(self) -> None:
-        stop = self.stop_event
-        wait = self._interval
-        while not stop.wait(wait):
-            t = time.monotonic()
-            now = self._scan()
-            wait = max(self._interval, 5 * (time.monotonic() - t))
-            if now != self._seen:
-                paths = {p for p in now.keys() | self._seen.keys() if now.get(p) != self._seen.get(p)}
-                self._seen = now
-                self._sink.put((time.monotonic(), {(2, p) for p in paths}))
-
-    def stop(self) -> None:
-        self.stop_event.set()
-
-
-def _stat_into(path: str, out: dict[str, tuple]) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    out[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    return True
-
 
 _STOP = object()
 
@@ -358,7 +76,7 @@ class Watcher:
         self.snapshot = snapshot
         self.callback_error: BaseException | None = None
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._sources: list[_Source] = []
+        self._sources: list[NotifySource | PollSource] = []
         self._dirs: tuple = ((), ())
         self._stopping = threading.Event()
         self._delivering = threading.RLock()  # stop() waits (briefly) for a delivery in progress
@@ -490,7 +208,7 @@ class Watcher:
             self._start_polling(self.polling)
 
     def _start_polling(self, why: str) -> None:
-        new = [_PollSource(self.commondir, self._queue)]
+        new = [PollSource(self.commondir, self._queue)]
         first = self.polling is None
         self.polling = why
         old, self._sources = self._sources, new
@@ -519,14 +237,14 @@ class Watcher:
         for _ in range(3):
             nonrec, rec = watch_dirs(self.commondir)
             try:
-                new = [_Source(nonrec, False, self._queue)]
+                new = [NotifySource(nonrec, False, self._queue)]
                 if rec:
-                    new.append(_Source(rec, True, self._queue))
+                    new.append(NotifySource(rec, True, self._queue))
                 break
             except FileNotFoundError:  # a directory vanished while listing: list again
                 continue
         else:  # pragma: no cover - directories keep vanishing
-            new = [_Source([self.commondir], False, self._queue)]
+            new = [NotifySource([self.commondir], False, self._queue)]
             nonrec, rec = [self.commondir], []
         old, self._sources = self._sources, new
         self._dirs = (tuple(nonrec), tuple(rec))
@@ -586,7 +304,7 @@ class Watcher:
                 if item is _STOP:
                     return
             commondir = self.commondir
-            paths = _relevant_paths(commondir, raw)
+            paths = relevant_paths(commondir, raw)
             for err in failed[:1]:
                 self._source_failed(err)
             try:
@@ -600,7 +318,7 @@ class Watcher:
                     continue  # only irrelevant files (index, logs, objects...)
                 if len(raw) > _STORM:  # inotify's queue may have overflowed: one more look once quiet
                     q.put((time.monotonic(), set()))
-                structural = bool(failed) or any(_is_structural(commondir, p) for p in paths)
+                structural = bool(failed) or any(is_structural(commondir, p) for p in paths)
                 if structural and self._dirs != tuple(map(tuple, watch_dirs(commondir))):
                     self._rebuild_sources()
                 if paths and not failed and not self._pending and all(p.endswith(".lock") for p in paths):
@@ -614,18 +332,9 @@ class Watcher:
     def _process_locks(self, paths: set[str], last_event: float) -> None:
         """A batch that only created or removed lock files: storage-level locks come and go as changes;
         loose-ref locks (``refs/**.lock``, up to one per ref of a huge transaction) are not tracked."""
-        store_locks = {p for p in paths if _is_store_lock(self.commondir, p)}
-        if not store_locks:
-            return
-        state = {"heads": {}, "locks": set(self._locks)}
-        for p in store_locks:
-            if os.path.lexists(p):
-                state["locks"].add(p)
-            else:
-                state["locks"].discard(p)
-        changes = [Change(LOCK_APPEARED, p) for p in sorted(state["locks"] - self._locks)]
-        changes += [Change(LOCK_GONE, p) for p in sorted(self._locks - state["locks"])]
-        self._locks = state["locks"]
+        locks = self._held_locks(paths)
+        changes = lock_changes(self._locks, locks)
+        self._locks = locks
         if changes and not self._stopping.is_set():
             snap = self.snapshot
             self._deliver(
@@ -694,7 +403,7 @@ class Watcher:
         self._commit_state(state)
         if not changes and not d:
             return
-        changes.sort(key=lambda c: (_RANK[c.kind], c.path))
+        changes.sort(key=lambda c: (RANK[c.kind], c.path))
         kind = changes[0].kind if changes else TABLES_LIST_REWRITTEN
         self._deliver(Event(kind, tuple(sorted(paths)), new, d, m.report, tuple(changes)), last_event)
 
@@ -721,287 +430,44 @@ class Watcher:
 
     def _observe(self, snap, paths: set[str], initial: bool = False) -> dict:
         """The watcher's own view of the state beside the snapshot: HEADs and held locks."""
-        state: dict = {"heads": {}, "locks": set(self._locks)}
+        commondir = self.commondir
         if initial:
-            gitdirs = [self.commondir, *[gd for gd, *_ in _worktree_gitdirs(self.commondir)]]
+            gitdirs = [commondir, *worktree_gitdirs(commondir)]
         else:
-            gitdirs = self._touched_gitdirs(paths)
-        for gd in gitdirs:
-            state["heads"][gd] = self._head_value(gd, snap)
+            own_stack = self.snapshot is not None
+            gitdirs = touched_gitdirs(commondir, self.gitdir, self.format, self._heads, paths, own_stack)
+        heads = {gd: head_value(self.repo, self.format, gd, self.gitdir, snap) for gd in gitdirs}
+        locks = current_locks(commondir) if initial else self._held_locks(paths)
+        return {"heads": heads, "locks": locks}
+
+    def _held_locks(self, paths: set[str]) -> set[str]:
+        """The storage locks held after a batch that named ``paths``: those held before, with every
+        storage lock the batch named looked at again (loose-ref locks under ``refs/`` are not tracked)."""
+        locks = set(self._locks)
         for p in paths:
-            if p.endswith(".lock") and _is_store_lock(self.commondir, p):
+            if p.endswith(".lock") and is_store_lock(self.commondir, p):
                 if os.path.lexists(p):
-                    state["locks"].add(p)
+                    locks.add(p)
                 else:
-                    state["locks"].discard(p)
-        if initial:
-            state["locks"] = {p for p in _current_locks(self.commondir)}
-        return state
+                    locks.discard(p)
+        return locks
 
-    def _touched_gitdirs(self, paths: set[str]) -> list[str]:
-        """Worktree git dirs whose HEAD may have moved in this batch (all of them when worktrees came or went:
-        their files may have been written before the new directories were watched)."""
-        out = set()
-        if any(_is_structural(self.commondir, p) for p in paths):
-            out.update(gd for (gd,) in _worktree_gitdirs(self.commondir))
-            out.update(self._heads)
-        if self.format == "reftable" and self.snapshot is not None:
-            out.add(self.gitdir)  # own HEAD is in the stack we just refreshed: a cheap seek
-        for p in paths:
-            d, base = os.path.split(p)
-            if base in ("HEAD", "HEAD.lock") and self.format == "files":
-                out.add(d)
-            elif base in ("tables.list", "tables.list.lock") and os.path.basename(d) == "reftable":
-                out.add(os.path.dirname(d))
-            elif os.path.dirname(d) == os.path.join(self.commondir, "worktrees"):
-                out.add(d)  # a worktree came or went
-            elif p == os.path.join(self.commondir, "worktrees", base):
-                out.add(p)
-        return sorted(out)
-
-    def _head_value(self, gitdir: str, snap) -> bytes | None:
-        """HEAD of the worktree whose git dir is ``gitdir``: b"ref: <target>", an oid, or None."""
-        if not os.path.isdir(gitdir):
-            return None
-        if self.format == "files":
-            data = _read_small(os.path.join(gitdir, "HEAD"))
-            if data is None:
-                return None
-            return data.rstrip(b"\n")
-        if gitdir == self.gitdir and snap is not None:
-            ref = snap.head()
-        else:
-            from ..store import open_store
-
-            try:
-                ref = open_store(self.repo._replace(gitdir=gitdir)).snapshot().head()
-            except Exception:
-                return None
-        if ref is None:
-            return None
-        return b"ref: " + ref.target if ref.target is not None else ref.oid
+    def _set_phase(self, phase: str) -> None:
+        self.phase = phase
 
     def _classify(self, prev, new, paths: set[str]) -> tuple[list[Change], Diff, dict]:
         state = self._observe(new, paths)
         changes: list[Change] = []
         if self.format == "reftable":
-            d = self._classify_reftable(prev, new, paths, changes)
+            d = classify_reftable(prev, new, paths, changes, self._set_phase)
         else:
-            d = self._classify_files(prev, new, paths, changes, state)
+            d = classify_files(prev, new, paths, changes, self.gitdir, self.commondir, self._set_phase)
         for gd, value in state["heads"].items():
             old = self._heads.get(gd)
             if old != value:
                 changes.append(Change(HEAD_MOVED, gd, None, (old, value)))
-        for p in sorted(state["locks"] - self._locks):
-            changes.append(Change(LOCK_APPEARED, p))
-        for p in sorted(self._locks - state["locks"]):
-            changes.append(Change(LOCK_GONE, p))
+        changes += lock_changes(self._locks, state["locks"])
         return changes, d, state
-
-    def _classify_reftable(self, prev, new, paths: set[str], changes: list[Change]) -> Diff:
-        old_stacks = _stacks(prev)
-        new_stacks = _stacks(new)
-        cands: set[bytes] = set()
-        full = False
-        appended_only: list = []  # the new tables when the one stack only grew (the common case)
-        for rdir in sorted(set(old_stacks) | set(new_stacks)):
-            old_t = old_stacks.get(rdir, [])
-            new_t = new_stacks.get(rdir, [])
-            plan = _diff.plan_tables(old_t, new_t)
-            list_path = os.path.join(rdir, "tables.list")
-            if plan.unchanged:
-                if list_path in paths and _identity(prev, list_path) != _identity(new, list_path):
-                    changes.append(Change(TABLES_LIST_REWRITTEN, list_path))
-                continue
-            if plan.unexplained:
-                changes.append(Change(TABLES_LIST_REWRITTEN, list_path))
-                full = True
-                continue
-            if plan.appended or any(not c.pure for c in plan.compactions):
-                # tables git appended; () when the writes were compacted before the watcher saw their table
-                changes.append(Change(TABLES_APPENDED, list_path, None, plan.appended))
-            for c in plan.compactions:
-                changes.append(Change(TABLES_COMPACTED, list_path, None, c))
-            if not plan.compactions and len(old_stacks) == len(new_stacks) == 1:
-                appended_only = new_t[len(old_t) :]
-                continue
-            more = _diff.table_candidates(plan, old_t, new_t)
-            if more is None:
-                full = True
-            else:
-                cands |= more
-        if full:
-            return _diff.full_diff(prev, new)
-        if appended_only and getattr(prev, "worktree_stack", True) is None:
-            size = sum(t.stat[2] for t in appended_only)
-            self.phase = f"comparing {len(appended_only)} new table(s), {size / 1048576:.1f} MiB"
-            return _diff.appended_diff(prev, appended_only)
-        if appended_only:
-            for t in appended_only:
-                for rb, _i in t.iter_ref_blocks():
-                    cands.update(rb.names)
-        if not cands:
-            return EMPTY
-        return _diff.diff_names(prev, new, cands)
-
-    def _packed_progress(self, done: int, total: int) -> None:
-        self.phase = f"comparing packed-refs {100 * done // max(total, 1)}%"
-
-    def _classify_files(self, prev, new, paths: set[str], changes: list[Change], state: dict) -> Diff:
-        old_files = prev.files() if prev is not new else {}
-        new_files = new.files()
-        if prev is new:
-            old_files = new_files
-        cands: set[bytes] = set()
-        # loose files whose identity changed
-        seen: set[str] = set()
-        for lc in _diff.loose_changes(old_files, new_files, self.gitdir, self.commondir):
-            kind = {"created": LOOSE_CREATED, "changed": LOOSE_CHANGED, "deleted": LOOSE_DELETED}[lc.kind]
-            changes.append(Change(kind, lc.path, lc.name))
-            cands.add(lc.name)
-            seen.add(lc.path)
-        # touched loose files whose identity may have come back (inode reuse): their values decide
-        for p in paths:
-            if p in seen or p.endswith(".lock"):
-                continue
-            name = _diff.loose_name(p, self.gitdir, self.commondir)
-            if name is None or not os.path.isfile(p) and p not in old_files:
-                continue
-            a = _diff.ref_value(prev.lookup(name))
-            b = _diff.ref_value(new.lookup(name))
-            if a != b:
-                changes.append(Change(LOOSE_CHANGED, p, name))
-                cands.add(name)
-        # packed-refs: the snapshots keep the mapped file they read; compare the two byte-wise
-        pp = os.path.join(self.commondir, "packed-refs")
-        old_p = getattr(prev, "packed", None)
-        new_p = getattr(new, "packed", None)
-        if old_p is None or new_p is None:  # a store without its packed buffer: compare whole views
-            if old_files.get(pp) != new_files.get(pp) or pp in paths:
-                changes.append(Change(PACKED_REWRITTEN, pp))
-                return _diff.full_diff(prev, new)
-        elif old_p is not new_p:  # (a fresh snapshot maps the same file anew: then only bytes tell)
-            span = new_p.span_from(old_p) if hasattr(new_p, "span_from") else None
-            in_order = getattr(old_p, "in_name_order", False) and getattr(new_p, "in_name_order", False)
-            seek = new_p.seek if in_order else None
-            packed = _diff.packed_diff(old_p.buf, new_p.buf, span, prev.hexlen, seek, self._packed_progress)
-            if any(packed) or old_p.identity() != new_p.identity():
-                changes.append(Change(PACKED_REWRITTEN, pp))
-            if any(packed):
-                return _merge_packed(prev, new, packed, cands)
-        if not cands:
-            return EMPTY
-        return _diff.diff_names(prev, new, cands)
-
-
-def _merge_packed(prev, new, packed: tuple[list, list, list], cands: set[bytes]) -> Diff:
-    """The packed-refs records' own differences are the refs' differences except where a loose file
-    shadows the name in either snapshot or git hides it (a bad name): those few are looked up."""
-    groups = list(packed)
-    shadowed = prev.loose.keys() | new.loose.keys()
-    odd: set[bytes] = set()
-    for group in groups:
-        group.sort()  # already in name order unless packed-refs is not sorted (then git sorts it too)
-        if shadowed:
-            odd.update(n for n in group if n in shadowed)
-        odd.update(_hidden_names(group))
-    if odd:
-        groups = [[n for n in g if n not in odd] for g in groups]
-        cands |= odd
-    examined = sum(map(len, groups))
-    if cands:
-        looked = _diff.diff_names(prev, new, cands)
-        examined += looked.examined
-        groups = [sorted([*g, *extra]) for g, extra in zip(groups, looked[:3], strict=True)]
-    return Diff(tuple(groups[0]), tuple(groups[1]), tuple(groups[2]), _diff.PACKED, examined)
-
-
-def _hidden_names(names: list[bytes], chunk: int = 1024) -> list[bytes]:
-    """The names git hides (failing check_refname), checked a chunk at a time at C speed; only a chunk
-    that may hold one is checked name by name."""
-    from ..refname import is_valid_refname
-    from ..stores.reftable import _block_names_suspect
-
-    out: list[bytes] = []
-    for k in range(0, len(names), chunk):
-        part = names[k : k + chunk]
-        if _block_names_suspect(part):
-            out.extend(n for n in part if not is_valid_refname(n))
-    return out
-
-
-# --- helpers ---------------------------------------------------------------------------------------------
-
-
-def _relevant_paths(commondir: str, raw: set) -> set[str]:
-    """The paths of a raw batch that concern ref storage, without the per-ref lock files under the
-    common ``refs/`` (a files transaction of 700k refs creates and removes 700k of them: they change no
-    ref and are not tracked, so they are dropped by the cheapest test first)."""
-    ref_locks = commondir.rstrip("/") + "/refs/"
-    return {
-        p for _, p in raw if not (p.endswith(".lock") and p.startswith(ref_locks)) and relevant(commondir, p)
-    }
-
-
-def _is_store_lock(commondir: str, path: str) -> bool:
-    """A lock in a storage directory (``packed-refs.lock``, ``HEAD.lock``, ``reftable/*.lock``), not
-    one of the per-ref locks under ``refs/`` a files transaction takes (one per ref it touches)."""
-    rel = path[len(commondir.rstrip("/")) + 1 :]
-    parts = rel.split("/")
-    if parts[0] == "worktrees":
-        parts = parts[2:]
-    return bool(parts) and parts[0] != "refs"
-
-
-def _stacks(snap) -> dict[str, list]:
-    """reftable dir -> tables (oldest first) for every stack the snapshot merges."""
-    stacks = getattr(snap, "stacks", None)
-    if stacks:
-        return {d.rstrip("/"): list(tables) for d, tables in stacks.items()}
-    tables = list(getattr(snap, "tables", []) or [])
-    rdir = os.path.dirname(tables[0].path) if tables else os.path.join(snap.commondir, "reftable")
-    return {rdir: tables}
-
-
-def _identity(snap, path: str):
-    try:
-        return snap.files().get(path)
-    except Exception:
-        return None
-
-
-def _read_small(path: str, limit: int = 4096) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
-    except OSError:
-        return None
-    try:
-        return os.read(fd, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _worktree_gitdirs(commondir: str) -> list[tuple[str]]:
-    wt = os.path.join(commondir, "worktrees")
-    try:
-        names = sorted(os.listdir(wt))
-    except OSError:
-        return []
-    return [(os.path.join(wt, n),) for n in names if os.path.isdir(os.path.join(wt, n))]
-
-
-def _current_locks(commondir: str) -> set[str]:
-    """Lock files present now in the places git locks refs (no deep walk of refs/: loose-ref locks are short)."""
-    out = set()
-    for d in (commondir, os.path.join(commondir, "reftable")):
-        try:
-            names = os.listdir(d)
-        except OSError:
-            continue
-        out.update(os.path.join(d, n) for n in names if n.endswith(".lock"))
-    return out
 
 
 # --- iterator API --------------------------------------------------------------------------------------
