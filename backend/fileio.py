@@ -17,7 +17,7 @@ import mmap
 import os
 import stat as _stat
 
-from .errors import TransactionRefused, UnreadableFile
+from .errors import TransactionRefused, UnreadableFile, os_reason
 
 _FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 _MISSING = (FileNotFoundError, NotADirectoryError)
@@ -27,8 +27,7 @@ def unreadable(path: str, err: BaseException) -> UnreadableFile:
     """The typed error for ``err`` (an OSError, or MemoryError) met while reading ``path``."""
     if isinstance(err, MemoryError):
         return UnreadableFile(path, os.strerror(errno.ENOMEM), errno.ENOMEM)
-    why = getattr(err, "strerror", None) or str(err) or type(err).__name__
-    return UnreadableFile(path, why, getattr(err, "errno", None))
+    return UnreadableFile(path, os_reason(err), getattr(err, "errno", None))
 
 
 def open_fd(path: str, follow: bool = True) -> int:
