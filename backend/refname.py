@@ -119,11 +119,10 @@ def all_valid_and_safe(names: list[bytes]) -> bool:
     return all(is_safe_refname(n) for n in names if not n.startswith(b"refs/"))
 
 
-# Bytes check_refname never rejects on their own ('/' among them). ``names_suspect`` joins the names with
-# '/', so one search for '//' finds empty components, names starting or ending with '/' and empty names;
-# the rest are conservative substring tests (a hit falls back to the exact per-name check). All C-speed
-# (a regex over a block of names was 50x slower; four separate two-byte searches cost twice as much).
-GOOD_BYTES = bytes(c for c in range(256) if not (c <= 0x20 or c == 0x7F or c in b"~^:?[\\*"))
+# ``names_suspect`` joins the names with '/', so one search for '//' finds empty components, names starting
+# or ending with '/' and empty names; the rest are conservative substring tests (a hit falls back to the
+# exact per-name check). All C-speed (a regex over a block of names was 50x slower; four separate
+# two-byte searches cost twice as much).
 _SUSPECT_DOT = (b"..", b"/.", b"./", b".lock")
 
 
@@ -142,4 +141,18 @@ def names_suspect(names: list[bytes]) -> bool:
     """May any of ``names`` fail check_refname? Never False for an invalid name; True for few valid ones
     (a block of names is checked at C speed; only a suspect block is checked name by name)."""
     joined = b"/".join(names)
-    return bool(joined.translate(None, GOOD_BYTES)) or joined_suspect(joined, names)
+    return len(joined.translate(None, _BAD_BYTES)) != len(joined) or joined_suspect(joined, names)
+
+
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
+
+
+def check_old_oid(oid: bytes, hexsz: int) -> str | None:
+    """None when ``oid`` can be the expected old value of a deletion, else why not: ``"invalid"`` (not
+    ``hexsz`` hex digits, either case) or ``"zero"`` (the null oid means "must not exist", which a
+    deletion cannot expect). The one rule for the transaction and the queue file; each words it."""
+    if len(oid) != hexsz or oid.translate(None, _HEX_DIGITS):
+        return "invalid"
+    if not oid.strip(b"0"):
+        return "zero"
+    return None
