@@ -36,9 +36,8 @@ from .paths import current_locks, is_store_lock, is_structural, relevant_paths, 
 from .sources import NotifySource, PollSource
 
 _RETRY_MS = (100, 200, 400, 800, 1000)  # after an error, refresh again even without events
-_RESTARTS = (
-    1  # a failing notify source is restarted this often per _RESTART_WINDOW_S, then polling takes over
-)
+# a failing notify source is restarted this often per _RESTART_WINDOW_S, then polling takes over
+_RESTARTS = 1
 _RESTART_WINDOW_S = 60.0
 _STORM = 10_000  # a batch naming more paths than this may have overflowed inotify's queue: look again once
 
@@ -152,6 +151,12 @@ class Watcher:
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive() and not self._stopping.is_set()
+
+    @property
+    def died(self) -> bool:
+        """The coordinator has ended: a bug stopped it (``failure`` says why) or ``stop`` did; no event
+        comes any more."""
+        return self.failure is not None or (self._thread is not None and not self._thread.is_alive())
 
     # -- the consumer's side --
 
