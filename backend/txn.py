@@ -286,11 +286,11 @@ class Transaction:
         """A write lands on every table of the stack (the new table shadows them all): when a read in
         this process already found one of them damaged -- the listing on screen, a lookup -- the commit is
         refused with that finding, whichever engine, even if this transaction reads only healthy blocks."""
-        if getattr(snap, "format", None) != "reftable":
+        if snap.format != "reftable":
             return  # packed-refs is checked whole before any rewrite (``_check_packed``)
         from .errors import known_damage
 
-        for t in (*snap.tables, *(getattr(snap, "worktree_tables", None) or ())):
+        for t in (*snap.tables, *snap.worktree_tables):
             found = known_damage(t.path)
             if found is not None:
                 raise TransactionRefused(*found)
@@ -317,8 +317,8 @@ class Transaction:
         if not candidates:
             return
         common = tuple(snap.tables)
-        own = tuple(getattr(snap, "worktree_tables", None) or ())
-        linked = getattr(snap, "worktree_stack", None) is not None
+        own = tuple(snap.worktree_tables)
+        linked = snap.worktree_stack is not None
         if linked:
             from .stores.reftable import is_current_worktree_ref
         for name in candidates:
@@ -419,7 +419,7 @@ def _no_phase(name: str) -> None:
 def _one_stack(snap) -> bool:
     """A reftable snapshot without a linked worktree's stack: one stack holds every name, so what the
     commit needs can be read from it before the lock."""
-    return getattr(snap, "format", None) == "reftable" and getattr(snap, "worktree_stack", True) is None
+    return snap.format == "reftable" and snap.worktree_stack is None
 
 
 def _worktree_path(gitdir: str) -> str:
@@ -460,7 +460,7 @@ def snapshot_symrefs(snapshot) -> dict[bytes, bytes]:
     tables = getattr(snapshot, "tables", None)
     if tables is not None and getattr(snapshot, "format", None) == "reftable":
         candidates: set[bytes] = set()
-        for t in (*tables, *(getattr(snapshot, "worktree_tables", None) or ())):
+        for t in (*tables, *snapshot.worktree_tables):
             listed = t.listed_cache
             for off, blk in t.iter_ref_offsets():
                 if off in listed:

@@ -62,7 +62,7 @@ def classify_reftable(
             cands |= more
     if full:
         return _diff.full_diff(prev, new)
-    if appended_only and getattr(prev, "worktree_stack", True) is None:
+    if appended_only and prev.worktree_stack is None:
         size = sum(t.stat[2] for t in appended_only)
         phase(f"comparing {len(appended_only)} new table(s), {size / 1048576:.1f} MiB")
         return _diff.appended_diff(prev, appended_only)
@@ -117,16 +117,10 @@ def classify_files(
             cands.add(name)
     # packed-refs: the snapshots keep the mapped file they read; compare the two byte-wise
     pp = os.path.join(commondir, "packed-refs")
-    old_p = getattr(prev, "packed", None)
-    new_p = getattr(new, "packed", None)
-    if old_p is None or new_p is None:  # a store without its packed buffer: compare whole views
-        if old_files.get(pp) != new_files.get(pp) or pp in paths:
-            changes.append(Change(PACKED_REWRITTEN, pp))
-            return _diff.full_diff(prev, new)
-    elif old_p is not new_p:  # (a fresh snapshot maps the same file anew: then only bytes tell)
-        span = new_p.span_from(old_p) if hasattr(new_p, "span_from") else None
-        in_order = getattr(old_p, "in_name_order", False) and getattr(new_p, "in_name_order", False)
-        seek = new_p.seek if in_order else None
+    old_p, new_p = prev.packed, new.packed
+    if old_p is not new_p:  # (a fresh snapshot maps the same file anew: then only bytes tell)
+        span = new_p.span_from(old_p)
+        seek = new_p.seek if old_p.in_name_order and new_p.in_name_order else None
         packed = _diff.packed_diff(old_p.buf, new_p.buf, span, prev.hexlen, seek, progress)
         if any(packed) or old_p.identity() != new_p.identity():
             changes.append(Change(PACKED_REWRITTEN, pp))
@@ -174,12 +168,7 @@ def _hidden_names(names: list[bytes], chunk: int = 1024) -> list[bytes]:
 
 def _stacks(snap) -> dict[str, list]:
     """reftable dir -> tables (oldest first) for every stack the snapshot merges."""
-    stacks = getattr(snap, "stacks", None)
-    if stacks:
-        return {d.rstrip("/"): list(tables) for d, tables in stacks.items()}
-    tables = list(getattr(snap, "tables", []) or [])
-    rdir = os.path.dirname(tables[0].path) if tables else os.path.join(snap.commondir, "reftable")
-    return {rdir: tables}
+    return {d.rstrip("/"): list(tables) for d, tables in snap.stacks.items()}
 
 
 def _identity(snap, path: str):
