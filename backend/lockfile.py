@@ -9,8 +9,8 @@ Refscope and git must be able to write the same repository at once, so the exact
 timing rules matter: a git process waiting on our lock backs off the same way we back off on its.
 
 Every lock and temporary file goes through one registry (git's ``tempfile_list``): ``create_temp`` (and
-``try_create`` through it) registers what it creates, ``remove``/``discard`` and ``rename`` unregister it, so that a signal can
-release everything before the process dies -- see "Signals" below.
+``try_create`` through it) registers what it creates, ``remove``/``discard`` and ``rename`` unregister it,
+so that a signal can release everything before the process dies -- see "Signals" below.
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
