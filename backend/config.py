@@ -19,14 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from .errors import RefscopeError, UnreadableFile
+from .errors import ConfigError, UnreadableFile
 from .fileio import read_regular
 
 _MAX_INCLUDE_DEPTH = 10
-
-
-class ConfigError(RefscopeError):
-    """A config file git itself would refuse to read."""
 
 
 def _read(path: str) -> bytes | None:

@@ -15,6 +15,8 @@ import hashlib
 import os
 import zlib
 
+from .model import HASH_HEXSZ
+
 AUTHOR = b"Ada Demo <ada@example.com>"
 COMMITTER = b"Ref Scope <refscope@example.com>"
 T0 = 1_750_000_000  # fixed epoch for every date
@@ -134,7 +136,7 @@ def build_demo(path: str, fmt: str = "files", hash_name: str = "sha1") -> str:
     gitdir = os.path.join(path, ".git")
     if os.path.exists(gitdir):
         raise FileExistsError(gitdir)
-    hexlen = 40 if hash_name == "sha1" else 64
+    hexlen = HASH_HEXSZ[hash_name]
     zero = b"0" * hexlen
     dirs = ["objects/info", "objects/pack", "refs", "info", "hooks"]
     if fmt == "files":

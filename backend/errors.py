@@ -32,13 +32,18 @@ def from_untyped(err: BaseException) -> RefscopeError:
     resort): the file it names, if any, and what happened."""
     if isinstance(err, MemoryError):
         return RefscopeError(None, "out of memory")
-    what = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    what = os_reason(err)
     file = getattr(err, "filename", None)
     if isinstance(file, bytes):
         import os
 
         file = os.fsdecode(file)
     return RefscopeError(file, what)
+
+
+def os_reason(err: BaseException) -> str:
+    """What an OS error says happened: its ``strerror`` (git's wording for the errno), else its text."""
+    return getattr(err, "strerror", None) or str(err) or type(err).__name__
 
 
 class NotARepository(RefscopeError):
@@ -56,17 +61,21 @@ class UnsupportedFormat(RefscopeError):
 class CorruptStore(RefscopeError):
     """On-disk data that git would reject (or that refscope checks more strictly).
 
-    Each one is remembered against the file it names (by identity: device, inode, size, times), for the
-    life of the process: a read that found a file damaged -- a listing that hit one bad block of a table,
-    say -- taints writes onto that file even when the write itself would read only healthy parts of it
-    (``known_damage``). One rule for the TUI, where the listing and the commit share a process."""
+    Each one is remembered against the file it names (``remember_damage``, by identity: device, inode,
+    size, times), for the life of the process: a read that found a file damaged -- a listing that hit one
+    bad block of a table, say -- taints writes onto that file even when the write itself would read only
+    healthy parts of it (``known_damage``). One rule for the TUI, where the listing and the commit share a
+    process.
+
+    Why at construction and not where a store catches it: the decoders raise it from many places, most of
+    them deep inside lazy iterators that the views drive (a row decoded on scroll, a block the filter
+    reaches), long after the store handed its snapshot out; no store frame is on the stack to record it,
+    and a finding that was shown but not recorded would let a later commit write over the damage. Every
+    finding is constructed, so construction is the one place none is missed."""
 
     def __init__(self, file: str | None, what: str, offset: int | None = None) -> None:
         super().__init__(file, what, offset)
-        if file:
-            key = _identity(file)
-            if key is not None:
-                _DAMAGED.setdefault(key, (file, what, offset))  # not the error: its traceback pins frames
+        remember_damage(file, what, offset)
 
 
 # (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) of a file some read found corrupt -> (file, what,
@@ -83,6 +92,15 @@ def _identity(path: str) -> tuple[int, ...] | None:
     except (OSError, ValueError):
         return None
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def remember_damage(file: str | None, what: str, offset: int | None) -> None:
+    """Record that ``file`` (as it is now) holds damage (the first finding per file identity is kept;
+    not the error itself: its traceback would pin frames)."""
+    if file:
+        key = _identity(file)
+        if key is not None:
+            _DAMAGED.setdefault(key, (file, what, offset))
 
 
 def known_damage(path: str) -> tuple[str, str, int | None] | None:
@@ -121,3 +139,12 @@ class UnreadableFile(CorruptStore):
         super().__init__(file, f"couldn't read: {why}")
         self.why = why
         self.errno = errno
+
+
+class ConfigError(RefscopeError):
+    """A config file git itself would refuse to read."""
+
+
+class BadLine(RefscopeError):
+    """A line of a queue file that is not ``REF [OLD_OID]`` (``offset`` is None; the line number is in
+    ``what``)."""

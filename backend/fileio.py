@@ -17,7 +17,7 @@ import mmap
 import os
 import stat as _stat
 
-from .errors import TransactionRefused, UnreadableFile
+from .errors import TransactionRefused, UnreadableFile, os_reason
 
 _FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 _MISSING = (FileNotFoundError, NotADirectoryError)
@@ -27,8 +27,7 @@ def unreadable(path: str, err: BaseException) -> UnreadableFile:
     """The typed error for ``err`` (an OSError, or MemoryError) met while reading ``path``."""
     if isinstance(err, MemoryError):
         return UnreadableFile(path, os.strerror(errno.ENOMEM), errno.ENOMEM)
-    why = getattr(err, "strerror", None) or str(err) or type(err).__name__
-    return UnreadableFile(path, why, getattr(err, "errno", None))
+    return UnreadableFile(path, os_reason(err), getattr(err, "errno", None))
 
 
 def open_fd(path: str, follow: bool = True) -> int:
@@ -92,11 +91,12 @@ def read_fd(fd: int, path: str, size: int, limit: int | None = None) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def read_prefix(path: str, limit: int) -> bytes:
-    """At most the first ``limit`` bytes of the regular file ``path`` (small files: HEAD, gitfiles).
+def read_prefix(path: str, limit: int, follow: bool = True) -> bytes:
+    """At most the first ``limit`` bytes of the regular file ``path`` (small files: HEAD, gitfiles; a
+    symlink refused with ELOOP unless ``follow``).
     A read that ends short is the end of a regular file and costs no fstat; an empty or full read is
     checked to come from a regular file (a device never ends, a FIFO reads empty)."""
-    fd = open_fd(path)
+    fd = open_fd(path, follow)
     try:
         data = read_fd(fd, path, 0, limit)
         if not 0 < len(data) < limit:
@@ -142,3 +142,17 @@ __all__ = [
     "refused_write",
     "unreadable",
 ]
+
+
+def read_small(path: str, limit: int = 4096, follow: bool = True) -> bytes | None:
+    """The first ``limit`` bytes of a small file (HEAD, ``commondir``, a gitfile), or None when it cannot
+    be read: missing, not a regular file, unreadable, or (``follow`` False) a symlink. For callers to whom
+    an unreadable file means "not there" (discovery looks on; the watcher sees no HEAD); a FIFO never
+    blocks (``read_prefix``)."""
+    try:
+        return read_prefix(path, limit, follow)
+    except (OSError, UnreadableFile):
+        return None
+
+
+__all__.append("read_small")

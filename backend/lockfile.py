@@ -8,9 +8,9 @@ jittered to 0.75-1.25x and the multiplier capped at 1000. A timeout of 0 means o
 Refscope and git must be able to write the same repository at once, so the exact protocol, texts and
 timing rules matter: a git process waiting on our lock backs off the same way we back off on its.
 
-Every lock and temporary file goes through one registry (git's ``tempfile_list``): ``try_create`` and
-``create_temp`` register what they create, ``remove`` and ``rename`` unregister it, so that a signal can
-release everything before the process dies -- see "Signals" below.
+Every lock and temporary file goes through one registry (git's ``tempfile_list``): ``create_temp`` (and
+``try_create`` through it) registers what it creates, ``remove``/``discard`` and ``rename`` unregister it,
+so that a signal can release everything before the process dies -- see "Signals" below.
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
@@ -108,21 +108,12 @@ def busy_error(path: str, prefix: str = "") -> LockBusy:
 
 
 def try_create(lock_path: str) -> int:
-    """One attempt: the fd, or -errno (no exception on the hot path). A created lock is registered."""
-    _held.append(None)
+    """One attempt: the fd, or -errno (the callers branch on the errno, as git's lock_file does). A
+    created lock is registered (``create_temp``)."""
     try:
-        if _stopping:
-            _wait()
-        try:
-            fd = os.open(lock_path, _CREATE_FLAGS, 0o666)
-        except OSError as err:
-            return -(err.errno or errno.EIO)
-        _live[lock_path] = None
-    finally:
-        _leave()
-    if _main_ident == -1:
-        _protect_once()
-    return fd
+        return create_temp(lock_path, _CREATE_FLAGS)
+    except OSError as err:
+        return -(err.errno or errno.EIO)
 
 
 def create_with_timeout(lock_path: str, timeout_ms: int) -> int:
@@ -282,7 +273,8 @@ class committing:
 
 
 def create_temp(path: str, flags: int, mode: int = 0o666) -> int:
-    """``os.open(path, flags | O_EXCL...)`` for a temp file, registered (raises OSError as os.open)."""
+    """``os.open(path, flags)`` (flags with ``O_CREAT|O_EXCL``) for a lock or temp file, registered as one
+    step for the handlers (raises OSError as os.open). The first one installs the handlers."""
     _held.append(None)
     try:
         if _stopping:
@@ -308,6 +300,15 @@ def remove(path: str) -> bool:
         return True
     finally:
         _leave()
+
+
+def discard(path: str) -> None:
+    """``remove`` on the way out of a failed write: a file that cannot be unlinked either is left (the
+    error being raised is the one that matters), and it is forgotten all the same."""
+    try:
+        remove(path)
+    except OSError:
+        pass
 
 
 def rename(src: str, dst: str, *, keep: bool = False, publish: tuple[str, ...] = ()) -> None:

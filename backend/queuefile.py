@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import os
 
-from .errors import RefscopeError
+from .errors import BadLine, RefscopeError
 
 _BLANKS = (b" ", b"\t", b"\r", b"\v", b"\f")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _HEXSZ = {"sha1": 40, "sha256": 64}
 DEFAULT_NAME = "refscope-queue.txt"
-
-
-class BadLine(RefscopeError):
-    """A line that is not ``REF [OLD_OID]`` (``offset`` is None; the line number is in ``what``)."""
 
 
 def parse_lines(data: bytes, file: str | None = None) -> list[tuple[bytes, bytes | None]]:

@@ -117,3 +117,42 @@ def all_valid_and_safe(names: list[bytes]) -> bool:
     # valid names under refs/ are safe (no empty, "." or ".." component, no NUL); the others must be
     # upper case and "_" only (HEAD, FETCH_HEAD...)
     return all(is_safe_refname(n) for n in names if not n.startswith(b"refs/"))
+
+
+# ``names_suspect`` joins the names with '/', so one search for '//' finds empty components, names starting
+# or ending with '/' and empty names; the rest are conservative substring tests (a hit falls back to the
+# exact per-name check). All C-speed (a regex over a block of names was 50x slower; four separate
+# two-byte searches cost twice as much).
+_SUSPECT_DOT = (b"..", b"/.", b"./", b".lock")
+
+
+def joined_suspect(joined: bytes, names: list[bytes]) -> bool:
+    """The substring part of ``names_suspect``, over ``b"/".join(names)`` (its bytes already checked)."""
+    if not joined or b"//" in joined or joined[:1] == b"/" or joined[-1:] == b"/":
+        return True
+    if b"." in joined and (
+        joined[:1] == b"." or joined[-1:] == b"." or any(s in joined for s in _SUSPECT_DOT)
+    ):
+        return True
+    return b"@" in joined and (b"@{" in joined or b"@" in names)
+
+
+def names_suspect(names: list[bytes]) -> bool:
+    """May any of ``names`` fail check_refname? Never False for an invalid name; True for few valid ones
+    (a block of names is checked at C speed; only a suspect block is checked name by name)."""
+    joined = b"/".join(names)
+    return len(joined.translate(None, _BAD_BYTES)) != len(joined) or joined_suspect(joined, names)
+
+
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
+
+
+def check_old_oid(oid: bytes, hexsz: int) -> str | None:
+    """None when ``oid`` can be the expected old value of a deletion, else why not: ``"invalid"`` (not
+    ``hexsz`` hex digits, either case) or ``"zero"`` (the null oid means "must not exist", which a
+    deletion cannot expect). The one rule for the transaction and the queue file; each words it."""
+    if len(oid) != hexsz or oid.translate(None, _HEX_DIGITS):
+        return "invalid"
+    if not oid.strip(b"0"):
+        return "zero"
+    return None

@@ -15,14 +15,11 @@ from collections import namedtuple
 from collections.abc import Mapping
 
 from .config import load_protected, load_repo_config, parse_bool_env, read_file_entries
-from .errors import DubiousOwnership, NotARepository, UnreadableFile, UnsupportedFormat
-from .fileio import read_prefix
+from .errors import DubiousOwnership, NotARepository, UnsupportedFormat
+from .fileio import read_small
 
 _GITFILE_MAX = 1 << 20
 _HEX = frozenset(b"0123456789abcdefABCDEF")
-
-# Refs that live in each worktree's own git dir (files backend), as git's is_per_worktree_ref.
-PER_WORKTREE_PREFIXES = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 
 
 class Repo(namedtuple("Repo", "gitdir commondir worktree bare ref_storage hash_name config")):
@@ -34,30 +31,9 @@ class Repo(namedtuple("Repo", "gitdir commondir worktree bare ref_storage hash_n
 
     __slots__ = ()
 
-    @property
-    def hash_hexlen(self) -> int:
-        return 40 if self.hash_name == "sha1" else 64
-
-    @property
-    def is_linked_worktree(self) -> bool:
-        return self.gitdir != self.commondir
-
     def worktrees(self) -> list[tuple[str, bytes | None]]:
         """See ``list_worktrees``."""
         return list_worktrees(self)
-
-
-def is_per_worktree_ref(name: bytes) -> bool:
-    """Does ``name`` live in the worktree's git dir rather than the common dir? (refs under refs/ only)"""
-    return name.startswith(PER_WORKTREE_PREFIXES)
-
-
-def _read_small(path: str, limit: int = 256) -> bytes | None:
-    """The first ``limit`` bytes of ``path``; None when it cannot be read (discovery then looks on)."""
-    try:
-        return read_prefix(path, limit)
-    except (OSError, UnreadableFile):
-        return None
 
 
 def _validate_headref(path: str) -> bool:
@@ -71,7 +47,7 @@ def _validate_headref(path: str) -> bool:
             return os.readlink(path).startswith("refs/")
         except OSError:
             return False
-    buf = _read_small(path, 255)
+    buf = read_small(path, 255)
     if buf is None:
         return False
     if buf.startswith(b"ref:"):
@@ -87,7 +63,7 @@ def _common_dir(gitdir: str, env: Mapping[str, str]) -> str:
     envdir = env.get("GIT_COMMON_DIR")
     if envdir:
         return envdir
-    data = _read_small(os.path.join(gitdir, "commondir"), 1 << 16)
+    data = read_small(os.path.join(gitdir, "commondir"), 1 << 16)
     if data is None:
         return gitdir
     text = data.decode("utf-8", "surrogateescape").rstrip("\n\r")
@@ -103,10 +79,6 @@ def is_git_directory(path: str, env: Mapping[str, str]) -> bool:
     common = _common_dir(path, env)
     objects = env.get("GIT_OBJECT_DIRECTORY") or os.path.join(common, "objects")
     return os.access(objects, os.X_OK) and os.access(os.path.join(common, "refs"), os.X_OK)
-
-
-class _GitfileError(Exception):
-    pass
 
 
 def read_gitfile(path: str, env: Mapping[str, str]) -> str | None:
@@ -129,7 +101,7 @@ def read_gitfile(path: str, env: Mapping[str, str]) -> str | None:
         raise NotARepository(path, f"not a regular file: '{path}'")
     if st.st_size > _GITFILE_MAX:
         raise NotARepository(path, f"too large to be a .git file: '{path}'")
-    data = _read_small(path, _GITFILE_MAX + 1)
+    data = read_small(path, _GITFILE_MAX + 1)
     if data is None or len(data) != st.st_size:
         raise NotARepository(path, f"error reading {path}")
     if not data.startswith(b"gitdir: "):
@@ -158,7 +130,7 @@ def _owned_by_me(path: str, env: Mapping[str, str]) -> bool:
     return st.st_uid == euid
 
 
-def _ownership_ok(
+def ownership_ok(
     gitfile: str | None, worktree: str | None, gitdir: str | None, env: Mapping[str, str]
 ) -> bool:
     """git's ensure_valid_ownership: all three owned by us, or ``safe.directory`` (system/global/command
@@ -254,11 +226,11 @@ def discover(path: str | None = None, env: Mapping[str, str] | None = None) -> R
         dotgit = os.path.join(cur, ".git")
         gitfile_target = read_gitfile(dotgit, env)
         if gitfile_target is not None:
-            if not _ownership_ok(dotgit, cur, gitfile_target, env):
+            if not ownership_ok(dotgit, cur, gitfile_target, env):
                 raise _dubious(cur)
             return _finish(gitfile_target, env, explicit=False, discovered_worktree=cur, start=start)
         if os.path.isdir(dotgit) and is_git_directory(dotgit, env):
-            if not _ownership_ok(None, cur, dotgit, env):
+            if not ownership_ok(None, cur, dotgit, env):
                 raise _dubious(cur)
             return _finish(
                 os.path.realpath(dotgit), env, explicit=False, discovered_worktree=cur, start=start
@@ -268,7 +240,7 @@ def discover(path: str | None = None, env: Mapping[str, str] | None = None) -> R
                 raise NotARepository(
                     cur, f"cannot use bare repository '{cur}' (safe.bareRepository is 'explicit')"
                 )
-            if not _ownership_ok(None, None, cur, env):
+            if not ownership_ok(None, None, cur, env):
                 raise _dubious(cur)
             return _finish(os.path.realpath(cur), env, explicit=False, discovered_worktree=None, start=start)
         parent = os.path.dirname(cur)
@@ -396,7 +368,7 @@ def main_worktree_is_bare(repo: Repo) -> bool:
     config = repo.config
     if config.has("core.bare") and _truthy(config.get("core.bare")):
         return True
-    if not repo.is_linked_worktree:
+    if repo.gitdir == repo.commondir:  # the main worktree
         return repo.worktree is None
     bare = None
     for key, value in read_file_entries(os.path.join(repo.commondir, "config.worktree"), gitdir=repo.gitdir):
@@ -439,7 +411,7 @@ def list_worktrees(repo: Repo, *, skip_main: bool = False) -> list[tuple[str, by
 
 def _head_target(repo: Repo, gitdir: str) -> bytes | None:
     if repo.ref_storage == "files":
-        data = _read_small(os.path.join(gitdir, "HEAD"), 4096)
+        data = read_small(os.path.join(gitdir, "HEAD"), 4096)
         if data is None or not data.startswith(b"ref:"):
             return None
         return data[4:].strip()

@@ -16,16 +16,15 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from .engines.common import HEXSZ, Deletion
+from .engines.common import Deletion
 from .errors import CorruptStore, InvalidRefName, TransactionRefused
 from .lockfile import protect
 from .meter import OpReport, measure
-from .model import SYMREF_MAXDEPTH
-from .refname import all_valid_and_safe, check_refname, is_safe_refname
+from .model import HASH_HEXSZ, SYMREF_MAXDEPTH
+from .refname import all_valid_and_safe, check_old_oid, check_refname, is_safe_refname
 
 ENGINES = ("native", "git")
 _BATCH = 64  # delete_many reads the values of more names than this in one pass
-_HEX = frozenset(b"0123456789abcdef")
 
 
 class CommitResult(
@@ -118,12 +117,12 @@ class Transaction:
             raise InvalidRefName(self._where(), what)
         if old_oid is not None:
             old_oid = old_oid.lower()
-            hexsz = HEXSZ[self.store.repo.hash_name]
-            if len(old_oid) != hexsz or not _HEX.issuperset(old_oid):
+            why = check_old_oid(old_oid, HASH_HEXSZ[self.store.repo.hash_name])
+            if why == "invalid":
                 raise TransactionRefused(
                     self._where(), f"delete {_text(name)}: invalid <old-oid>: {_text(old_oid)}"
                 )
-            if old_oid == b"0" * hexsz:
+            if why == "zero":
                 raise TransactionRefused(self._where(), f"delete {_text(name)}: zero <old-oid>")
         if name in self._names:
             raise TransactionRefused(self._where(), f"multiple updates for ref '{_text(name)}' not allowed")
@@ -287,11 +286,11 @@ class Transaction:
         """A write lands on every table of the stack (the new table shadows them all): when a read in
         this process already found one of them damaged -- the listing on screen, a lookup -- the commit is
         refused with that finding, whichever engine, even if this transaction reads only healthy blocks."""
-        if getattr(snap, "format", None) != "reftable":
+        if snap.format != "reftable":
             return  # packed-refs is checked whole before any rewrite (``_check_packed``)
         from .errors import known_damage
 
-        for t in (*snap.tables, *(getattr(snap, "worktree_tables", None) or ())):
+        for t in (*snap.tables, *snap.worktree_tables):
             found = known_damage(t.path)
             if found is not None:
                 raise TransactionRefused(*found)
@@ -301,7 +300,7 @@ class Transaction:
         and deletes ``refs/heads/ab`` for the damaged record ``refs/heads/ab\\0c``. refscope does not
         serve that record, so a deletion of such a name finds nothing -- and is refused rather than done
         as a silent no-op (or, through git, as a write onto the damaged record). Only names this
-        transaction found missing are looked at: one seek per table each."""
+        transaction found missing are looked at: one seek per table of the stack that holds the name."""
         if self._missing is not None:  # the git engine's lookups found these missing
             candidates = self._missing
         else:
@@ -315,8 +314,16 @@ class Transaction:
                         candidates.append(name)
                 elif (snap.head() if name == b"HEAD" else snap.lookup(name)) is None:
                     candidates.append(name)
-        tables = (*snap.tables, *(getattr(snap, "worktree_tables", None) or ()))
+        if not candidates:
+            return
+        common = tuple(snap.tables)
+        own = tuple(snap.worktree_tables)
+        linked = snap.worktree_stack is not None
+        if linked:
+            from .stores.reftable import is_current_worktree_ref
         for name in candidates:
+            # only the stack git reads the name from (a linked worktree's own refs are in its stack)
+            tables = own if linked and is_current_worktree_ref(name) else common
             prefix = name + b"\0"
             for t in tables:
                 try:
@@ -412,7 +419,7 @@ def _no_phase(name: str) -> None:
 def _one_stack(snap) -> bool:
     """A reftable snapshot without a linked worktree's stack: one stack holds every name, so what the
     commit needs can be read from it before the lock."""
-    return getattr(snap, "format", None) == "reftable" and getattr(snap, "worktree_stack", True) is None
+    return snap.format == "reftable" and snap.worktree_stack is None
 
 
 def _worktree_path(gitdir: str) -> str:
@@ -453,7 +460,7 @@ def snapshot_symrefs(snapshot) -> dict[bytes, bytes]:
     tables = getattr(snapshot, "tables", None)
     if tables is not None and getattr(snapshot, "format", None) == "reftable":
         candidates: set[bytes] = set()
-        for t in (*tables, *(getattr(snapshot, "worktree_tables", None) or ())):
+        for t in (*tables, *snapshot.worktree_tables):
             listed = t.listed_cache
             for off, blk in t.iter_ref_offsets():
                 if off in listed:

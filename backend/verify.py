@@ -1423,10 +1423,10 @@ def check_ownership(repo, env=None) -> Finding | None:
     ours unless ``safe.directory`` in protected config allows them. None when git would accept it."""
     env = os.environ if env is None else env
     try:
-        from .repo import _ownership_ok
+        from .repo import ownership_ok
     except ImportError:  # pragma: no cover - repo.py always has it
         return None
-    if _ownership_ok(None, repo.worktree, repo.gitdir, env):
+    if ownership_ok(None, repo.worktree, repo.gitdir, env):
         return None
     top = repo.worktree or repo.gitdir
     try:

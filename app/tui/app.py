@@ -164,7 +164,7 @@ class RefscopeApp(App[None]):
         w = self.watcher
         if w is None:
             return self.live
-        if w.failure is not None or (w._thread is not None and not w._thread.is_alive()):
+        if w.died:
             return f"error: watcher stopped ({w.phase or w.failure})"
         if self._live_base != "live":
             return self._live_base

@@ -10,9 +10,7 @@ import time
 from collections import namedtuple
 
 from ..errors import TransactionRefused
-
-HEXSZ = {"sha1": 40, "sha256": 64}
-_PER_WORKTREE = (b"refs/worktree/", b"refs/bisect/", b"refs/rewritten/")
+from ..model import HASH_HEXSZ, PER_WORKTREE_PREFIXES
 
 
 class Deletion(namedtuple("Deletion", "name old_oid")):
@@ -22,13 +20,36 @@ class Deletion(namedtuple("Deletion", "name old_oid")):
     __slots__ = ()
 
 
+class RefUpdate:
+    """One entry of a native engine's update list (git's ``struct ref_update``): a deletion the user asked
+    for, or the log-only entry git adds for a symref or HEAD through which a ref is deleted. ``old``: the
+    expected value (None: unchecked); ``parent``: the entry this one was split from; ``current``: the
+    effective value read under the lock. Each engine subclasses it with what its protocol reads under the
+    lock (files: the loose file and the lock path; reftable: the stack).
+
+    Mutable, like git's: ``split_symref_update`` turns the entry it splits into a log-only one after the
+    fact, and the engines fill in what they read under the locks step by step (``__slots__``: a delete of
+    100k refs holds 100k of them)."""
+
+    __slots__ = ("name", "old", "log_only", "no_deref", "via_head", "parent", "current")
+
+    def __init__(self, name: bytes, old: bytes | None, no_deref: bool) -> None:
+        self.name = name
+        self.old = old
+        self.log_only = False
+        self.no_deref = no_deref
+        self.via_head = False
+        self.parent: RefUpdate | None = None
+        self.current: bytes | None = None
+
+
 def zero_oid(hash_name: str) -> bytes:
-    return b"0" * HEXSZ[hash_name]
+    return b"0" * HASH_HEXSZ[hash_name]
 
 
 def is_per_worktree(name: bytes) -> bool:
     """git's is_per_worktree_ref + root refs (HEAD...): these live in the worktree's own git dir."""
-    return name.startswith(_PER_WORKTREE) or not name.startswith(b"refs/")
+    return name.startswith(PER_WORKTREE_PREFIXES) or not name.startswith(b"refs/")
 
 
 def ref_base(repo, name: bytes) -> str:
@@ -163,10 +184,11 @@ def reflog_message(msg: bytes) -> bytes:
     return b" ".join(msg.split())
 
 
-def split_symref_update(txn, u, target: bytes, make) -> None:
+def split_symref_update(txn, u: RefUpdate, target: bytes, make) -> RefUpdate:
     """git's split_symref_update: a deletion through symref ``u`` becomes a deletion of ``target`` (made by
-    ``make(name, old, no_deref)``) plus a log-only update of ``u``; both engines share it, and git's refusal
-    when the transaction also names ``target`` itself."""
+    ``make(name, old, no_deref)`` and returned, for the engine to add to its list) plus a log-only update
+    of ``u``; both engines share it, and git's refusal when the transaction (``txn.names``) also names
+    ``target`` itself."""
     if target in txn.names:
         raise TransactionRefused(
             txn.repo.gitdir,
@@ -178,4 +200,4 @@ def split_symref_update(txn, u, target: bytes, make) -> None:
     child.via_head = u.via_head or u.name == b"HEAD"
     u.log_only = True
     u.no_deref = True
-    txn._add(child)
+    return child

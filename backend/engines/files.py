@@ -34,11 +34,11 @@ from ..lockfile import (
     rename,
     unable_to_lock_message,
 )
+from ..model import HASH_HEXSZ
 from .common import (
-    HEXSZ,
     Deletion,
+    RefUpdate,
     committer_ident,
-    config_int,
     fsync_references,
     log_all_ref_updates,
     log_path,
@@ -59,41 +59,30 @@ _WS = b" \t\n\r\v\f"
 MISSING, REGULAR, SYMREF = 0, 1, 2
 
 
-class _Update:
-    """One entry of git's update list (deletions the user asked for, plus split symref/HEAD log entries)."""
+class _Update(RefUpdate):
+    """An update of the files backend: what its lock and the loose file under it held (``kind``,
+    ``loose_oid`` or ``referent``), its packed-refs record, the directories made for its lock, and whether
+    it is HEAD's log entry for the deletion of HEAD's branch (``head_split``: git's split_head_update)."""
 
     __slots__ = (
-        "name",
-        "old",
-        "log_only",
-        "no_deref",
-        "via_head",
         "head_split",
-        "parent",
         "locked",
         "lock_path",
         "kind",
         "loose_oid",
         "referent",
-        "current",
         "created_dirs",
         "packed",
     )
 
     def __init__(self, name: bytes, old: bytes | None, no_deref: bool) -> None:
-        self.name = name
-        self.old = old
-        self.log_only = False
-        self.no_deref = no_deref
-        self.via_head = False
+        super().__init__(name, old, no_deref)
         self.head_split = False
-        self.parent: _Update | None = None
         self.locked = False
         self.lock_path = ""
         self.kind = MISSING
         self.loose_oid: bytes | None = None
         self.referent: bytes | None = None
-        self.current: bytes | None = None  # effective oid under the locks (None = missing)
         self.created_dirs: list[str] = []
         self.packed: tuple[int, int] | None = None
 
@@ -148,7 +137,7 @@ class FilesCommit:
         self, repo, deletions: list[Deletion], *, snapshot=None, no_deref=False, message=b""
     ) -> None:
         self.repo = repo
-        self.hexsz = HEXSZ[repo.hash_name]
+        self.hexsz = HASH_HEXSZ[repo.hash_name]
         self.zero = zero_oid(repo.hash_name)
         self.deletions = deletions
         self.snapshot = snapshot
@@ -158,7 +147,7 @@ class FilesCommit:
         self.names: set[bytes] = set()
         self.packed_lock = ""
         self.new_path = ""
-        self.ref_timeout = config_int(repo, "core.filesRefLockTimeout", 100)
+        self.ref_timeout = repo.config.files_ref_lock_timeout()
         self.deleted: list[bytes] = []
 
     # -- prepare -------------------------------------------------------------------------------------
@@ -315,7 +304,7 @@ class FilesCommit:
                 u.referent = value
                 if u.no_deref:
                     continue  # resolved (and checked) in phase 2
-                split_symref_update(self, u, value, _Update)
+                self._add(split_symref_update(self, u, value, _Update))
             elif kind == REGULAR:
                 u.loose_oid = value
         # Phase 2: packed-refs under its lock; effective values; expected values.
@@ -386,7 +375,7 @@ class FilesCommit:
     def _lock_packed(self) -> PackedRefs:
         """Take packed-refs.lock; read packed-refs afresh only when it changed since the snapshot."""
         path = os.path.join(self.repo.commondir, "packed-refs")
-        timeout = config_int(self.repo, "core.packedRefsTimeout", 1000)
+        timeout = self.repo.config.packed_refs_timeout()
         step("lock packed-refs")
         fd = create_with_timeout(path + LOCK_SUFFIX, timeout)
         if fd < 0:

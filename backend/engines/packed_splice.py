@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from ..fileio import refused_write
-from ..lockfile import create_temp, remove
+from ..lockfile import create_temp, discard
 from .crashpoint import step
 
 HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
@@ -87,18 +87,12 @@ def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: boo
             os.fsync(fd)
     except BaseException as err:
         os.close(fd)
-        try:
-            remove(new_path)
-        except OSError:
-            pass
+        discard(new_path)
         if isinstance(err, OSError):  # disk full, quota, I/O error: refused, nothing left behind
             raise refused_write(new_path, err) from None
         raise
     try:
         os.close(fd)  # (a network file system may report a failed write only here)
     except OSError as err:
-        try:
-            remove(new_path)
-        except OSError:
-            pass
+        discard(new_path)
         raise refused_write(new_path, err) from None

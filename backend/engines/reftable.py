@@ -244,7 +244,7 @@ class ReftableCommit:
                             self.repo.gitdir, f"cannot lock ref '{_text(u.name)}': error reading reference"
                         )
                 else:
-                    split_symref_update(self, u, rec.target, _Upd)
+                    self._add(split_symref_update(self, u, rec.target, _Upd))
             else:
                 u.current = rec.value
             if u.old is not None and not u.log_only and u.current != u.old:

@@ -16,14 +16,12 @@ import os
 import stat as _stat
 import time
 from collections import namedtuple
-from collections.abc import Iterator
 
 from ..errors import CorruptStore, UnreadableFile
 from ..fileio import check_regular, open_fd, read_fd, read_regular
-from ..model import LogEntry
+from ..model import PER_WORKTREE_PREFIXES, LogEntry
 from ..refname import check_refname, is_safe_refname
 
-PER_WORKTREE_DIRS = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 _HEX = b"0123456789abcdefABCDEF"
 _WS = b" \t\n\r\v\f"
 MAX_CONTENT = 1 << 16  # bytes of a loose ref file read before its value is decided (see read_contents)
@@ -185,7 +183,7 @@ def _scan_dir(
                 continue
             if is_dir:
                 sub = name + b"/"
-                if not (skip_top and sub in PER_WORKTREE_DIRS):  # those: from the worktree's git dir
+                if not (skip_top and sub in PER_WORKTREE_PREFIXES):  # those: from the worktree's git dir
                     subdirs.append((entry.path, sub))
                 continue
             try:
@@ -204,7 +202,7 @@ def list_loose_files(gitdir: str, commondir: str) -> list[tuple[bytes, str, os.s
     worktree's git dir (for the main worktree both are the same directory). Sorted by name."""
     out: list[tuple[bytes, str, os.stat_result | None]] = []
     _scan_dir(os.path.join(commondir, "refs"), b"refs/", out, True)
-    for d in PER_WORKTREE_DIRS:
+    for d in PER_WORKTREE_PREFIXES:
         _scan_dir(os.path.join(gitdir, os.fsdecode(d[:-1])), d, out, False)
     out.sort(key=lambda t: t[0])
     return out
@@ -246,15 +244,8 @@ def read_loose_refs(
     return out
 
 
-def loose_path(gitdir: str, commondir: str, name: bytes) -> str:
-    """Where the loose file of ``name`` lives (per-worktree names and root refs in the worktree dir)."""
-    if name.startswith(PER_WORKTREE_DIRS) or not name.startswith(b"refs/"):
-        return os.path.join(gitdir, os.fsdecode(name))
-    return os.path.join(commondir, os.fsdecode(name))
-
-
 def reflog_path(gitdir: str, commondir: str, name: bytes) -> str:
-    if name.startswith(PER_WORKTREE_DIRS) or not name.startswith(b"refs/"):
+    if name.startswith(PER_WORKTREE_PREFIXES) or not name.startswith(b"refs/"):
         return os.path.join(gitdir, "logs", os.fsdecode(name))
     return os.path.join(commondir, "logs", os.fsdecode(name))
 
@@ -326,16 +317,3 @@ def read_reflog(path: str, hexlen: int) -> list[LogEntry]:
         if ent is not None:
             out.append(ent)
     return out
-
-
-def iter_reflog_names(gitdir: str, commondir: str) -> Iterator[bytes]:
-    """Names that have a reflog file (``logs/refs/...`` shared and per-worktree, plus ``HEAD``)."""
-    found: list[bytes] = []
-    if os.path.isfile(os.path.join(gitdir, "logs", "HEAD")):
-        found.append(b"HEAD")
-    files: list[tuple[bytes, str, os.stat_result | None]] = []
-    _scan_dir(os.path.join(commondir, "logs", "refs"), b"refs/", files, True)
-    for d in PER_WORKTREE_DIRS:
-        _scan_dir(os.path.join(gitdir, "logs", os.fsdecode(d[:-1])), d, files, False)
-    found.extend(sorted(n for n, _, _ in files))
-    yield from found
