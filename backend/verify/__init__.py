@@ -23,11 +23,11 @@ import zlib
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .display import escape_name, needs_escape
-from .errors import LockBusy, RefscopeError, TransactionRefused, UnreadableFile
-from .fileio import map_fd, open_regular, read_fd
-from .formats.loose import read_contents
-from .refname import check_refname, is_safe_refname
+from ..display import escape_name, needs_escape
+from ..errors import LockBusy, RefscopeError, TransactionRefused, UnreadableFile
+from ..fileio import map_fd, open_regular, read_fd
+from ..formats.loose import read_contents
+from ..refname import check_refname, is_safe_refname
 
 ERROR = "error"
 WARNING = "warning"
@@ -1423,7 +1423,7 @@ def check_ownership(repo, env=None) -> Finding | None:
     ours unless ``safe.directory`` in protected config allows them. None when git would accept it."""
     env = os.environ if env is None else env
     try:
-        from .repo import _ownership_ok
+        from ..repo import _ownership_ok
     except ImportError:  # pragma: no cover - repo.py always has it
         return None
     if _ownership_ok(None, repo.worktree, repo.gitdir, env):
@@ -1450,7 +1450,7 @@ def _reader_crosscheck(out: _Out, repo) -> None:
     """Open the store with refscope's readers and read everything: report what they reject that the
     walker did not, and any exception that is not a typed error (a decoder bug)."""
     try:
-        from .store import open_store
+        from ..store import open_store
     except ImportError:
         return
     try:
