@@ -121,3 +121,9 @@ class UnreadableFile(CorruptStore):
         super().__init__(file, f"couldn't read: {why}")
         self.why = why
         self.errno = errno
+
+
+class FsckError(RefscopeError):
+    """A check of an fsck walk (``formats/reftable/fsck.py``) that the readers do not make failed inside
+    one block: key order, a reserved log type. Raised and caught within the walk, which reports it as a
+    finding on that block and goes on with the next; not a CorruptStore, so it taints no later write."""

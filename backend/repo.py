@@ -158,7 +158,7 @@ def _owned_by_me(path: str, env: Mapping[str, str]) -> bool:
     return st.st_uid == euid
 
 
-def _ownership_ok(
+def ownership_ok(
     gitfile: str | None, worktree: str | None, gitdir: str | None, env: Mapping[str, str]
 ) -> bool:
     """git's ensure_valid_ownership: all three owned by us, or ``safe.directory`` (system/global/command
@@ -254,11 +254,11 @@ def discover(path: str | None = None, env: Mapping[str, str] | None = None) -> R
         dotgit = os.path.join(cur, ".git")
         gitfile_target = read_gitfile(dotgit, env)
         if gitfile_target is not None:
-            if not _ownership_ok(dotgit, cur, gitfile_target, env):
+            if not ownership_ok(dotgit, cur, gitfile_target, env):
                 raise _dubious(cur)
             return _finish(gitfile_target, env, explicit=False, discovered_worktree=cur, start=start)
         if os.path.isdir(dotgit) and is_git_directory(dotgit, env):
-            if not _ownership_ok(None, cur, dotgit, env):
+            if not ownership_ok(None, cur, dotgit, env):
                 raise _dubious(cur)
             return _finish(
                 os.path.realpath(dotgit), env, explicit=False, discovered_worktree=cur, start=start
@@ -268,7 +268,7 @@ def discover(path: str | None = None, env: Mapping[str, str] | None = None) -> R
                 raise NotARepository(
                     cur, f"cannot use bare repository '{cur}' (safe.bareRepository is 'explicit')"
                 )
-            if not _ownership_ok(None, None, cur, env):
+            if not ownership_ok(None, None, cur, env):
                 raise _dubious(cur)
             return _finish(os.path.realpath(cur), env, explicit=False, discovered_worktree=None, start=start)
         parent = os.path.dirname(cur)
