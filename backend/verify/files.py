@@ -24,6 +24,7 @@ from .findings import Collector, check_name, quoted, read_all, why
 _HEX_LOWER = re.compile(rb"\A[0-9a-f]+\Z")
 _HEX_ANY = re.compile(rb"\A[0-9a-fA-F]+\Z")
 _HEADER = b"# pack-refs with: "
+_CHUNK = 512 * 1024  # bytes of records per call of the parser's check
 
 
 def _parse_oid(field: bytes, hexsz: int) -> str | None:
@@ -96,12 +97,34 @@ def verify_packed(out: Collector, path: str, hash_name: str) -> set[bytes]:
     if len(out.findings) == before:
         # The parser's own check: an ASCII body it passes has nothing left to report (names that are
         # not ASCII may still fool a terminal: the walk below warns about those, line by line).
-        body = data[pos:]
-        whole = body.endswith(b"\n") and body.isascii()  # checked_names takes whole records only
-        names = checked_names(body, hexsz) if whole else None
+        names = _checked(data, pos, hexsz)
         if names is not None:
-            return set(names)
+            return names
     return _walk_lines(out, path, data, pos, line_no, sorted_trait, hexsz)
+
+
+def _checked(data, pos: int, hexsz: int) -> set[bytes] | None:
+    """The names of the body from ``pos`` when the parser's check passes all of it, else None. In
+    chunks of whole records (a ref line with its ``^`` line), as ``validate`` checks: a chunk's copies
+    and splits stay small, and names must also increase from one chunk to the next."""
+    n = len(data)
+    if data[n - 1 : n] != b"\n":
+        return None  # checked_names takes whole records only
+    names: set[bytes] = set()
+    last = b""
+    while pos < n:
+        end = data.find(b"\n", min(pos + _CHUNK, n - 1)) + 1
+        if data[end : end + 1] == b"^":
+            end = data.find(b"\n", end) + 1
+        chunk = data[pos:end]
+        got = checked_names(chunk, hexsz) if chunk.isascii() else None
+        if got is None or (last and got and not last < got[0]):
+            return None
+        if got:
+            last = got[-1]
+        names.update(got)
+        pos = end
+    return names
 
 
 def _walk_lines(

@@ -37,13 +37,13 @@ class Finding(NamedTuple):
 
 
 class Collector:
-    """Collects findings for one verify run."""
+    """The findings of one verify run, in the order found; which files had errors (the later checks
+    judge by it what they can still say); what was read, for the summary line."""
 
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.error_files: set[str] = set()
-        self.checked = {"refs": 0, "tables": 0, "packed": 0, "loose": 0}  # what was read, for the summary
-
+        self.checked = {"refs": 0, "tables": 0, "packed": 0, "loose": 0}
         self.per_file: dict[str, int] = {}
 
     def _room(self, file: str) -> bool:
@@ -118,8 +118,8 @@ def warn_hostile_name(
 
 
 def read_all(path: str):
-    """The file's bytes: read when small, mapped when large (a huge table or packed-refs is walked
-    without copying it into memory; the walkers only index and slice). Through ``fileio``: a FIFO or a
+    """The file's bytes: read when small, mapped when large (a huge table or packed-refs is checked
+    without copying it into memory; the checks only index and slice). Through ``fileio``: a FIFO or a
     directory raises UnreadableFile, never blocks."""
     fd, st = open_regular(path)
     try:

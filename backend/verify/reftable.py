@@ -11,6 +11,7 @@ import stat
 from ..display import escape_name
 from ..errors import UnreadableFile
 from ..formats.reftable.fsck import CheckedBlock, TableInfo, check_table
+from ..formats.reftable.record import VALUE_DELETION
 from .findings import Collector, Finding, check_name, quoted, read_all, why
 
 __all__ = ["TableInfo", "table_blocks", "verify_reftable", "verify_table_bytes"]
@@ -146,7 +147,7 @@ def verify_reftable(out: Collector, commondir: str, hash_name: str) -> dict[byte
             merged[rec[0]] = (info.path, rec)
     for name in list(merged):
         path, rec = merged[name]
-        if rec[1] == 0:
+        if rec[1] == VALUE_DELETION:
             del merged[name]
             continue
         if b"\0" in name:

@@ -8,6 +8,7 @@ import os
 from typing import NamedTuple
 
 from ..errors import RefscopeError
+from ..formats.reftable.record import VALUE_SYMREF
 from ..refname import check_refname
 from .files import verify_loose, verify_packed
 from .findings import ERROR, Collector, Finding, quoted
@@ -18,7 +19,7 @@ from .reftable import verify_reftable
 
 def _reader_crosscheck(out: Collector, repo) -> None:
     """Open the store with refscope's readers and read everything: report what they reject that the
-    walker did not, and any exception that is not a typed error (a decoder bug)."""
+    checks did not, and any exception that is not a typed error (a decoder bug)."""
     from ..store import open_store
 
     try:
@@ -115,7 +116,7 @@ def _verify_storage(out: Collector, repo) -> None:
             merged.update(verify_reftable(out, repo.gitdir, hexname))
         for name, (path, rec) in merged.items():
             present.add(name)
-            if rec[1] == 3:
+            if rec[1] == VALUE_SYMREF:
                 symrefs.append((name, rec[4], path))
         out.checked["refs"] = len(merged)
         head = os.path.join(repo.gitdir, "HEAD")

@@ -267,32 +267,21 @@ class _Check:
         """Every record of the block as the parser decodes it, with the checks a reader does not make.
         Offsets in messages are file offsets; a log block's records are reported at the block (its
         bytes are inflated)."""
+        if typ == "r":
+            return self.ref_records(blk)
         base = blk.offset
         log = typ == "g"
         max_ui = self.max_ui
         out: list = []
-        prev: bytes | None = None
+        prev = b""  # the parser refuses empty keys: every key sorts after this
         for raw in iter_raw_records(blk, self.min_ui):
             key = raw.key
             rec_at = base if log else base + raw.offset
-            if prev is not None and key <= prev:
-                raise FsckError(
-                    self.path,
-                    f"record key {quoted(key)} does not sort after the previous key "
-                    f"{quoted(prev)} (keys must be unique and ascending)",
-                    rec_at,
-                )
+            if key <= prev:
+                raise self.disorder(key, prev, rec_at)
             prev = key
             rec = raw.record
-            if typ == "r":
-                if rec.update_index > max_ui:
-                    self.warn(
-                        rec_at,
-                        f"ref {quoted(key)} has update index {rec.update_index}, above the table's "
-                        f"max_update_index {max_ui}",
-                    )
-                out.append((key, rec.value_type, rec.value, rec.peeled, rec.target, rec.update_index))
-            elif log:
+            if log:
                 if raw.extra > 1:
                     raise FsckError(
                         self.path,
@@ -317,6 +306,35 @@ class _Check:
             else:
                 out.append((key, rec.position, rec_at))
         return out
+
+    def ref_records(self, blk: Block) -> list:
+        """``records`` for a ref block (most of a table's records: the loop kept short)."""
+        base = blk.offset
+        max_ui = self.max_ui
+        out: list = []
+        add = out.append
+        prev = b""
+        for raw in iter_raw_records(blk, self.min_ui):
+            key = raw.key
+            if key <= prev:
+                raise self.disorder(key, prev, base + raw.offset)
+            prev = key
+            _, ui, vt, value, peeled, target = raw.record
+            if ui > max_ui:
+                self.warn(
+                    base + raw.offset,
+                    f"ref {quoted(key)} has update index {ui}, above the table's max_update_index {max_ui}",
+                )
+            add((key, vt, value, peeled, target, ui))
+        return out
+
+    def disorder(self, key: bytes, prev: bytes, at: int) -> FsckError:
+        return FsckError(
+            self.path,
+            f"record key {quoted(key)} does not sort after the previous key {quoted(prev)} "
+            "(keys must be unique and ascending)",
+            at,
+        )
 
     # -- whole-table layout, indexes, obj entries, key order across blocks
     def check_layout(self, blocks: list[CheckedBlock]) -> None:
