@@ -19,7 +19,7 @@ from ..errors import UnreadableFile
 from ..formats.loose import read_contents
 from ..formats.packed import checked_names
 from ..model import HASH_HEXSZ, PER_WORKTREE_PREFIXES
-from .findings import Collector, check_name, quoted, read_all, why
+from .findings import Collector, check_name, quoted, read_checked, why
 
 _HEX_LOWER = re.compile(rb"\A[0-9a-f]+\Z")
 _HEX_ANY = re.compile(rb"\A[0-9a-fA-F]+\Z")
@@ -58,13 +58,8 @@ def verify_packed(out: Collector, path: str, hash_name: str) -> set[bytes]:
         except OSError:
             out.error(path, None, "packed-refs is a dangling symbolic link")
             return refs
-    if not stat.S_ISREG(st.st_mode):
-        out.error(path, None, "packed-refs is not a regular file")
-        return refs
-    try:
-        data = read_all(path)
-    except (OSError, UnreadableFile) as err:
-        out.error(path, None, f"cannot read packed-refs: {why(err)}")
+    data = read_checked(out, path, st, "packed-refs")
+    if data is None:
         return refs
     hexsz = HASH_HEXSZ.get(hash_name, 40)
     n = len(data)

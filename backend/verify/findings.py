@@ -9,6 +9,7 @@ by that what they can still say.
 from __future__ import annotations
 
 import os
+import stat
 from typing import NamedTuple
 
 from ..display import needs_escape
@@ -128,6 +129,19 @@ def read_all(path: str):
         return read_fd(fd, path, st.st_size)
     finally:
         os.close(fd)
+
+
+def read_checked(out: Collector, path: str, st: os.stat_result, what: str):
+    """The bytes of ``path`` (whose stat is ``st``), or None after reporting why they cannot be had:
+    not a regular file, or unreadable. ``what`` names the file in the message."""
+    if not stat.S_ISREG(st.st_mode):
+        out.error(path, None, f"{what} is not a regular file")
+        return None
+    try:
+        return read_all(path)
+    except (OSError, UnreadableFile) as err:
+        out.error(path, None, f"cannot read {what}: {why(err)}")
+        return None
 
 
 def why(err: OSError | UnreadableFile) -> str:

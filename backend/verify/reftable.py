@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 
 from ..display import escape_name
-from ..errors import UnreadableFile
 from ..formats.reftable.fsck import CheckedBlock, TableInfo, check_table
 from ..formats.reftable.record import VALUE_DELETION
-from .findings import Collector, Finding, check_name, quoted, read_all, why
+from .findings import Collector, Finding, check_name, quoted, read_checked, why
 
 __all__ = ["TableInfo", "table_blocks", "verify_reftable", "verify_table_bytes"]
 
@@ -51,13 +49,8 @@ def verify_reftable(out: Collector, commondir: str, hash_name: str) -> dict[byte
     except OSError as err:  # reftable/ itself cannot be searched (EACCES) or is not a directory
         out.error(rdir, None, f"cannot read the reftable directory: {why(err)}")
         return merged
-    if not stat.S_ISREG(st.st_mode):
-        out.error(lpath, None, "tables.list is not a regular file")
-        return merged
-    try:
-        data = read_all(lpath)
-    except (OSError, UnreadableFile) as err:
-        out.error(lpath, None, f"cannot read tables.list: {why(err)}")
+    data = read_checked(out, lpath, st, "tables.list")
+    if data is None:
         return merged
     names: list[str] = []
     pos = 0
@@ -104,13 +97,8 @@ def verify_reftable(out: Collector, commondir: str, hash_name: str) -> dict[byte
         except OSError as err:
             out.error(path, None, f"cannot read table {name}: {why(err)}")
             continue
-        if not stat.S_ISREG(tst.st_mode):
-            out.error(path, None, f"table {name} is not a regular file")
-            continue
-        try:
-            tdata = read_all(path)
-        except (OSError, UnreadableFile) as err:
-            out.error(path, None, f"cannot read table {name}: {why(err)}")
+        tdata = read_checked(out, path, tst, f"table {name}")
+        if tdata is None:
             continue
         info = verify_table_bytes(out, path, tdata)
         if not info.ok:
