@@ -68,7 +68,7 @@ class TableInfo(NamedTuple):
     min_update_index: int
     max_update_index: int
     refs: list  # (name, value_type, value_hex, peeled_hex, target, update_index, block_offset)
-    blocks: list[CheckedBlock] = []
+    blocks: list[CheckedBlock]
 
 
 def check_table(data, path: str, error: Report, warning: Report) -> TableInfo:
