@@ -25,12 +25,13 @@ from ...display import escape_name
 from ...errors import CorruptStore, FsckError
 from ...model import HASH_RAWSZ
 from .block import Block, iter_raw_records, parse_block
-from .table import FOOTER_SIZE, HASH_IDS, HEADER_SIZE, Footer
+from .table import FOOTER_SIZE, HASH_ID_OF, HEADER_SIZE, Footer
 
 Report = Callable[[int | None, str], None]
 BLOCK_NAMES = {"r": "ref", "g": "log", "o": "obj", "i": "index"}
 _SECTIONS = re.compile(r"(r*)(i*)(o*)(i*)(g*)(i*)")
 _REVERSED = 0xFFFFFFFFFFFFFFFF  # log keys store the update index reversed
+_HASH_NAMES = {hid: name for name, hid in HASH_ID_OF.items()}  # the header's hash id -> hash name
 
 
 def quoted(name: bytes) -> str:
@@ -113,12 +114,12 @@ class _Check:
         hash_name = "sha1"
         if version == 2:
             hid = bytes(d[24:28])
-            if hid not in HASH_IDS:
+            if hid not in _HASH_NAMES:
                 self.err(
                     24, f"unknown hash id '{escape_name(hid)}' in the header (git knows 'sha1' and 's256')"
                 )
                 return bad
-            hash_name = HASH_IDS[hid][0]
+            hash_name = _HASH_NAMES[hid]
         foot = n - fsz
         if d[foot : foot + hsz] != d[:hsz]:
             if d[foot : foot + 4] != b"REFT":
