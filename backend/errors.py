@@ -148,3 +148,9 @@ class ConfigError(RefscopeError):
 class BadLine(RefscopeError):
     """A line of a queue file that is not ``REF [OLD_OID]`` (``offset`` is None; the line number is in
     ``what``)."""
+
+
+class FsckError(RefscopeError):
+    """A check of an fsck walk (``formats/reftable/fsck.py``) that the readers do not make failed inside
+    one block: key order, a reserved log type. Raised and caught within the walk, which reports it as a
+    finding on that block and goes on with the next; not a CorruptStore, so it taints no later write."""

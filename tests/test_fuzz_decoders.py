@@ -226,7 +226,7 @@ def exercise_packed(data: bytes) -> None:
 
 def walk_table(data: bytes) -> None:
     """verify's walker never raises; a table it finds no error in must read the same refs with the reader."""
-    out = V._Out()
+    out = V.Collector()
     info = V.verify_table_bytes(out, "fuzz.ref", data)
     if out.error_files or not info.ok:
         return
@@ -239,7 +239,7 @@ def walk_table(data: bytes) -> None:
 def walk_packed(tmp: Path, data: bytes) -> None:
     path = tmp / "packed-refs"
     path.write_bytes(data)
-    V.verify_packed(V._Out(), str(path), "sha1")
+    V.verify_packed(V.Collector(), str(path), "sha1")
 
 
 # --------------------------------------------------------------------------------------------- tests
