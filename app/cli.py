@@ -167,7 +167,7 @@ def run() -> None:
     keeper hand-off), then ``os._exit``. Not after the TUI, nor while another thread runs."""
     code = main()
     if _headless:
-        from refscope.backend.forked import single_threaded
+        from refscope.backend.parallel import single_threaded
 
         if single_threaded():
             _exit_now(code)

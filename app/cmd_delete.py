@@ -100,13 +100,13 @@ _SIDE_MIN = 1000  # names from which a reftable delete reads the reflog entries 
 
 class _SideReads:
     """The deleted refs' reflog entries (``engines.reftable.read_ahead``) read from the snapshot by a forked
-    child (``backend.forked``) while this process checks the names and reads their records: a 10k-name
+    child (``backend.parallel``) while this process checks the names and reads their records: a 10k-name
     delete scans every log block, and a second core halves the wall time of that part. The child's result
     goes into the transaction (``Transaction.add_reads``); if the child fails, the transaction reads them
     itself, so errors surface as in one process."""
 
     def __init__(self, txn, names: list[bytes]) -> None:
-        from refscope.backend.forked import Forked, may_fork
+        from refscope.backend.parallel import Forked, may_fork
 
         self.child = None
         snap = txn.snapshot
@@ -119,7 +119,7 @@ class _SideReads:
         """Wait for the child and hand its reads to the transaction (nothing when it failed)."""
         if self.child is None:
             return
-        from refscope.backend.forked import FAILED
+        from refscope.backend.parallel import FAILED
 
         got = self.child.result()
         self.child = None

@@ -362,7 +362,7 @@ def _split_listing(snap, as_json: bool, out: _Out, split: bytes, way: str, escap
     or a process to spare (a short ``ulimit -n``), everything is listed here."""
     import os
 
-    from refscope.backend.forked import pipes_and_fork
+    from refscope.backend.parallel import pipes_and_fork
 
     mid = split + b"\x00"
     got = pipes_and_fork(2)
@@ -433,7 +433,7 @@ def run(argv: list[str]) -> int:
         sys.stderr.write(USAGE + "\n")
         return 2
     path, as_json, patterns = parsed
-    from refscope.backend.forked import may_fork
+    from refscope.backend.parallel import may_fork
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from refscope.backend import forked
+from refscope.backend import parallel
 from refscope.backend.errors import CorruptStore
 from refscope.backend.formats.reftable.block import (
     _decode_checked,
@@ -392,7 +392,7 @@ def test_list_command_splits(overlay_repo, capfd, monkeypatch, as_json):
     real = cmd_list._split_listing
     monkeypatch.setattr(cmd_list, "_SPLIT_MIN", 0)
     monkeypatch.setattr(cmd_list, "_split_listing", lambda *a: calls.append(a[3]) or real(*a))
-    monkeypatch.setattr(forked, "cores", lambda: 2)
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     assert cmd_list.run([*(["--json"] if as_json else []), "-C", str(overlay_repo)]) == 0
     got = capfd.readouterr().out.encode()
     assert calls

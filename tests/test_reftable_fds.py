@@ -182,7 +182,7 @@ def test_delete_stdin_at_ulimit_8(repo: Path) -> None:
 
 NO_PIPES = r"""
 import os, sys
-from refscope.backend.forked import FAILED, Forked, pipes_and_fork
+from refscope.backend.parallel import FAILED, Forked, pipes_and_fork
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.app import cmd_list
@@ -216,7 +216,7 @@ sys.stderr.write("ok\n")
 
 
 def test_no_pipe_to_spare_means_the_work_stays_in_process(repo: Path, tmp_path: Path) -> None:
-    """Every pipe-and-fork path (``backend.forked``, the split listing) works in-process without a pipe.
+    """Every pipe-and-fork path (``backend.parallel``, the split listing) works in-process without a pipe.
     (Packed into one table first: a listing splits on its base table's index.)"""
     git(repo, "pack-refs", "--all")
     a, b = tmp_path / "with-fork", tmp_path / "without"

@@ -721,7 +721,7 @@ class PackedRefs:
 
         A transaction that rewrites packed-refs must refuse a damaged file (the splice would otherwise copy
         the damage through). A file in name order is checked chunk by chunk (``_check_range``); a big one
-        in two halves at once when this process may fork (``backend.forked``): the second half in a child,
+        in two halves at once when this process may fork (``backend.parallel``): the second half in a child,
         whose verdict comes back as (what, offset). An unsorted file was decoded whole at open; only its
         dangerous names remain (``hidden_rows``). Cached: the file is immutable once mapped."""
         if self._validated:
@@ -737,7 +737,7 @@ class PackedRefs:
         mid = size
         child = None
         if self.check_forks():
-            from ..forked import FAILED, Forked
+            from ..parallel import FAILED, Forked
 
             mid = self.middle_record()
             if he < mid:
@@ -768,7 +768,7 @@ class PackedRefs:
         """Will ``validate`` hand half of the file to a forked child (whose cost a measure then counts)?"""
         if self._validated or self._names is not None or self.size - self.header_end < _FORK_MIN:
             return False
-        from ..forked import may_fork
+        from ..parallel import may_fork
 
         return may_fork()
 
