@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refscope.backend import parallel
 from refscope.backend.errors import CorruptStore
-from refscope.backend.formats import packed
 from refscope.backend.formats.packed import PackedRefs, checked_names
+from refscope.backend.formats.packed import file as packed
 from refscope.backend.refname import check_refname, is_safe_refname, is_valid_refname
 
 HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"

@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from itertools import accumulate, islice
 from operator import itemgetter, lt
 
-from ..display import escape_name
-from ..errors import CorruptStore
-from ..fileio import map_fd, open_regular, read_fd
-from ..refpattern import prefix_successor
+from ...display import escape_name
+from ...errors import CorruptStore
+from ...fileio import map_fd, open_regular, read_fd
+from ...refpattern import prefix_successor
 
 HEADER_PREFIX = b"# pack-refs with: "
 _CHUNK = (
@@ -115,7 +115,7 @@ class PackedRefs:
     @classmethod
     def open(cls, path: str, hash_name: str | None = None) -> PackedRefs:
         """Map ``path``; a missing file is an empty store (as git treats it)."""
-        from .loose import fs_clock_ns
+        from ..loose import fs_clock_ns
 
         hexlen = {"sha1": 40, "sha256": 64}.get(hash_name or "")
         read_ns = fs_clock_ns()
@@ -198,7 +198,7 @@ class PackedRefs:
             mine.st_ctime_ns,
         ):
             return False
-        from .loose import is_racy
+        from ..loose import is_racy
 
         return not is_racy(st, self.read_ns)
 
@@ -221,7 +221,7 @@ class PackedRefs:
     def broken_name(self, name: bytes, offset: int | None) -> CorruptStore:
         """What a write meets at a name git hides from listings: verify reports it as an error, and a
         store that does not read cleanly is not rewritten (git copies such a record through)."""
-        from ..refname import check_refname
+        from ...refname import check_refname
 
         return self.corrupt(
             f"ref name '{escape_name(name)}' {check_refname(name)}: git ignores this ref; "
@@ -511,7 +511,7 @@ class PackedRefs:
         he = self.header_end
         if he and prev.buf[:he] != self.buf[:he]:
             return False
-        from ..refname import is_safe_refname, is_valid_refname
+        from ...refname import is_safe_refname, is_valid_refname
 
         try:
             start, a_end, b_end = self.span_from(prev)
@@ -632,7 +632,7 @@ class PackedRefs:
         gets C-speed checks that no name in it can be invalid (``_maybe_hidden``); only a chunk that
         fails them is decoded record by record. A corrupt record found on the way is kept for
         ``hidden_rows`` to raise; the count stays the plain line count (``len`` never raised)."""
-        from ..refname import is_safe_refname, is_valid_refname
+        from ...refname import is_safe_refname, is_valid_refname
 
         hidden: list[int] = []
 
@@ -737,7 +737,7 @@ class PackedRefs:
         mid = size
         child = None
         if self.check_forks():
-            from ..parallel import FAILED, Forked
+            from ...parallel import FAILED, Forked
 
             mid = self.middle_record()
             if he < mid:
@@ -768,7 +768,7 @@ class PackedRefs:
         """Will ``validate`` hand half of the file to a forked child (whose cost a measure then counts)?"""
         if self._validated or self._names is not None or self.size - self.header_end < _FORK_MIN:
             return False
-        from ..parallel import may_fork
+        from ...parallel import may_fork
 
         return may_fork()
 
@@ -808,7 +808,7 @@ class PackedRefs:
         git dies; so does a name git hides from every listing ("ignoring ref with broken name"), which
         verify reports as an error: a store that does not read cleanly is not rewritten (git would copy
         that record through its rewrite; refscope refuses instead, one rule for every write)."""
-        from ..refname import is_safe_refname, is_valid_refname
+        from ...refname import is_safe_refname, is_valid_refname
 
         names = []
         record_at = self.record_at
