@@ -26,58 +26,29 @@ USAGE = (
 class _Args:
     __slots__ = ("path", "engine", "no_deref", "stdin", "json", "refs", "allow_checked_out")
 
-    def __init__(self) -> None:
-        self.path: str | None = None
-        self.engine = "native"
-        self.no_deref = False
-        self.stdin = False
-        self.json = False
-        self.allow_checked_out = False
-        self.refs: list[tuple[bytes, bytes | None]] = []
+    def __init__(self, opts) -> None:
+        import os
+
+        flags = opts.flags
+        self.path: str | None = opts.path
+        self.engine: str = opts.values.get("--engine", "native")
+        self.no_deref = "--no-deref" in flags
+        self.stdin = "--stdin" in flags
+        self.json = "--json" in flags
+        self.allow_checked_out = "--allow-checked-out" in flags
+        self.refs: list[tuple[bytes, bytes | None]] = [(os.fsencode(r), None) for r in opts.operands]
+
+
+_FLAGS = ("--json", "--stdin", "--no-deref", "--allow-checked-out")
 
 
 def _parse(argv: list[str]) -> _Args | None:
-    import os
+    from .args import parse
 
-    a = _Args()
-    i = 0
-    only_refs = False
-    while i < len(argv):
-        arg = argv[i]
-        if only_refs or not arg.startswith("-") or arg == "-":
-            a.refs.append((os.fsencode(arg), None))
-        elif arg == "--":
-            only_refs = True
-        elif arg == "--json":
-            a.json = True
-        elif arg == "--stdin":
-            a.stdin = True
-        elif arg == "--no-deref":
-            a.no_deref = True
-        elif arg == "--allow-checked-out":
-            a.allow_checked_out = True
-        elif arg in ("-C", "--engine"):
-            if i + 1 >= len(argv):
-                return None
-            i += 1
-            if arg == "-C":
-                from .args import change_dir
-
-                a.path = change_dir(a.path, argv[i])
-            else:
-                a.engine = argv[i]
-        elif arg.startswith("--engine="):
-            a.engine = arg[len("--engine=") :]
-        elif arg.startswith("-C") and len(arg) > 2:
-            from .args import change_dir
-
-            a.path = change_dir(a.path, arg[2:])
-        else:
-            return None
-        i += 1
-    if a.engine not in ("native", "git"):
+    opts = parse(argv, _FLAGS, ("--engine",), operands=True)
+    if opts is None or opts.values.get("--engine", "native") not in ("native", "git"):
         return None
-    return a
+    return _Args(opts)
 
 
 def _stdin_refs() -> list[tuple[bytes, bytes | None]] | None:

@@ -185,7 +185,7 @@ import os, sys
 from refscope.backend.parallel import FAILED, Forked, pipes_and_fork
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
-from refscope.app import cmd_list
+from refscope.backend import listing as refs_listing
 
 snap = open_store(discover(sys.argv[1])).snapshot()
 split = snap.split_name(1)
@@ -195,8 +195,8 @@ outs = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) for p in sys.argv[2:4]
 
 def listing(i):
     os.dup2(outs[i], 1)
-    out = cmd_list._Out()
-    cmd_list._split_listing(snap, False, out, split, "columns")
+    out = refs_listing.Out()
+    refs_listing.split_listing(snap, False, out, split, "columns")
     out.flush()
 
 

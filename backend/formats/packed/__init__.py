@@ -6,11 +6,8 @@ from .file import (
     Offsets,
     PackedRecord,
     PackedRefs,
-    bulk_json,
-    bulk_run,
     changed_span,
     checked_names,
-    plain_run_ok,
 )
 
 __all__ = [
@@ -18,9 +15,6 @@ __all__ = [
     "Offsets",
     "PackedRecord",
     "PackedRefs",
-    "bulk_json",
-    "bulk_run",
     "changed_span",
     "checked_names",
-    "plain_run_ok",
 ]

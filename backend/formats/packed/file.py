@@ -27,6 +27,7 @@ from operator import itemgetter, lt
 from ...display import escape_name
 from ...errors import CorruptStore
 from ...fileio import map_fd, open_regular, read_fd
+from ...model import HASH_HEXSZ
 from ...refpattern import prefix_successor
 
 HEADER_PREFIX = b"# pack-refs with: "
@@ -39,7 +40,7 @@ _CHECK_CHUNK = 1 << 19  # bytes validate checks at a time
 MAX_PIECES = 64  # a spliced row index with more pieces is flattened into one array
 _SMALL = 32 * 1024  # git reads files up to this size instead of mapping them
 _HEXDIGITS = b"0123456789abcdefABCDEF"
-_LOWERHEX = b"0123456789abcdef"
+LOWER_HEX = b"0123456789abcdef"  # the form oids are kept in
 
 
 class PackedRecord(namedtuple("PackedRecord", "offset length name oid peeled")):
@@ -117,7 +118,7 @@ class PackedRefs:
         """Map ``path``; a missing file is an empty store (as git treats it)."""
         from ..loose import fs_clock_ns
 
-        hexlen = {"sha1": 40, "sha256": 64}.get(hash_name or "")
+        hexlen = HASH_HEXSZ.get(hash_name or "")
         read_ns = fs_clock_ns()
         try:
             fd, st = open_regular(path)
@@ -142,7 +143,7 @@ class PackedRefs:
     @classmethod
     def from_bytes(cls, data: bytes, path: str = "packed-refs", hash_name: str | None = None) -> PackedRefs:
         """Parse bytes that are not a file (tests, property checks)."""
-        return cls(path, bytes(data), None, {"sha1": 40, "sha256": 64}.get(hash_name or ""))
+        return cls(path, bytes(data), None, HASH_HEXSZ.get(hash_name or ""))
 
     def read(self, start: int, end: int) -> bytes:
         """Bytes [start, end) of the file. For a mapped file, ``pread`` on a descriptor of the SAME file
@@ -251,7 +252,7 @@ class PackedRefs:
     def _detect_hexlen(self) -> int:
         """40 or 64 from the first record (callers that know the repository pass it instead)."""
         buf, he = self.buf, self.header_end
-        for n in (40, 64):
+        for n in HASH_HEXSZ.values():
             if buf[he + n : he + n + 1] in (b" ", b"\t"):
                 return n
         return 40
@@ -261,7 +262,7 @@ class PackedRefs:
         he, size, buf = self.header_end, self.size, self.buf
         if he >= size:
             return
-        last = self._record_start(size - 1)
+        last = self.record_start(size - 1)
         if buf[size - 1 : size] != b"\n" or size - last < self.hexlen + 2:
             eol = buf.find(b"\n", last)
             if eol < 0:
@@ -289,7 +290,7 @@ class PackedRefs:
         return self._names is None
 
     # -- record primitives ---------------------------------------------------------------------------
-    def _record_start(self, pos: int) -> int:
+    def record_start(self, pos: int) -> int:
         """Start of the record holding byte ``pos`` (git's find_start_of_record)."""
         buf, he = self.buf, self.header_end
         s = buf.rfind(b"\n", he, pos) + 1
@@ -301,7 +302,7 @@ class PackedRefs:
                 return he
         return s
 
-    def _record_end(self, start: int) -> int:
+    def record_end(self, start: int) -> int:
         """Offset just past the record starting at ``start`` (its ``^`` line included)."""
         buf = self.buf
         e = buf.find(b"\n", start) + 1
@@ -343,7 +344,7 @@ class PackedRefs:
         if b"\0" in name:
             shown = name.split(b"\0", 1)[0].decode("utf-8", "replace")
             raise self.corrupt(f"packed refname contains embedded NULL: {shown}", start)
-        if oid.translate(None, _LOWERHEX):
+        if oid.translate(None, LOWER_HEX):
             oid = oid.lower()
         end = eol + 1
         peeled = None
@@ -352,7 +353,7 @@ class PackedRefs:
             peeled = buf[end + 1 : pe]
             if buf[pe : pe + 1] != b"\n" or len(peeled) != hexlen or peeled.translate(None, _HEXDIGITS):
                 raise self.corrupt(f"unexpected line in {self.path}: {_line_excerpt(buf, end, size)}", end)
-            if peeled.translate(None, _LOWERHEX):
+            if peeled.translate(None, LOWER_HEX):
                 peeled = peeled.lower()
             end = pe + 1
         return PackedRecord(start, end - start, name, oid, peeled)
@@ -415,7 +416,7 @@ class PackedRefs:
             i = bisect.bisect_left(self._names, name)
             return self._starts[i] if i < len(self._starts) else self.size
         lo, hi = self.header_end, self.size
-        record_start, name_at, record_end = self._record_start, self.name_at, self._record_end
+        record_start, name_at, record_end = self.record_start, self.name_at, self.record_end
         while lo < hi:
             mid = lo + (hi - lo) // 2
             rec = record_start(mid)
@@ -442,9 +443,9 @@ class PackedRefs:
             if i >= len(self._names) or self._names[i] != name:
                 return None
             start = self._starts[i]
-            return start, self._record_end(start)
+            return start, self.record_end(start)
         lo, hi = self.header_end, self.size
-        record_start, name_at, record_end = self._record_start, self.name_at, self._record_end
+        record_start, name_at, record_end = self.record_start, self.name_at, self.record_end
         while lo < hi:
             mid = lo + (hi - lo) // 2
             rec = record_start(mid)
@@ -582,7 +583,7 @@ class PackedRefs:
         check = self._names is None and self.sorted  # trusted order must be name order
         prev: bytes | None = None
         while pos < size:
-            end = self._chunk_end(pos, chunk_size)
+            end = self.chunk_end(pos, chunk_size)
             data = self.read(pos, end)
             if b"^" in data:
                 data = data.replace(b"\n^", b"\0^")  # same length; NUL sorts a name before its extensions
@@ -658,7 +659,7 @@ class PackedRefs:
         row = 0
         pos = self.header_end
         while pos < size:
-            end = self._chunk_end(pos, 1 << 22)
+            end = self.chunk_end(pos, 1 << 22)
             data = self.read(pos, end)
             nl = data.count(b"\n")
             nc = data.count(b"^") if b"^" in data else 0
@@ -679,7 +680,7 @@ class PackedRefs:
         self._count = row
         self._hidden = hidden
 
-    def _chunk_end(self, pos: int, chunk_size: int) -> int:
+    def chunk_end(self, pos: int, chunk_size: int) -> int:
         """End of a chunk of whole records starting at ``pos`` (about ``chunk_size`` bytes)."""
         size, buf = self.size, self.buf
         end = min(size, pos + chunk_size)
@@ -688,7 +689,7 @@ class PackedRefs:
             while end > pos and buf[end : end + 1] == b"^":
                 end = buf.rfind(b"\n", pos, end - 1) + 1
             if end <= pos:
-                end = self._record_end(pos)
+                end = self.record_end(pos)
         return end
 
     def row_range(self, prefix: bytes) -> range:
@@ -696,12 +697,12 @@ class PackedRefs:
         starts = self.starts()
         if not prefix:
             return range(0, len(starts))
-        lo = self._row_of_offset(self.seek(prefix))
+        lo = self.row_of_offset(self.seek(prefix))
         hi_name = prefix_successor(prefix)
-        hi = len(starts) if hi_name is None else self._row_of_offset(self.seek(hi_name))
+        hi = len(starts) if hi_name is None else self.row_of_offset(self.seek(hi_name))
         return range(lo, hi)
 
-    def _row_of_offset(self, off: int) -> int:
+    def row_of_offset(self, off: int) -> int:
         starts = self.starts()
         if self._names is not None:
             # unsorted file: offsets are not monotonic in name order; map through the names
@@ -762,7 +763,7 @@ class PackedRefs:
 
     def middle_record(self) -> int:
         """Start of the record holding the file's middle byte: where a scan is split over two processes."""
-        return self._record_start(self.header_end + (self.size - self.header_end) // 2)
+        return self.record_start(self.header_end + (self.size - self.header_end) // 2)
 
     def check_forks(self) -> bool:
         """Will ``validate`` hand half of the file to a forked child (whose cost a measure then counts)?"""
@@ -790,7 +791,7 @@ class PackedRefs:
         prev_off = start
         pos = start
         while pos < end:
-            cend = min(self._chunk_end(pos, _CHECK_CHUNK), end)
+            cend = min(self.chunk_end(pos, _CHECK_CHUNK), end)
             names = checked_names(self.read(pos, cend), hexlen)  # in strict order when not None
             if names is None:
                 names = self._decoded_names(pos, cend)
@@ -799,7 +800,7 @@ class PackedRefs:
             if prev is not None and not prev < names[0]:
                 self._find_disorder(prev_off)
             prev = names[-1]
-            prev_off = self._record_start(cend - 1)
+            prev_off = self.record_start(cend - 1)
             pos = cend
         return None if prev is None else (prev, prev_off)
 
@@ -941,7 +942,7 @@ def _common_suffix(a, b, limit: int) -> int:
     return limit
 
 
-def _record_start(a, b, pos: int) -> int:
+def _shared_record_start(a, b, pos: int) -> int:
     """Start of the record containing byte ``pos`` in both files (which share bytes ``[0, pos)``).
 
     A ``^peeled`` line belongs to the record above it, in either file.
@@ -975,7 +976,7 @@ def changed_span(a, b) -> tuple[int, int, int]:
     la, lb = len(a), len(b)
     if p == la == lb:
         return la, la, lb
-    start = _record_start(a, b, p)
+    start = _shared_record_start(a, b, p)
     s = _common_suffix(a, b, min(la, lb) - start)
     a_end = _next_record_start(a, la - s, la) if s else la
     b_end = _next_record_start(b, lb - s, lb) if s else lb
@@ -1036,7 +1037,7 @@ def checked_names(data: bytes, hexlen: int) -> list[bytes] | None:
     increase strictly and every name passes check_refname_format under ``refs/``; None when any of that
     is not certain (the caller then decodes record by record, with git's exact errors).
 
-    Each ``^`` line is checked and cut out (``_peeled_parts``). In the rest, spaces and LFs alternate
+    Each ``^`` line is checked and cut out (``peeled_parts``). In the rest, spaces and LFs alternate
     (one space per line); one split on both gives the oids (each ``hexlen`` lowercase hex digits) and the
     names. Strictly increasing, with the first and the last under ``refs/``, every name is under
     ``refs/``: none is empty or starts with "/" or ".". Over one translation (``_VALID``): no byte a name
@@ -1046,7 +1047,7 @@ def checked_names(data: bytes, hexlen: int) -> list[bytes] | None:
     if not data:
         return []
     if b"^" in data:
-        parts = _peeled_parts(data, hexlen)
+        parts = peeled_parts(data, hexlen)
         if parts is None:
             return None
         first, rest = parts
@@ -1057,7 +1058,7 @@ def checked_names(data: bytes, hexlen: int) -> list[bytes] | None:
         return None  # not one space per line
     pieces = data.replace(b"\n", b" ").split(b" ")
     oids = pieces[0:-1:2]
-    if set(map(len, oids)) != {hexlen} or b"".join(oids).translate(None, _HEX_LOWER):
+    if set(map(len, oids)) != {hexlen} or b"".join(oids).translate(None, LOWER_HEX):
         return None
     names = pieces[1::2]
     if not all(map(lt, names, islice(names, 1, None))):
@@ -1074,88 +1075,7 @@ def checked_names(data: bytes, hexlen: int) -> list[bytes] | None:
     return names
 
 
-# -- bulk output (``refscope list``) ---------------------------------------------------------------------
-# Turning a run of packed records into output lines one record at a time costs ~1.5 us each in Python;
-# for a million refs that alone is slower than git. When a run is plain (every name valid, printable
-# ASCII, no quote; every line ``<hex oid> <name>``) the output is made with a few C-speed byte
-# operations over the whole run instead. Any doubt sends the run down the per-record path, which
-# applies every check git makes.
-
-# bytes that make the bulk path unsafe (controls, DEL, ``~^:?[\\*``, the quote, non-ASCII) -> "!"
-_CLASS = bytearray(b"a" * 256)
-for _c in list(range(0x00, 0x20)) + [0x7F, *b'~^:?[\\*"'] + list(range(0x80, 0x100)):
-    _CLASS[_c] = ord("!")
-_CLASS[ord("\n")] = ord("\n")
-_CLASS[ord(" ")] = ord(" ")
-_HEX_LOWER = b"0123456789abcdef"
-JSON_OPEN = b'{"oid": "'
-JSON_MID = b'", "name": "'
-JSON_END = b'", "peeled": null, "target": null}\n'
-
-
-# One table for every per-byte question the bulk path asks: hex digits -> "x"; bytes no plain name holds
-# (controls, DEL, ``~^:?[\\*"``, non-ASCII) -> "!"; the separators "/" and "." -> "S"; LF and SP kept; the
-# rest -> "a". Names hold neither LF nor SP, so "\n" + "x" * hexlen + " " can only stand at a line start.
-_PLAIN = _CLASS
-for _c in _HEX_LOWER:
-    _PLAIN[_c] = ord("x")
-for _c in b"/.":
-    _PLAIN[_c] = ord("S")
-_PLAIN = bytes(_PLAIN)
-# Over a ``_PLAIN`` translation: the separators "S", SP and LF -> "S", the rest -> "a". Once every line is
-# known to be "x" * hexlen + SP + name, "SS" stands exactly where a name holds "//", "..", "/." or "./",
-# starts or ends with "/" or ".", or is empty: one search instead of four (each ~8 ms over 100k records).
-_SEPS = bytearray(b"a" * 256)
-for _c in b"S \n":
-    _SEPS[_c] = ord("S")
-_SEPS = bytes(_SEPS)
-
-
-def plain_run_ok(data: bytes, hexlen: int) -> bool:
-    """Is ``data`` (whole records, no ``^`` lines) safe for the bulk path? Conservative: False when
-    unsure (the caller then decodes record by record with every check).
-
-    Checked at C speed over one translation (``_PLAIN``): no unsafe byte; one space per line, right after
-    exactly ``hexlen`` lowercase hex digits; no two adjacent separators among ``/ . SP LF``
-    (``//``, leading/trailing ``/``, ``..``, a component starting with ``.``, a trailing ``.``, an empty
-    name); no ``@{``, ``@`` alone or ``.lock`` component end.
-    """
-    if not data:
-        return True
-    t = data.translate(_PLAIN)
-    if b"!" in t:
-        return False
-    n = t.count(b"\n")
-    oid_sp = b"x" * hexlen + b" "
-    if t.count(b" ") != n or not t.startswith(oid_sp) or t.count(b"\n" + oid_sp) != n - 1:
-        return False  # not one space per line, each right after exactly ``hexlen`` lowercase hex digits
-    if b"SS" in t.translate(_SEPS):
-        return False  # "//", "..", "/.", "./"; a name starting or ending with "/" or "."; an empty name
-    if b"@" in data and (b"@{" in data or b" @\n" in data):
-        return False
-    return not (b"k" in data and (b".lock/" in data or b".lock\n" in data))
-
-
-def bulk_json(data: bytes) -> bytes:
-    """JSON lines for a run that passed ``plain_run_ok`` (keys: oid, name, peeled, target)."""
-    if not data:
-        return b""
-    body = (
-        data[:-1]
-        .replace(
-            b" ",
-            JSON_MID,
-        )
-        .replace(b"\n", JSON_END + JSON_OPEN)
-    )
-    return JSON_OPEN + body + JSON_END
-
-
-JSON_END_PEELED = b'", "target": null}\n'
-JSON_PEELED = b'", "peeled": "'
-
-
-def _peeled_parts(data: bytes, hexlen: int) -> tuple[bytes, list[bytes]] | None:
+def peeled_parts(data: bytes, hexlen: int) -> tuple[bytes, list[bytes]] | None:
     """A run of whole records cut at its ``^`` lines: the part before the first and, for each ``^`` line,
     the part after its caret (the peeled oid, LF, then the ref lines up to the next ``^``). None unless
     every ``^`` line is a lowercase oid and LF following a ref line."""
@@ -1167,37 +1087,6 @@ def _peeled_parts(data: bytes, hexlen: int) -> tuple[bytes, list[bytes]] | None:
     nl = b"\n"
     if any(p[hexlen : hexlen + 1] != nl for p in rest):
         return None
-    if b"".join([p[:hexlen] for p in rest]).translate(None, _HEX_LOWER):
+    if b"".join([p[:hexlen] for p in rest]).translate(None, LOWER_HEX):
         return None
     return first, rest
-
-
-def bulk_run(data: bytes, hexlen: int, as_json: bool) -> bytes | None:
-    """Output lines for a run of whole records (``^`` lines allowed), or None when the run is not plain
-    (the caller then goes record by record). Peeled lines are cut out with one split on ``\\n^``: each
-    piece after the first starts with the peeled oid and its LF."""
-    if not data:
-        return b""
-    if b"^" not in data:
-        if not plain_run_ok(data, hexlen):
-            return None
-        return bulk_json(data) if as_json else data
-    parts = _peeled_parts(data, hexlen)
-    if parts is None:
-        return None
-    first, rest = parts
-    plain = first + b"".join([b"\n" + p[hexlen + 1 :] for p in rest])
-    if not plain_run_ok(plain, hexlen):
-        return None
-    if not as_json:
-        return plain
-    marked = first + b"".join([b"\x01" + p[:hexlen] + b"\x02" + p[hexlen + 1 :] for p in rest])
-    last_peeled = marked[-1:] == b"\x02"
-    body = (
-        marked[:-1]
-        .replace(b" ", JSON_MID)
-        .replace(b"\n", JSON_END + JSON_OPEN)
-        .replace(b"\x01", JSON_PEELED)
-        .replace(b"\x02", JSON_END_PEELED + JSON_OPEN)
-    )
-    return JSON_OPEN + body + (JSON_END_PEELED if last_peeled else JSON_END)
