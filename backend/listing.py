@@ -418,7 +418,7 @@ for _c in [*range(0x00, 0x20), 0x7F, *b'~^:?[\\*"', *range(0x80, 0x100)]:
     _PLAIN[_c] = ord("!")
 for _c in b"\n ":
     _PLAIN[_c] = _c
-for _c in b"0123456789abcdef":  # (formats.packed.file.LOWER_HEX: not imported for reftable)
+for _c in b"0123456789abcdef":  # (formats.packed.check.LOWER_HEX: not imported for reftable)
     _PLAIN[_c] = ord("x")
 for _c in b"/.":
     _PLAIN[_c] = ord("S")
@@ -482,7 +482,7 @@ def bulk_run(data: bytes, hexlen: int, as_json: bool) -> bytes | None:
         if not plain_run_ok(data, hexlen):
             return None
         return bulk_json(data) if as_json else data
-    from .formats.packed.file import peeled_parts
+    from .formats.packed.check import peeled_parts
 
     parts = peeled_parts(data, hexlen)
     if parts is None:

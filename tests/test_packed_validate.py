@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from refscope.backend import parallel
 from refscope.backend.errors import CorruptStore
 from refscope.backend.formats.packed import PackedRefs, checked_names
-from refscope.backend.formats.packed import file as packed
+from refscope.backend.formats.packed import check as packed
 from refscope.backend.refname import check_refname, is_safe_refname, is_valid_refname
 
 HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
@@ -194,7 +194,7 @@ def test_two_processes_report_what_one_does(case, tmp_path, monkeypatch) -> None
     monkeypatch.setattr(parallel, "Forked", lambda *a: started.append(a[1:]) or real(*a))
     split = _outcome(path)
     assert len(started) == 1 and started[0][1] == os.path.getsize(path)  # the second half went to a child
-    monkeypatch.setattr(packed, "_FORK_MIN", 1 << 60)
+    monkeypatch.setattr(packed, "FORK_MIN", 1 << 60)
     assert split == _outcome(path)  # what, offset: exactly as in one process
     if case == "clean":
         assert split is None

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from refscope.backend.formats.packed.file import _FORK_MIN
+from refscope.backend.formats.packed.check import FORK_MIN as _FORK_MIN
 from refscope.backend.formats.reftable.record import VALUE_DELETION, VALUE_VAL1, RefRecord
 from refscope.backend.formats.reftable.table import _READ_UP_TO
 from refscope.backend.formats.reftable.writer import write_table
