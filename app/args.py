@@ -37,10 +37,12 @@ def parse(
     values: tuple[str, ...] = (),
     operands: bool = False,
     cd: bool = True,
+    double_dash: bool = True,
 ) -> Options | None:
     """The options of one command line, or None on a usage error. ``-C`` steps are taken as they come
     (``change_dir``: a step that leads nowhere fails on the spot, naming it); ``cd=False``: no ``-C``.
-    Without ``operands`` an argument that is not an option, and ``--``, are usage errors."""
+    Without ``operands`` an argument that is not an option is a usage error; so is ``--`` without them
+    or with ``double_dash=False``."""
     path: str | None = None
     given: set[str] = set()
     vals: dict[str, str] = {}
@@ -52,7 +54,7 @@ def parse(
         arg = argv[i]
         if only or (operands and (not arg.startswith("-") or arg == "-")):
             rest.append(arg)
-        elif operands and arg == "--":
+        elif operands and double_dash and arg == "--":
             only = True
         elif arg in flags:
             given.add(arg)

@@ -18,18 +18,12 @@ USAGE = "usage: refscope dump [--json] FILE"
 
 
 def _parse(argv: list[str]) -> tuple[str, bool] | None:
-    as_json = False
-    files: list[str] = []
-    for arg in argv:
-        if arg == "--json":
-            as_json = True
-        elif arg.startswith("-") and arg != "-":
-            return None
-        else:
-            files.append(arg)
-    if len(files) != 1:
+    from .args import parse
+
+    opts = parse(argv, operands=True, cd=False, double_dash=False)
+    if opts is None or len(opts.operands) != 1:
         return None
-    return files[0], as_json
+    return opts.operands[0], "--json" in opts.flags
 
 
 def _is_reftable(path: str) -> bool:

@@ -11,15 +11,29 @@ from __future__ import annotations
 import os
 
 from .errors import RefscopeError
+from .model import HASH_HEXSZ
 
 _BLANKS = (b" ", b"\t", b"\r", b"\v", b"\f")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
-_HEXSZ = {"sha1": 40, "sha256": 64}
 DEFAULT_NAME = "refscope-queue.txt"
 
 
 class BadLine(RefscopeError):
-    """A line that is not ``REF [OLD_OID]`` (``offset`` is None; the line number is in ``what``)."""
+    """A line that is not ``REF [OLD_OID]`` (``offset`` is None; the line number is in ``what``, the line
+    itself in ``line``)."""
+
+    def __init__(self, file: str | None, what: str, line: bytes = b"") -> None:
+        super().__init__(file, what)
+        self.line = line
+
+
+def old_oid_problem(old: bytes, hexsz: int) -> str | None:
+    """Why ``old`` cannot be an expected old value: "invalid" (not ``hexsz`` hex digits, either case) or
+    "zero" (all zeros: git's "zero <old-oid>"); None when it can. The one rule for every reader of
+    ``REF OLD_OID`` (the queue file here; ``Transaction.delete`` words it as git does)."""
+    if len(old) != hexsz or not _HEX.issuperset(old):
+        return "invalid"
+    return None if old.strip(b"0") else "zero"
 
 
 def parse_lines(data: bytes, file: str | None = None) -> list[tuple[bytes, bytes | None]]:
@@ -34,7 +48,7 @@ def parse_lines(data: bytes, file: str | None = None) -> list[tuple[bytes, bytes
             continue
         parts = line.split()
         if len(parts) > 2:
-            raise BadLine(file, f"line {number}: expected 'REF [OLD_OID]', found {len(parts)} fields")
+            raise BadLine(file, f"line {number}: expected 'REF [OLD_OID]', found {len(parts)} fields", line)
         out.append((parts[0], parts[1] if len(parts) == 2 else None))
     return out
 
@@ -58,16 +72,17 @@ def read_file(path: str, hash_name: str) -> list[tuple[bytes, bytes | None]]:
     # (read_regular types every other OSError: UnreadableFile "couldn't read: ...")
     pairs = parse_lines(data, path)
     lines = [i for i, line in enumerate(data.split(b"\n"), 1) if line.strip()] if pairs else []
-    hexsz = _HEXSZ.get(hash_name, 40)
+    hexsz = HASH_HEXSZ.get(hash_name, HASH_HEXSZ["sha1"])
     for (name, old), number in zip(pairs, lines, strict=False):
         why = check_refname(name)
         if why is not None or not is_safe_refname(name):
             raise BadLine(path, f"line {number}: bad ref name '{escape_name(name)}'")
-        if old is not None and (len(old) != hexsz or not _HEX.issuperset(old)):
+        problem = None if old is None else old_oid_problem(old, hexsz)
+        if problem == "invalid":
             raise BadLine(
                 path, f"line {number}: bad old oid '{escape_name(old)}' (expected {hexsz} hex digits)"
             )
-        if old is not None and not old.strip(b"0"):
+        if problem == "zero":
             raise BadLine(path, f"line {number}: zero old oid for '{escape_name(name)}'")
     return [(name, None if old is None else old.lower()) for name, old in pairs]
 
