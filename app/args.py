@@ -78,6 +78,17 @@ def parse(
     return Options(path, given, vals, rest)
 
 
+def parse_or_usage(argv: list[str], usage: str, **spec) -> Options | None:
+    """``parse(argv, **spec)``; on a usage error the command's usage line goes to stderr and None comes
+    back (the command then exits 2)."""
+    got = parse(argv, **spec)
+    if got is None:
+        import sys
+
+        sys.stderr.write(usage + "\n")
+    return got
+
+
 def change_dir(base: str | None, arg: str) -> str | None:
     """Where ``-C arg`` leads from ``base`` (None: the cwd), as git's: each ``-C`` is relative to the
     one before (git changes directory at each, in order, so a symlink is left physically: the base is
@@ -107,9 +118,3 @@ def fold_dirs(args: list[str]) -> str | None:
     for arg in args:
         path = change_dir(path, arg)
     return path
-
-
-def parse_path_json(argv: list[str]) -> tuple[str | None, bool] | None:
-    """``[-C PATH] [--json]``: (path, as_json), or None on a usage error."""
-    got = parse(argv)
-    return None if got is None else (got.path, "--json" in got.flags)

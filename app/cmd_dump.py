@@ -17,15 +17,6 @@ import sys
 USAGE = "usage: refscope dump [--json] FILE"
 
 
-def _parse(argv: list[str]) -> tuple[str, bool] | None:
-    from .args import parse
-
-    opts = parse(argv, operands=True, cd=False, double_dash=False)
-    if opts is None or len(opts.operands) != 1:
-        return None
-    return opts.operands[0], "--json" in opts.flags
-
-
 def _is_reftable(path: str) -> bool:
     """Does the file start with ``REFT``? Opened through ``fileio``: a directory, FIFO, device or
     unreadable file is refused with one line (a FIFO never blocks)."""
@@ -113,11 +104,13 @@ def _stream_lines(lines) -> None:
 
 
 def run(argv: list[str]) -> int:
-    parsed = _parse(argv)
-    if parsed is None:
+    from .args import parse
+
+    opts = parse(argv, operands=True, cd=False, double_dash=False)
+    if opts is None or len(opts.operands) != 1:
         sys.stderr.write(USAGE + "\n")
         return 2
-    path, as_json = parsed
+    (path,), as_json = opts.operands, "--json" in opts.flags
     from refscope.backend.display import emit, join, line, path_text, show, to_json
 
     def field(v: object):

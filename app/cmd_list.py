@@ -6,17 +6,14 @@ The listing, its fast paths and its JSON are ``backend.listing``'s; patterns are
 
 from __future__ import annotations
 
-import sys
-
 USAGE = "usage: refscope list [-C PATH] [--json] [PATTERN...]"
 
 
 def run(argv: list[str]) -> int:
-    from .args import parse
+    from .args import parse_or_usage
 
-    opts = parse(argv, operands=True)
+    opts = parse_or_usage(argv, USAGE, operands=True)
     if opts is None:
-        sys.stderr.write(USAGE + "\n")
         return 2
     import os
 
