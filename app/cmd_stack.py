@@ -50,7 +50,7 @@ def describe(snap) -> dict:
             {"dir": os.path.join(snap.commondir, "reftable"), "tables": [table_info(t) for t in snap.tables]}
         ],
     }
-    wt = getattr(snap, "worktree_tables", None)
+    wt = snap.worktree_tables  # (a reftable snapshot here)
     if wt:
         out["stacks"].append(
             {"dir": os.path.join(snap.gitdir, "reftable"), "tables": [table_info(t) for t in wt]}

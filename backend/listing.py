@@ -105,6 +105,10 @@ class Out:
 
 
 class Lister:
+    """Turns a snapshot's refs into output lines: ``files`` and ``columns`` are the two fast paths (packed
+    records in runs, reftable column batches), each over name intervals; ``ref`` is the one-ref path every
+    doubt falls back to. ``matcher``: the glob patterns (None: every ref in the intervals)."""
+
     def __init__(
         self, snap, as_json: bool, out: Out, matcher: ForEachRefPatterns | None, escape: bool = False
     ) -> None:

@@ -84,7 +84,7 @@ class FilesStore:
         was read: ext4 reuses a freed inode at once and its mtime ticks every few ms, so a rewrite can
         keep all four). A racy file is read again; when it reads the same, the entry is kept (its read
         time renewed in place). ``previous`` itself when nothing changed."""
-        if previous is None or getattr(previous, "format", None) != "files":
+        if previous is None or previous.format != "files":
             return self.snapshot()
         seq = next_read_seq()
         packed = previous.packed
