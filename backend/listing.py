@@ -456,9 +456,9 @@ def plain_run_ok(data: bytes, hexlen: int) -> bool:
         return False  # not one space per line, each right after exactly ``hexlen`` lowercase hex digits
     if b"SS" in t.translate(_SEPS):
         return False  # "//", "..", "/.", "./"; a name starting or ending with "/" or "."; an empty name
-    if b"@" in data and (b"@{" in data or b" @\n" in data):
-        return False
-    return not (b"k" in data and (b".lock/" in data or b".lock\n" in data))
+    from .formats.packed.check import suspect_name_ends
+
+    return not suspect_name_ends(data, b"k" in data)
 
 
 def bulk_json(data: bytes) -> bytes:
@@ -491,8 +491,7 @@ def bulk_run(data: bytes, hexlen: int, as_json: bool) -> bytes | None:
     parts = peeled_parts(data, hexlen)
     if parts is None:
         return None
-    first, rest = parts
-    plain = first + b"".join([b"\n" + p[hexlen + 1 :] for p in rest])
+    plain, first, rest = parts
     if not plain_run_ok(plain, hexlen):
         return None
     if not as_json:

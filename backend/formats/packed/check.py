@@ -3,7 +3,8 @@ and the C-speed run checks it is built on.
 
 Why apart: a transaction that rewrites packed-refs must refuse a damaged file first (a splice would copy
 the damage through), in a process that should cost no more than git's own rewrite; reading never needs
-any of this. ``peeled_parts`` is shared with ``backend.listing``'s bulk output.
+any of this. ``peeled_parts`` and ``suspect_name_ends`` serve ``backend.listing``'s bulk output and the
+row index's hidden-name scan too.
 """
 
 from __future__ import annotations
@@ -172,8 +173,7 @@ def checked_names(data: bytes, hexlen: int) -> list[bytes] | None:
         parts = peeled_parts(data, hexlen)
         if parts is None:
             return None
-        first, rest = parts
-        data = first + b"".join([b"\n" + p[hexlen + 1 :] for p in rest])
+        data = parts[0]
     seps = data.translate(None, _NOT_SP_LF)
     n = len(seps) >> 1
     if seps != b" \n" * n:
@@ -190,17 +190,15 @@ def checked_names(data: bytes, hexlen: int) -> list[bytes] | None:
     t = data.translate(_VALID)
     if b"!" in t or b"SS" in t:
         return None
-    if b"@" in data and b"@{" in data:
-        return None
-    if b"k" in t and (b".lock/" in data or b".lock\n" in data):
+    if suspect_name_ends(data, b"k" in t):
         return None
     return names
 
 
-def peeled_parts(data: bytes, hexlen: int) -> tuple[bytes, list[bytes]] | None:
-    """A run of whole records cut at its ``^`` lines: the part before the first and, for each ``^`` line,
-    the part after its caret (the peeled oid, LF, then the ref lines up to the next ``^``). None unless
-    every ``^`` line is a lowercase oid and LF following a ref line."""
+def peeled_parts(data: bytes, hexlen: int) -> tuple[bytes, bytes, list[bytes]] | None:
+    """A run of whole records cut at its ``^`` lines: the ref lines alone, the part before the first ``^``
+    line and, for each ``^`` line, the part after its caret (the peeled oid, LF, then the ref lines up to
+    the next ``^``). None unless every ``^`` line is a lowercase oid and LF following a ref line."""
     parts = data.split(b"\n^")
     first = parts[0]
     rest = parts[1:]
@@ -211,4 +209,13 @@ def peeled_parts(data: bytes, hexlen: int) -> tuple[bytes, list[bytes]] | None:
         return None
     if b"".join([p[:hexlen] for p in rest]).translate(None, LOWER_HEX):
         return None
-    return first, rest
+    return first + b"".join([b"\n" + p[hexlen + 1 :] for p in rest]), first, rest
+
+
+def suspect_name_ends(data: bytes, maybe_lock: bool) -> bool:
+    """Does a run of whole records hold ``@{``, a name ``@`` alone, or (``maybe_lock``: the caller saw a
+    "k") a component ending ``.lock``? The last question of each C-speed run check (the hidden-name scan,
+    ``checked_names``, the listing's ``plain_run_ok``): True sends the run down the exact path."""
+    if b"@" in data and (b"@{" in data or b" @\n" in data):
+        return True
+    return maybe_lock and (b".lock/" in data or b".lock\n" in data)

@@ -18,6 +18,7 @@ from operator import itemgetter, lt
 
 from ...errors import CorruptStore
 from ...refpattern import prefix_successor
+from .check import suspect_name_ends
 
 TYPE_CHECKING = False  # (the typing module costs ~3 ms of CLI start-up)
 
@@ -449,6 +450,4 @@ def _maybe_hidden(data: bytes, nl: int, nc: int) -> bool:
     t = data.translate(_NAMECHK)
     if b"!" in t or b"SS" in t:
         return True
-    if b"@" in data and (b"@{" in data or b" @\n" in data):
-        return True
-    return b"k" in t and b".lock" in data and (b".lock/" in data or b".lock\n" in data)
+    return suspect_name_ends(data, b"k" in t and b".lock" in data)
