@@ -39,7 +39,8 @@ def run(argv: list[str]) -> int:
 
     args = _parse(argv)
     if args.stdin:
-        from refscope.backend.queuefile import BadLine, parse_lines
+        from refscope.backend.errors import BadLine
+        from refscope.backend.queuefile import parse_lines
 
         try:
             deletions = parse_lines(sys.stdin.buffer.read())

@@ -52,7 +52,8 @@ def _parse(argv: list[str]) -> _Args | None:
 
 
 def _stdin_refs() -> list[tuple[bytes, bytes | None]] | None:
-    from refscope.backend.queuefile import BadLine, parse_lines
+    from refscope.backend.errors import BadLine
+    from refscope.backend.queuefile import parse_lines
 
     try:
         return parse_lines(sys.stdin.buffer.read())

@@ -121,3 +121,12 @@ class UnreadableFile(CorruptStore):
         super().__init__(file, f"couldn't read: {why}")
         self.why = why
         self.errno = errno
+
+
+class BadLine(RefscopeError):
+    """A line that is not ``REF [OLD_OID]`` (``backend.queuefile``; ``offset`` is None; the line number is
+    in ``what``, the line itself in ``line``)."""
+
+    def __init__(self, file: str | None, what: str, line: bytes = b"") -> None:
+        super().__init__(file, what)
+        self.line = line

@@ -10,21 +10,12 @@ from __future__ import annotations
 
 import os
 
-from .errors import RefscopeError
+from .errors import BadLine, RefscopeError
 from .model import HASH_HEXSZ
 
 _BLANKS = (b" ", b"\t", b"\r", b"\v", b"\f")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 DEFAULT_NAME = "refscope-queue.txt"
-
-
-class BadLine(RefscopeError):
-    """A line that is not ``REF [OLD_OID]`` (``offset`` is None; the line number is in ``what``, the line
-    itself in ``line``)."""
-
-    def __init__(self, file: str | None, what: str, line: bytes = b"") -> None:
-        super().__init__(file, what)
-        self.line = line
 
 
 def old_oid_problem(old: bytes, hexsz: int) -> str | None:
