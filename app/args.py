@@ -11,14 +11,21 @@ to exit against git.
 
 from __future__ import annotations
 
-from collections import namedtuple
 
-
-class Options(namedtuple("Options", "path flags values operands")):
+class Options:
     """What ``parse`` found: ``path`` (where the ``-C`` options lead; None: the cwd), ``flags`` (the set of
-    flags given), ``values`` (option -> its last value), ``operands`` (in order)."""
+    flags given), ``values`` (option -> its last value), ``operands`` (in order). A plain class: a
+    namedtuple is built at import, on every command's start-up."""
 
-    __slots__ = ()
+    __slots__ = ("path", "flags", "values", "operands")
+
+    def __init__(
+        self, path: str | None, flags: set[str], values: dict[str, str], operands: list[str]
+    ) -> None:
+        self.path = path
+        self.flags = flags
+        self.values = values
+        self.operands = operands
 
 
 def dir_arg(argv: list[str], i: int) -> tuple[str | None, int]:

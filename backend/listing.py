@@ -465,15 +465,7 @@ def bulk_json(data: bytes) -> bytes:
     """JSON lines for a run that passed ``plain_run_ok`` (keys: oid, name, peeled, target)."""
     if not data:
         return b""
-    body = (
-        data[:-1]
-        .replace(
-            b" ",
-            JSON_MID,
-        )
-        .replace(b"\n", JSON_END + JSON_OPEN)
-    )
-    return JSON_OPEN + body + JSON_END
+    return JSON_OPEN + data[:-1].replace(b" ", JSON_MID).replace(b"\n", JSON_END + JSON_OPEN) + JSON_END
 
 
 def bulk_run(data: bytes, hexlen: int, as_json: bool) -> bytes | None:
