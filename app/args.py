@@ -1,10 +1,99 @@
-"""The argument shape several headless commands share: ``[-C PATH] [--json]``.
+"""The one argument parser of the headless commands, and git's ``-C`` (the only place it is read).
+
+Every command's options are a set of flags, options with a value (``--engine X`` or ``--engine=X``),
+``-C PATH`` (``-CPATH``; each relative to the one before, as git's) and, for some, operands (``--`` ends
+the options there; ``-`` is an operand). Anything else is a usage error, which the command answers with
+its usage line and exit 2. ``-h``/``--help`` never get here: ``cli`` answers them from ``help.py``.
 
 Hand-parsed, not argparse: argparse (with gettext and re) costs milliseconds on a CLI measured from exec
 to exit against git.
 """
 
 from __future__ import annotations
+
+
+class Options:
+    """What ``parse`` found: ``path`` (where the ``-C`` options lead; None: the cwd), ``flags`` (the set of
+    flags given), ``values`` (option -> its last value), ``operands`` (in order). A plain class: a
+    namedtuple is built at import, on every command's start-up."""
+
+    __slots__ = ("path", "flags", "values", "operands")
+
+    def __init__(
+        self, path: str | None, flags: set[str], values: dict[str, str], operands: list[str]
+    ) -> None:
+        self.path = path
+        self.flags = flags
+        self.values = values
+        self.operands = operands
+
+
+def dir_arg(argv: list[str], i: int) -> tuple[str | None, int]:
+    """``argv[i]`` is ``-C PATH`` or ``-CPATH``: (PATH, the index after it); PATH None when ``-C`` is last."""
+    arg = argv[i]
+    if arg != "-C":
+        return arg[2:], i + 1
+    if i + 1 >= len(argv):
+        return None, i + 1
+    return argv[i + 1], i + 2
+
+
+def parse(
+    argv: list[str],
+    flags: tuple[str, ...] = ("--json",),
+    values: tuple[str, ...] = (),
+    operands: bool = False,
+    cd: bool = True,
+    double_dash: bool = True,
+) -> Options | None:
+    """The options of one command line, or None on a usage error. ``-C`` steps are taken as they come
+    (``change_dir``: a step that leads nowhere fails on the spot, naming it); ``cd=False``: no ``-C``.
+    Without ``operands`` an argument that is not an option is a usage error; so is ``--`` without them
+    or with ``double_dash=False``."""
+    path: str | None = None
+    given: set[str] = set()
+    vals: dict[str, str] = {}
+    rest: list[str] = []
+    i = 0
+    only = False
+    n = len(argv)
+    while i < n:
+        arg = argv[i]
+        if only or (operands and (not arg.startswith("-") or arg == "-")):
+            rest.append(arg)
+        elif operands and double_dash and arg == "--":
+            only = True
+        elif arg in flags:
+            given.add(arg)
+        elif cd and arg.startswith("-C"):
+            step, i = dir_arg(argv, i)
+            if step is None:
+                return None
+            path = change_dir(path, step)
+            continue
+        elif arg in values:
+            if i + 1 >= n:
+                return None
+            i += 1
+            vals[arg] = argv[i]
+        elif "=" in arg and arg.split("=", 1)[0] in values:
+            key, value = arg.split("=", 1)
+            vals[key] = value
+        else:
+            return None
+        i += 1
+    return Options(path, given, vals, rest)
+
+
+def parse_or_usage(argv: list[str], usage: str, **spec) -> Options | None:
+    """``parse(argv, **spec)``; on a usage error the command's usage line goes to stderr and None comes
+    back (the command then exits 2)."""
+    got = parse(argv, **spec)
+    if got is None:
+        import sys
+
+        sys.stderr.write(usage + "\n")
+    return got
 
 
 def change_dir(base: str | None, arg: str) -> str | None:
@@ -30,31 +119,9 @@ def change_dir(base: str | None, arg: str) -> str | None:
 
 
 def fold_dirs(args: list[str]) -> str | None:
-    """The place several ``-C`` (in order) lead to; None when none changes anything."""
+    """The place several ``-C`` (in order) lead to; None when none changes anything (for the commands
+    whose options argparse reads: the TUI's and bench's)."""
     path = None
     for arg in args:
         path = change_dir(path, arg)
     return path
-
-
-def parse_path_json(argv: list[str]) -> tuple[str | None, bool] | None:
-    """(path, as_json), or None on a usage error (``-h`` never gets here: ``cli`` answers it from
-    ``help.py``)."""
-    path: str | None = None
-    as_json = False
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--json":
-            as_json = True
-        elif arg == "-C":
-            if i + 1 >= len(argv):
-                return None
-            path = change_dir(path, argv[i + 1])
-            i += 1
-        elif arg.startswith("-C") and len(arg) > 2:
-            path = change_dir(path, arg[2:])
-        else:
-            return None
-        i += 1
-    return path, as_json

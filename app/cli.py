@@ -84,18 +84,17 @@ def _global_options(args: list[str]) -> list[str] | int:
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg == "-C" or (arg.startswith("-C") and len(arg) > 2):
-            if arg == "-C":
-                if i + 1 >= len(args):
-                    sys.stderr.write("refscope: -C needs a PATH (see 'refscope --help')\n")
-                    return 2
-                i += 1
-                path = args[i]
-            else:
-                path = arg[2:]
+        if arg.startswith("-C"):
+            from .args import dir_arg
+
+            path, i = dir_arg(args, i)
+            if path is None:
+                sys.stderr.write("refscope: -C needs a PATH (see 'refscope --help')\n")
+                return 2
             if path:
                 _chdir(path)
-        elif arg == "--version":
+            continue
+        if arg == "--version":
             from .help import version
 
             sys.stdout.write(f"refscope version {version()}\n")
@@ -167,7 +166,7 @@ def run() -> None:
     keeper hand-off), then ``os._exit``. Not after the TUI, nor while another thread runs."""
     code = main()
     if _headless:
-        from refscope.backend.forked import single_threaded
+        from refscope.backend.parallel import single_threaded
 
         if single_threaded():
             _exit_now(code)

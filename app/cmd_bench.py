@@ -38,19 +38,17 @@ def run(argv: list[str]) -> int:
     import os
 
     args = _parse(argv)
-    deletions: list[tuple[bytes, bytes | None]] = []
     if args.stdin:
-        for line in sys.stdin.buffer.read().splitlines():
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) > 2:
-                from refscope.backend.display import emit
-                from refscope.backend.display import line as shown_line
+        from refscope.backend.errors import BadLine
+        from refscope.backend.queuefile import parse_lines
 
-                emit([shown_line("refscope bench: bad --stdin line: ", line)], sys.stderr)
-                return 2
-            deletions.append((parts[0], parts[1] if len(parts) == 2 else None))
+        try:
+            deletions = parse_lines(sys.stdin.buffer.read())
+        except BadLine as err:
+            from refscope.backend.display import emit, line
+
+            emit([line("refscope bench: bad --stdin line: ", err.line)], sys.stderr)
+            return 2
     else:
         deletions = [(os.fsencode(r), None) for r in args.refs]
 

@@ -26,62 +26,34 @@ USAGE = (
 class _Args:
     __slots__ = ("path", "engine", "no_deref", "stdin", "json", "refs", "allow_checked_out")
 
-    def __init__(self) -> None:
-        self.path: str | None = None
-        self.engine = "native"
-        self.no_deref = False
-        self.stdin = False
-        self.json = False
-        self.allow_checked_out = False
-        self.refs: list[tuple[bytes, bytes | None]] = []
+    def __init__(self, opts) -> None:
+        import os
+
+        flags = opts.flags
+        self.path: str | None = opts.path
+        self.engine: str = opts.values.get("--engine", "native")
+        self.no_deref = "--no-deref" in flags
+        self.stdin = "--stdin" in flags
+        self.json = "--json" in flags
+        self.allow_checked_out = "--allow-checked-out" in flags
+        self.refs: list[tuple[bytes, bytes | None]] = [(os.fsencode(r), None) for r in opts.operands]
+
+
+_FLAGS = ("--json", "--stdin", "--no-deref", "--allow-checked-out")
 
 
 def _parse(argv: list[str]) -> _Args | None:
-    import os
+    from .args import parse
 
-    a = _Args()
-    i = 0
-    only_refs = False
-    while i < len(argv):
-        arg = argv[i]
-        if only_refs or not arg.startswith("-") or arg == "-":
-            a.refs.append((os.fsencode(arg), None))
-        elif arg == "--":
-            only_refs = True
-        elif arg == "--json":
-            a.json = True
-        elif arg == "--stdin":
-            a.stdin = True
-        elif arg == "--no-deref":
-            a.no_deref = True
-        elif arg == "--allow-checked-out":
-            a.allow_checked_out = True
-        elif arg in ("-C", "--engine"):
-            if i + 1 >= len(argv):
-                return None
-            i += 1
-            if arg == "-C":
-                from .args import change_dir
-
-                a.path = change_dir(a.path, argv[i])
-            else:
-                a.engine = argv[i]
-        elif arg.startswith("--engine="):
-            a.engine = arg[len("--engine=") :]
-        elif arg.startswith("-C") and len(arg) > 2:
-            from .args import change_dir
-
-            a.path = change_dir(a.path, arg[2:])
-        else:
-            return None
-        i += 1
-    if a.engine not in ("native", "git"):
+    opts = parse(argv, _FLAGS, ("--engine",), operands=True)
+    if opts is None or opts.values.get("--engine", "native") not in ("native", "git"):
         return None
-    return a
+    return _Args(opts)
 
 
 def _stdin_refs() -> list[tuple[bytes, bytes | None]] | None:
-    from refscope.backend.queuefile import BadLine, parse_lines
+    from refscope.backend.errors import BadLine
+    from refscope.backend.queuefile import parse_lines
 
     try:
         return parse_lines(sys.stdin.buffer.read())
@@ -100,17 +72,17 @@ _SIDE_MIN = 1000  # names from which a reftable delete reads the reflog entries 
 
 class _SideReads:
     """The deleted refs' reflog entries (``engines.reftable.read_ahead``) read from the snapshot by a forked
-    child (``backend.forked``) while this process checks the names and reads their records: a 10k-name
+    child (``backend.parallel``) while this process checks the names and reads their records: a 10k-name
     delete scans every log block, and a second core halves the wall time of that part. The child's result
     goes into the transaction (``Transaction.add_reads``); if the child fails, the transaction reads them
     itself, so errors surface as in one process."""
 
     def __init__(self, txn, names: list[bytes]) -> None:
-        from refscope.backend.forked import Forked, may_fork
+        from refscope.backend.parallel import Forked, may_fork
 
         self.child = None
         snap = txn.snapshot
-        if getattr(snap, "worktree_stack", True) is not None or not may_fork():
+        if snap.format != "reftable" or snap.worktree_stack is not None or not may_fork():
             return
         self.txn = txn
         self.child = Forked(_log_reads, snap, names)
@@ -119,7 +91,7 @@ class _SideReads:
         """Wait for the child and hand its reads to the transaction (nothing when it failed)."""
         if self.child is None:
             return
-        from refscope.backend.forked import FAILED
+        from refscope.backend.parallel import FAILED
 
         got = self.child.result()
         self.child = None

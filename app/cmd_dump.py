@@ -17,21 +17,6 @@ import sys
 USAGE = "usage: refscope dump [--json] FILE"
 
 
-def _parse(argv: list[str]) -> tuple[str, bool] | None:
-    as_json = False
-    files: list[str] = []
-    for arg in argv:
-        if arg == "--json":
-            as_json = True
-        elif arg.startswith("-") and arg != "-":
-            return None
-        else:
-            files.append(arg)
-    if len(files) != 1:
-        return None
-    return files[0], as_json
-
-
 def _is_reftable(path: str) -> bool:
     """Does the file start with ``REFT``? Opened through ``fileio``: a directory, FIFO, device or
     unreadable file is refused with one line (a FIFO never blocks)."""
@@ -119,11 +104,13 @@ def _stream_lines(lines) -> None:
 
 
 def run(argv: list[str]) -> int:
-    parsed = _parse(argv)
-    if parsed is None:
+    from .args import parse
+
+    opts = parse(argv, operands=True, cd=False, double_dash=False)
+    if opts is None or len(opts.operands) != 1:
         sys.stderr.write(USAGE + "\n")
         return 2
-    path, as_json = parsed
+    (path,), as_json = opts.operands, "--json" in opts.flags
     from refscope.backend.display import emit, join, line, path_text, show, to_json
 
     def field(v: object):

@@ -17,12 +17,6 @@ import sys
 USAGE = "usage: refscope stack [-C PATH] [--json]"
 
 
-def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
-    from .args import parse_path_json
-
-    return parse_path_json(argv)
-
-
 def table_info(t) -> dict:
     """One table's summary (decodes every block once to count records)."""
     counts = t.counts()
@@ -56,7 +50,7 @@ def describe(snap) -> dict:
             {"dir": os.path.join(snap.commondir, "reftable"), "tables": [table_info(t) for t in snap.tables]}
         ],
     }
-    wt = getattr(snap, "worktree_tables", None)
+    wt = snap.worktree_tables  # (a reftable snapshot here)
     if wt:
         out["stacks"].append(
             {"dir": os.path.join(snap.gitdir, "reftable"), "tables": [table_info(t) for t in wt]}
@@ -65,11 +59,12 @@ def describe(snap) -> dict:
 
 
 def run(argv: list[str]) -> int:
-    parsed = _parse(argv)
-    if parsed is None:
-        sys.stderr.write(USAGE + "\n")
+    from .args import parse_or_usage
+
+    opts = parse_or_usage(argv, USAGE)
+    if opts is None:
         return 2
-    path, as_json = parsed
+    path, as_json = opts.path, "--json" in opts.flags
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 

@@ -15,12 +15,6 @@ import sys
 USAGE = "usage: refscope verify [-C PATH] [--json]"
 
 
-def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
-    from .args import parse_path_json
-
-    return parse_path_json(argv)
-
-
 def format_finding(f):
     """The plain one-line form of a Finding, as ``display.Shown`` (shared with the TUI's copy-to-clipboard)."""
     from refscope.backend.display import line, path_text
@@ -30,11 +24,12 @@ def format_finding(f):
 
 
 def run(argv: list[str]) -> int:
-    parsed = _parse(argv)
-    if parsed is None:
-        print(USAGE, file=sys.stderr)
+    from .args import parse_or_usage
+
+    opts = parse_or_usage(argv, USAGE)
+    if opts is None:
         return 2
-    path, as_json = parsed
+    path, as_json = opts.path, "--json" in opts.flags
     import os
 
     from refscope.backend.errors import DubiousOwnership

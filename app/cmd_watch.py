@@ -23,12 +23,6 @@ import sys
 USAGE = "usage: refscope watch [-C PATH] [--json]"
 
 
-def _parse(argv: list[str]) -> tuple[str | None, bool] | None:
-    from .args import parse_path_json
-
-    return parse_path_json(argv)
-
-
 def _path(p: str):
     from refscope.backend.display import path_text
 
@@ -92,11 +86,12 @@ def format_event(ev):
 
 
 def run(argv: list[str]) -> int:
-    parsed = _parse(argv)
-    if parsed is None:
-        print(USAGE, file=sys.stderr)
+    from .args import parse_or_usage
+
+    opts = parse_or_usage(argv, USAGE)
+    if opts is None:
         return 2
-    path, as_json = parsed
+    path, as_json = opts.path, "--json" in opts.flags
     import queue
 
     from refscope.backend.repo import discover

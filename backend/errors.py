@@ -146,8 +146,12 @@ class ConfigError(RefscopeError):
 
 
 class BadLine(RefscopeError):
-    """A line of a queue file that is not ``REF [OLD_OID]`` (``offset`` is None; the line number is in
-    ``what``)."""
+    """A line that is not ``REF [OLD_OID]`` (``backend.queuefile``; ``offset`` is None; the line number is
+    in ``what``, the line itself in ``line``)."""
+
+    def __init__(self, file: str | None, what: str, line: bytes = b"") -> None:
+        super().__init__(file, what)
+        self.line = line
 
 
 class FsckError(RefscopeError):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 
 from .errors import BadLine, RefscopeError
+from .model import HASH_HEXSZ
+from .refname import check_old_oid
 
 _BLANKS = (b" ", b"\t", b"\r", b"\v", b"\f")
-_HEX = frozenset(b"0123456789abcdefABCDEF")
-_HEXSZ = {"sha1": 40, "sha256": 64}
 DEFAULT_NAME = "refscope-queue.txt"
 
 
@@ -30,7 +30,7 @@ def parse_lines(data: bytes, file: str | None = None) -> list[tuple[bytes, bytes
             continue
         parts = line.split()
         if len(parts) > 2:
-            raise BadLine(file, f"line {number}: expected 'REF [OLD_OID]', found {len(parts)} fields")
+            raise BadLine(file, f"line {number}: expected 'REF [OLD_OID]', found {len(parts)} fields", line)
         out.append((parts[0], parts[1] if len(parts) == 2 else None))
     return out
 
@@ -54,16 +54,17 @@ def read_file(path: str, hash_name: str) -> list[tuple[bytes, bytes | None]]:
     # (read_regular types every other OSError: UnreadableFile "couldn't read: ...")
     pairs = parse_lines(data, path)
     lines = [i for i, line in enumerate(data.split(b"\n"), 1) if line.strip()] if pairs else []
-    hexsz = _HEXSZ.get(hash_name, 40)
+    hexsz = HASH_HEXSZ.get(hash_name, HASH_HEXSZ["sha1"])
     for (name, old), number in zip(pairs, lines, strict=False):
         why = check_refname(name)
         if why is not None or not is_safe_refname(name):
             raise BadLine(path, f"line {number}: bad ref name '{escape_name(name)}'")
-        if old is not None and (len(old) != hexsz or not _HEX.issuperset(old)):
+        problem = None if old is None else check_old_oid(old, hexsz)
+        if problem == "invalid":
             raise BadLine(
                 path, f"line {number}: bad old oid '{escape_name(old)}' (expected {hexsz} hex digits)"
             )
-        if old is not None and not old.strip(b"0"):
+        if problem == "zero":
             raise BadLine(path, f"line {number}: zero old oid for '{escape_name(name)}'")
     return [(name, None if old is None else old.lower()) for name, old in pairs]
 

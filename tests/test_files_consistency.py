@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refscope.backend.errors import CorruptStore
 from refscope.backend.formats.loose import is_racy
-from refscope.backend.formats.packed import PackedRefs, _maybe_hidden
+from refscope.backend.formats.packed import PackedRefs
+from refscope.backend.formats.packed.rowindex import _maybe_hidden
 from refscope.backend.refname import check_refname
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store

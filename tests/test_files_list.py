@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from refscope.backend import forked
+from refscope.backend import parallel
 from refscope.backend.errors import CorruptStore
 from refscope.backend.model import LOOSE, PACKED
 from refscope.backend.repo import discover
@@ -411,12 +411,13 @@ def test_files_split_listing_equals_one_process(split_repo: Path, capfd, as_json
 
 def test_files_list_command_splits(split_repo: Path, capfd, monkeypatch) -> None:
     from refscope.app import cmd_list
+    from refscope.backend import listing
 
     calls = []
-    real = cmd_list._split_listing
-    monkeypatch.setattr(cmd_list, "_SPLIT_MIN", 0)
-    monkeypatch.setattr(cmd_list, "_split_listing", lambda *a: calls.append(a[4]) or real(*a))
-    monkeypatch.setattr(forked, "cores", lambda: 2)
+    real = listing.split_listing
+    monkeypatch.setattr(listing, "SPLIT_MIN", 0)
+    monkeypatch.setattr(listing, "split_listing", lambda *a: calls.append(a[4]) or real(*a))
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     assert cmd_list.run(["-C", str(split_repo)]) == 0
     assert calls == ["files"]
     assert capfd.readouterr().out.encode() == git(

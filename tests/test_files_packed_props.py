@@ -13,7 +13,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refscope.backend.errors import CorruptStore
-from refscope.backend.formats.packed import PackedRefs, bulk_json, bulk_run, plain_run_ok
+from refscope.backend.formats.packed import PackedRefs
+from refscope.backend.listing import bulk_json, bulk_run, plain_run_ok
 from refscope.backend.refname import check_refname
 
 COMPONENT = st.text(alphabet="abcXYZ019-_.@{}/é", min_size=1, max_size=6).map(lambda s: s.encode())

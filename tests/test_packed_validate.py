@@ -12,10 +12,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from refscope.backend import forked
+from refscope.backend import parallel
 from refscope.backend.errors import CorruptStore
-from refscope.backend.formats import packed
 from refscope.backend.formats.packed import PackedRefs, checked_names
+from refscope.backend.formats.packed import check as packed
 from refscope.backend.refname import check_refname, is_safe_refname, is_valid_refname
 
 HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
@@ -188,13 +188,13 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_two_processes_report_what_one_does(case, tmp_path, monkeypatch) -> None:
     path = _big(tmp_path, CASES[case])
-    monkeypatch.setattr(forked, "may_fork", lambda: True)
+    monkeypatch.setattr(parallel, "may_fork", lambda: True)
     started = []
-    real = forked.Forked
-    monkeypatch.setattr(forked, "Forked", lambda *a: started.append(a[1:]) or real(*a))
+    real = parallel.Forked
+    monkeypatch.setattr(parallel, "Forked", lambda *a: started.append(a[1:]) or real(*a))
     split = _outcome(path)
     assert len(started) == 1 and started[0][1] == os.path.getsize(path)  # the second half went to a child
-    monkeypatch.setattr(packed, "_FORK_MIN", 1 << 60)
+    monkeypatch.setattr(packed, "FORK_MIN", 1 << 60)
     assert split == _outcome(path)  # what, offset: exactly as in one process
     if case == "clean":
         assert split is None
@@ -208,7 +208,7 @@ def test_a_failing_child_leaves_the_check_to_the_parent(tmp_path, monkeypatch) -
     """A child that dies (here: its check raises something unexpected) is not a verdict: the parent
     checks that half itself and finds what is there."""
     path = _big(tmp_path, CASES["bad oid near the end"])
-    monkeypatch.setattr(forked, "may_fork", lambda: True)
+    monkeypatch.setattr(parallel, "may_fork", lambda: True)
     real = PackedRefs._range_verdict
     parent = os.getpid()
 
@@ -223,9 +223,9 @@ def test_a_failing_child_leaves_the_check_to_the_parent(tmp_path, monkeypatch) -
 
 
 def test_forked_result_failure_and_abandon() -> None:
-    assert forked.Forked(lambda a, b: {a: [b, (1, b"x")]}, "k", 2).result() == {"k": [2, (1, b"x")]}
-    assert forked.Forked(lambda: 1 / 0).result() is forked.FAILED
-    assert forked.Forked(lambda: object()).result() is forked.FAILED  # not marshallable
-    child = forked.Forked(__import__("time").sleep, 30)
+    assert parallel.Forked(lambda a, b: {a: [b, (1, b"x")]}, "k", 2).result() == {"k": [2, (1, b"x")]}
+    assert parallel.Forked(lambda: 1 / 0).result() is parallel.FAILED
+    assert parallel.Forked(lambda: object()).result() is parallel.FAILED  # not marshallable
+    child = parallel.Forked(__import__("time").sleep, 30)
     child.abandon()
     assert child.pid == -1

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from refscope.backend import forked
+from refscope.backend import parallel
 from refscope.backend.errors import CorruptStore
 from refscope.backend.formats.reftable.block import (
     _decode_checked,
@@ -364,7 +364,7 @@ def test_split_listing_second_half_corrupt(overlay_repo, tmp_path, capfd):
 
 def test_split_listing_reader_gone(overlay_repo, capfd):
     """The reader closes the pipe: BrokenPipeError (the CLI exits quietly on it), the child reaped."""
-    from refscope.app import cmd_list
+    from refscope.backend import listing
 
     snap = ReftableStore(discover(str(overlay_repo))).snapshot()
     r, w = os.pipe()
@@ -372,10 +372,10 @@ def test_split_listing_reader_gone(overlay_repo, capfd):
     os.close(r)
     os.dup2(w, 1)
     try:
-        out = cmd_list._Out()
+        out = listing.Out()
         out.stream = open(1, "wb", closefd=False)  # noqa: SIM115
         with pytest.raises(BrokenPipeError):
-            cmd_list._split_listing(snap, True, out, snap.split_name(min_size=0), "columns")
+            listing.split_listing(snap, True, out, snap.split_name(min_size=0), "columns")
     finally:
         os.dup2(saved, 1)
         os.close(saved)
@@ -387,12 +387,13 @@ def test_split_listing_reader_gone(overlay_repo, capfd):
 def test_list_command_splits(overlay_repo, capfd, monkeypatch, as_json):
     """``refscope list`` itself takes the split path on a big enough table and prints what git does."""
     from refscope.app import cmd_list
+    from refscope.backend import listing
 
     calls = []
-    real = cmd_list._split_listing
-    monkeypatch.setattr(cmd_list, "_SPLIT_MIN", 0)
-    monkeypatch.setattr(cmd_list, "_split_listing", lambda *a: calls.append(a[3]) or real(*a))
-    monkeypatch.setattr(forked, "cores", lambda: 2)
+    real = listing.split_listing
+    monkeypatch.setattr(listing, "SPLIT_MIN", 0)
+    monkeypatch.setattr(listing, "split_listing", lambda *a: calls.append(a[3]) or real(*a))
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     assert cmd_list.run([*(["--json"] if as_json else []), "-C", str(overlay_repo)]) == 0
     got = capfd.readouterr().out.encode()
     assert calls

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from refscope.backend.formats.packed import _FORK_MIN
+from refscope.backend.formats.packed.check import FORK_MIN as _FORK_MIN
 from refscope.backend.formats.reftable.record import VALUE_DELETION, VALUE_VAL1, RefRecord
 from refscope.backend.formats.reftable.table import _READ_UP_TO
 from refscope.backend.formats.reftable.writer import write_table
@@ -182,10 +182,10 @@ def test_delete_stdin_at_ulimit_8(repo: Path) -> None:
 
 NO_PIPES = r"""
 import os, sys
-from refscope.backend.forked import FAILED, Forked, pipes_and_fork
+from refscope.backend.parallel import FAILED, Forked, pipes_and_fork
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
-from refscope.app import cmd_list
+from refscope.backend import listing as refs_listing
 
 snap = open_store(discover(sys.argv[1])).snapshot()
 split = snap.split_name(1)
@@ -195,8 +195,8 @@ outs = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) for p in sys.argv[2:4]
 
 def listing(i):
     os.dup2(outs[i], 1)
-    out = cmd_list._Out()
-    cmd_list._split_listing(snap, False, out, split, "columns")
+    out = refs_listing.Out()
+    refs_listing.split_listing(snap, False, out, split, "columns")
     out.flush()
 
 
@@ -216,7 +216,7 @@ sys.stderr.write("ok\n")
 
 
 def test_no_pipe_to_spare_means_the_work_stays_in_process(repo: Path, tmp_path: Path) -> None:
-    """Every pipe-and-fork path (``backend.forked``, the split listing) works in-process without a pipe.
+    """Every pipe-and-fork path (``backend.parallel``, the split listing) works in-process without a pipe.
     (Packed into one table first: a listing splits on its base table's index.)"""
     git(repo, "pack-refs", "--all")
     a, b = tmp_path / "with-fork", tmp_path / "without"

@@ -101,7 +101,7 @@ def test_writes_naming_it_are_refused_others_pass(nul_repo: tuple[Path, Path]) -
 def test_split_listing_warns_once_for_what_its_child_found(tmp_path: Path, capfd) -> None:
     """A listing split over two processes, the damaged record in a block only the child decodes: the
     parent still prints the one warning, after the whole listing (the child sends what it found)."""
-    from refscope.app import cmd_list
+    from refscope.backend import listing
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
@@ -127,7 +127,7 @@ def test_split_listing_warns_once_for_what_its_child_found(tmp_path: Path, capfd
     split = listed(capfd, snap, False, b"refs/heads/b010", "columns")
     assert split == whole
     assert t.nul_names and all(off > 0 for off in t.nul_names.values())  # found by the child, sent back
-    cmd_list._warn_unlisted(snap, [(b"", None)])
+    listing.warn_unlisted(snap, [(b"", None)])
     off = t.nul_names[b"refs/heads/zz\0c"]
     assert capfd.readouterr().err == (
         f"refscope: {table}: warning: ref name 'refs/heads/zz\\x00c' holds a NUL byte; not listed "

@@ -30,7 +30,7 @@ from ..formats.loose import (
     still_valid,
 )
 from ..formats.packed import PackedRecord, PackedRefs
-from ..model import LOOSE, PACKED, SYMREF_MAXDEPTH, Location, LogEntry, Ref
+from ..model import HASH_HEXSZ, LOOSE, PACKED, SYMREF_MAXDEPTH, Location, LogEntry, Ref
 from ..refname import check_refname, is_safe_refname, is_valid_refname
 from ..refpattern import prefix_successor
 from ..repo import Repo
@@ -67,7 +67,7 @@ class FilesStore:
         self.gitdir = repo.gitdir
         self.commondir = repo.commondir
         self.packed_path = os.path.join(repo.commondir, "packed-refs")
-        self.hexlen = 40 if repo.hash_name == "sha1" else 64
+        self.hexlen = HASH_HEXSZ[repo.hash_name]
 
     def snapshot(self) -> FilesSnapshot:
         seq = next_read_seq()
@@ -84,7 +84,7 @@ class FilesStore:
         was read: ext4 reuses a freed inode at once and its mtime ticks every few ms, so a rewrite can
         keep all four). A racy file is read again; when it reads the same, the entry is kept (its read
         time renewed in place). ``previous`` itself when nothing changed."""
-        if previous is None or getattr(previous, "format", None) != "files":
+        if previous is None or previous.format != "files":
             return self.snapshot()
         seq = next_read_seq()
         packed = previous.packed
@@ -142,7 +142,7 @@ class FilesSnapshot:
         self.packed = packed
         self.loose = loose
         self.head_file = head
-        self.hexlen = 40 if repo.hash_name == "sha1" else 64
+        self.hexlen = HASH_HEXSZ[repo.hash_name]
         self.loose_names = sorted(loose)
         # visible loose refs, in name order
         self._loose_refs: list[Ref] = []
@@ -205,7 +205,9 @@ class FilesSnapshot:
         return None
 
     # -- packed helpers ----------------------------------------------------------------------------
-    def _packed_ok(self, rec: PackedRecord) -> bool:
+    def packed_visible(self, rec: PackedRecord) -> bool:
+        """Does git list this packed record (a name failing check_refname is hidden; a dangerous one
+        raises CorruptStore, as git dies)? Shadowing by loose refs is the caller's."""
         if is_valid_refname(rec.name):
             return True
         if not is_safe_refname(rec.name):
@@ -218,11 +220,12 @@ class FilesSnapshot:
 
     def _packed_lookup(self, name: bytes) -> PackedRecord | None:
         rec = self.packed.lookup(name)
-        if rec is None or not self._packed_ok(rec):
+        if rec is None or not self.packed_visible(rec):
             return None
         return rec
 
-    def _packed_ref(self, rec: PackedRecord) -> Ref:
+    def packed_ref(self, rec: PackedRecord) -> Ref:
+        """The Ref a packed record stands for (its location the record's offset)."""
         return Ref(rec.name, rec.oid, rec.peeled, None, Location(PACKED, self.packed.path, rec.offset))
 
     # -- the Snapshot interface --------------------------------------------------------------------
@@ -248,7 +251,7 @@ class FilesSnapshot:
                 return self._loose_refs[i]
             return None
         rec = self._packed_lookup(name)
-        return None if rec is None else self._packed_ref(rec)
+        return None if rec is None else self.packed_ref(rec)
 
     def iter_from(self, start: bytes = b"") -> Iterator[Ref]:
         loose = self.loose
@@ -256,8 +259,8 @@ class FilesSnapshot:
         lrefs = self._loose_refs
         li = bisect.bisect_left(lnames, start)
         ln = len(lnames)
-        packed_ok = self._packed_ok
-        packed_ref = self._packed_ref
+        packed_ok = self.packed_visible
+        packed_ref = self.packed_ref
         for rec in self.packed.iter_from(start):
             name = rec.name
             while li < ln and lnames[li] < name:
@@ -287,12 +290,12 @@ class FilesSnapshot:
         for name in self.loose_names:
             span = packed.locate(name)
             if span is not None:
-                excl.add(packed._row_of_offset(span[0]))
+                excl.add(packed.row_of_offset(span[0]))
         excluded = sorted(excl)
         kept_before = [s - t for t, s in enumerate(excluded)]
         lrows = []
         for k, name in enumerate(self._loose_vis_names):
-            p = packed._row_of_offset(packed.seek(name))
+            p = packed.row_of_offset(packed.seek(name))
             lrows.append(p - bisect.bisect_left(excluded, p) + k)
         self._merge = m = (excluded, kept_before, lrows)
         return m
@@ -333,7 +336,7 @@ class FilesSnapshot:
         ref, j = self._locate_row(i)
         if ref is not None:
             return ref
-        return self._packed_ref(self.packed.record_at(self.packed.starts()[j]))
+        return self.packed_ref(self.packed.record_at(self.packed.starts()[j]))
 
     def name_at(self, i: int) -> bytes:
         ref, j = self._locate_row(i)
@@ -344,7 +347,7 @@ class FilesSnapshot:
     def _position(self, name: bytes) -> int:
         """Merged row of the first ref whose name is >= ``name``."""
         packed = self.packed
-        p = packed._row_of_offset(packed.seek(name))
+        p = packed.row_of_offset(packed.seek(name))
         if not self.loose and not packed.hidden_rows():
             return p
         excluded, _kept, _lrows = self._merge_table()

@@ -1,4 +1,4 @@
-"""A function run in a forked child, its result coming back through a pipe.
+"""The one fork-and-collect helper: a function run in a forked child, its result coming back through a pipe.
 
 Why: a short CLI process that must scan a big file (the packed-refs check before a splice, a reftable
 stack's log blocks before a 10k-name delete) does byte work that never releases the GIL; a second core
@@ -58,24 +58,40 @@ def pipes_and_fork(n: int) -> tuple[int, list[tuple[int, int]]] | None:
 
 class Forked:
     """``Forked(fn, *args)`` starts the child; ``result()`` waits for its value (``FAILED`` when it did not
-    deliver); ``abandon()`` kills it when the value is no longer wanted. Exactly one of the two is called."""
+    deliver); ``abandon()`` kills it when the value is no longer wanted. Exactly one of the two is called.
 
-    __slots__ = ("pid", "_r")
+    ``gated=True`` is for a child whose work has a part that must wait its turn (a split listing's second
+    half, written to the shared fd 1 after the parent's first half): ``fn(*args)`` returns a callable, the
+    child tells ``ready()`` it has got that far, and calls it only after ``go()``; its return value is what
+    ``result()`` gets. A child that fails before it is ready makes ``ready()`` False (it is reaped then; the
+    caller does its work itself)."""
 
-    def __init__(self, fn, *args) -> None:
-        got = pipes_and_fork(1)
+    __slots__ = ("pid", "_r", "_go")
+
+    def __init__(self, fn, *args, gated: bool = False) -> None:
+        self._go = -1
+        got = pipes_and_fork(2 if gated else 1)
         if got is None:  # no descriptor or process to spare: ``result`` says FAILED, the caller does the work
             self.pid = -1
             self._r = -1
             return
-        pid, ((r, w),) = got
-        if pid == 0:  # the child: never returns
+        pid, pipes = got
+        r, w = pipes[0]
+        if pid == 0:  # the child: never returns, never touches sys.stdout or runs exit handlers
             code = 1
             try:
+                os.close(r)
+                value = fn(*args)
+                if gated:
+                    r_go, w_go = pipes[1]
+                    os.close(w_go)
+                    os.write(w, b"K")
+                    if os.read(r_go, 1) != b"G":  # the parent went on without us
+                        os._exit(0)
+                    value = value()
                 import marshal
 
-                os.close(r)
-                data = memoryview(marshal.dumps(fn(*args)))
+                data = memoryview(marshal.dumps(value))
                 while data:
                     data = data[os.write(w, data) :]
                 code = 0
@@ -84,17 +100,36 @@ class Forked:
             finally:
                 os._exit(code)
         os.close(w)
+        if gated:
+            r_go, w_go = pipes[1]
+            os.close(r_go)
+            self._go = w_go
         self.pid = pid
         self._r = r
 
+    def ready(self) -> bool:
+        """(gated) Has the child done its first part? False: it failed (and is reaped), or never started."""
+        if self.pid < 0:
+            return False
+        if os.read(self._r, 1) == b"K":
+            return True
+        self._close()
+        os.waitpid(self.pid, 0)
+        self.pid = -1
+        return False
+
+    def go(self) -> None:
+        """(gated, after ``ready()``) Let the child do its second part; ``result()`` then collects it."""
+        os.write(self._go, b"G")
+
     def result(self):
-        """The child's ``fn(*args)``, or ``FAILED``."""
+        """The child's ``fn(*args)`` (gated: its second part's value), or ``FAILED``."""
         if self.pid < 0:
             return FAILED
         chunks = []
         while chunk := os.read(self._r, 1 << 20):
             chunks.append(chunk)
-        os.close(self._r)
+        self._close()
         _pid, status = os.waitpid(self.pid, 0)
         self.pid = -1
         if status != 0:
@@ -111,7 +146,13 @@ class Forked:
         if self.pid > 0:
             import signal
 
-            os.close(self._r)
+            self._close()  # a gated child still waiting sees EOF and exits without writing
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
             self.pid = -1
+
+    def _close(self) -> None:
+        for fd in (self._r, self._go):
+            if fd >= 0:
+                os.close(fd)
+        self._r = self._go = -1
