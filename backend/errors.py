@@ -121,3 +121,18 @@ class UnreadableFile(CorruptStore):
         super().__init__(file, f"couldn't read: {why}")
         self.why = why
         self.errno = errno
+
+
+class VarintError(ValueError):
+    """A reftable varint that does not decode (truncated, or over 64 bits), with the offset where decoding
+    failed. Raised by ``formats.reftable.record.get_varint``; the block decoders turn it into CorruptStore
+    (a ValueError, not a RefscopeError: it never leaves the decoders)."""
+
+    def __init__(self, what: str, offset: int) -> None:
+        super().__init__(what, offset)
+        self.what = what
+        self.offset = offset
+
+
+class EntryTooBig(ValueError):
+    """A reftable record does not fit into one block of the chosen size (the writer's)."""

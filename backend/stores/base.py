@@ -54,16 +54,3 @@ class Snapshot(Protocol):
 
         Refresh compares these to reuse unchanged parts; the watcher uses them to classify changes.
         """
-
-
-class Store(Protocol):
-    """A ref store opened on one repository (worktree): produces snapshots, commits deletions."""
-
-    format: str
-
-    def snapshot(self) -> Snapshot:
-        """A fresh snapshot of what is on disk now."""
-
-    def refresh(self, previous: Snapshot) -> Snapshot:
-        """A snapshot of what is on disk now, reusing every file/table of ``previous`` that did not change
-        (same path, device, inode and size). Returns ``previous`` itself when nothing changed."""

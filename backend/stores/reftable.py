@@ -31,10 +31,9 @@ from ..formats.reftable.block import ref_block_pairs
 from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
-from ..model import SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
+from ..model import PER_WORKTREE_PREFIXES, SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
 from .seq import next_read_seq
 
-_PER_WORKTREE = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
 # '/', so one search for '//' finds empty components, names starting or ending with '/' and empty names;
 # the rest are conservative substring tests (a hit falls back to the exact per-name check). All C-speed
@@ -122,7 +121,7 @@ def _is_root_ref_syntax(name: bytes) -> bool:
 
 def is_current_worktree_ref(name: bytes) -> bool:
     """git's is_current_worktree_ref: root-ref syntax (HEAD, FETCH_HEAD...) or a per-worktree prefix."""
-    return name.startswith(_PER_WORKTREE) or _is_root_ref_syntax(name)
+    return name.startswith(PER_WORKTREE_PREFIXES) or _is_root_ref_syntax(name)
 
 
 class Stack:
@@ -631,7 +630,7 @@ class ReftableSnapshot:
             if not name.startswith(b"refs/"):
                 nb = None
                 continue
-            if not name.startswith(_PER_WORKTREE):
+            if not name.startswith(PER_WORKTREE_PREFIXES):
                 yield name, ct[nb[1]], nb[2], nb[3]
             nb = next(b, None)
 
@@ -1158,17 +1157,6 @@ class ReftableSnapshot:
                 LogEntry(r.old, r.new, r.ident_name, r.email, r.time, tz_minutes(r.tz), msg, r.update_index)
             )
         return out
-
-    def reflog_names(self) -> list[bytes]:
-        """Names that have log records (including existence markers), sorted."""
-        names = set()
-        for stack in (self.stack, self.worktree_stack):
-            if stack is None:
-                continue
-            for t in stack.tables:
-                for rec in t.iter_logs():
-                    names.add(rec.name)
-        return sorted(names)
 
     # --- identity ----------------------------------------------------------------------------------------
 

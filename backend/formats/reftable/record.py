@@ -9,6 +9,8 @@ from __future__ import annotations
 from binascii import unhexlify
 from collections import namedtuple
 
+from ...errors import VarintError
+
 # Block types.
 BLOCK_REF = ord("r")
 BLOCK_LOG = ord("g")
@@ -88,15 +90,6 @@ class IndexRecord(namedtuple("IndexRecord", "last_key position")):
 _VARINT_LIMIT = 1 << 57  # a value this large cannot be shifted by 7 more bits within 64 bits
 
 
-class VarintError(ValueError):
-    """Raised by ``get_varint`` with the offset where decoding failed; callers turn it into CorruptStore."""
-
-    def __init__(self, what: str, offset: int) -> None:
-        super().__init__(what, offset)
-        self.what = what
-        self.offset = offset
-
-
 def get_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Decode one varint from ``buf[pos:end]``: (value, next position). Raises VarintError."""
     if pos >= end:
@@ -148,12 +141,6 @@ def common_prefix_len(a: bytes, b: bytes) -> int:
     n = min(len(a), len(b))
     x = int.from_bytes(a[:n], "big") ^ int.from_bytes(b[:n], "big")
     return n - (x.bit_length() + 7) // 8
-
-
-def encode_key(prev: bytes, key: bytes, extra: int) -> tuple[bytes, bool]:
-    """Prefix-compressed key bytes and whether it is a restart (prefix length 0), as git's writer does."""
-    p = common_prefix_len(prev, key) if prev else 0
-    return put_varint(p) + put_varint(((len(key) - p) << 3) | extra) + key[p:], p == 0
 
 
 def encode_ref_value(rec: RefRecord, min_update_index: int) -> bytes:

@@ -65,11 +65,6 @@ def read_tables_list_stat(reftable_dir: str) -> tuple[list[str], tuple[int, int,
     return parse_tables_list(data, path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def read_tables_list(reftable_dir: str) -> list[str]:
-    """Validated table names from ``<reftable_dir>/tables.list``, oldest first ([] when it is missing)."""
-    return read_tables_list_stat(reftable_dir)[0]
-
-
 def compaction_size(file_size: int, table_version: int, stack_hash_name: str) -> int:
     """The size git's policy uses for one table: its size without the footer, minus (header size - 1) of
     the stack's format version (reftable/stack.c stack_segments_for_compaction)."""

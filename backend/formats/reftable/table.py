@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from ...errors import CorruptStore, UnsupportedFormat
 from ...fileio import open_regular, unreadable
+from ...model import HASH_RAWSZ
 from .block import (
     Block,
     RefBlock,
@@ -31,9 +32,8 @@ from .record import BLOCK_INDEX, BLOCK_LOG, BLOCK_OBJ, BLOCK_REF, LogRecord, Obj
 
 HEADER_SIZE = {1: 24, 2: 28}
 FOOTER_SIZE = {1: 68, 2: 72}
-HASH_IDS = {b"sha1": ("sha1", 20), b"s256": ("sha256", 32)}
+HASH_IDS = {b"sha1": "sha1", b"s256": "sha256"}
 HASH_ID_OF = {"sha1": b"sha1", "sha256": b"s256"}
-HASH_SIZE = {"sha1": 20, "sha256": 32}
 _BLOCK_TYPES = frozenset((BLOCK_REF, BLOCK_LOG, BLOCK_OBJ, BLOCK_INDEX))
 BLOCK_TYPES_END = -1  # "type" past the table data
 _REF_CACHE = 64  # decoded ref blocks kept per table
@@ -277,12 +277,13 @@ class Table:
         self.min_update_index = int.from_bytes(mm[8:16], "big")
         self.max_update_index = int.from_bytes(mm[16:24], "big")
         if version == 1:
-            self.hash_name, self.hash_size = "sha1", 20
+            self.hash_name = "sha1"
         else:
             hid = mm[24:28]
             if hid not in HASH_IDS:
                 raise CorruptStore(path, f"unknown hash id {hid!r}", 24)
-            self.hash_name, self.hash_size = HASH_IDS[hid]
+            self.hash_name = HASH_IDS[hid]
+        self.hash_size = HASH_RAWSZ[self.hash_name]
         f = hs
         vals = [int.from_bytes(footer[f + 8 * i : f + 8 * i + 8], "big") for i in range(5)]
         crc = int.from_bytes(footer[fs - 4 : fs], "big")
@@ -515,13 +516,6 @@ class Table:
         for rb, i in self.iter_ref_blocks(start):
             for j in range(i, len(rb.names)):
                 yield rb.record(j)
-
-    def iter_refs_located(self, start: bytes = b"") -> Iterator[tuple[RefRecord, int]]:
-        """Like iter_refs, with the file offset of each record's block."""
-        for rb, i in self.iter_ref_blocks(start):
-            off = rb.offset
-            for j in range(i, len(rb.names)):
-                yield rb.record(j), off
 
     def seek_ref(self, name: bytes) -> RefRecord | None:
         """The record of exactly ``name`` (possibly a tombstone), or None."""
