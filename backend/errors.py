@@ -123,15 +123,20 @@ class UnreadableFile(CorruptStore):
         self.errno = errno
 
 
-class VarintError(ValueError):
-    """A reftable varint that does not decode (truncated, or over 64 bits), with the offset where decoding
-    failed. Raised by ``formats.reftable.record.get_varint``; the block decoders turn it into CorruptStore
-    (a ValueError, not a RefscopeError: it never leaves the decoders)."""
+class RecordError(ValueError):
+    """A reftable record that does not decode (a key or value running past the records, a bad prefix
+    length...), with the in-block offset of the fault. Raised by ``formats.reftable.record``'s decoders;
+    the block decoders turn it into CorruptStore naming the file (a ValueError, not a RefscopeError: it
+    never leaves the decoders)."""
 
     def __init__(self, what: str, offset: int) -> None:
         super().__init__(what, offset)
         self.what = what
         self.offset = offset
+
+
+class VarintError(RecordError):
+    """A reftable varint that does not decode (truncated, or over 64 bits): ``get_varint``'s."""
 
 
 class EntryTooBig(ValueError):

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import _thread
 import os
-import time
 from array import array
 from binascii import hexlify
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from ..errors import CorruptStore
-from ..fileio import unreadable
 from ..formats.reftable.block import ref_block_pairs
+from ..formats.reftable.merged import MergedTables
 from ..formats.reftable.record import get_varint, tz_minutes
-from ..formats.reftable.stack import read_tables_list_stat
+from ..formats.reftable.stack import Stack, read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..model import PER_WORKTREE_PREFIXES, SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
 from .seq import next_read_seq
@@ -112,9 +111,6 @@ def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
     return h
 
 
-_RETRY_SECONDS = 3.0
-
-
 def _is_root_ref_syntax(name: bytes) -> bool:
     return all(c == 0x2D or c == 0x5F or 0x41 <= c <= 0x5A for c in name)
 
@@ -124,121 +120,18 @@ def is_current_worktree_ref(name: bytes) -> bool:
     return name.startswith(PER_WORKTREE_PREFIXES) or _is_root_ref_syntax(name)
 
 
-class Stack:
-    """One reftable directory as read at one moment: ``names`` and ``tables`` oldest first,
-    ``list_stat`` = (st_dev, st_ino, st_size, st_mtime_ns) of tables.list or None when it is missing."""
-
-    __slots__ = ("dir", "names", "tables", "list_stat")
-
-    def __init__(self, d: str, names: list[str], tables: list[Table], list_stat) -> None:
-        self.dir = d
-        self.names = names
-        self.tables = tables
-        self.list_stat = list_stat
-
-    @classmethod
-    def load(cls, d: str, hash_name: str, previous: Stack | None = None) -> Stack:
-        """Read tables.list and open its tables, reusing ``previous``'s Table objects whose file (name,
-        device, inode, size) is unchanged. A listed table that is missing while tables.list changed
-        meanwhile means a concurrent writer: retry (about 3 s, as git's reader does)."""
-        reuse = {t.name: t for t in previous.tables} if previous is not None else {}
-        deadline = time.monotonic() + _RETRY_SECONDS
-        tries = 0
-        delay = 0.001
-        while True:
-            tries += 1
-            names, lst = read_tables_list_stat(d)
-            tables: list[Table] = []
-            missing = None
-            for n in names:
-                path = os.path.join(d, n)
-                old = reuse.get(n)
-                try:
-                    if old is not None:
-                        st = os.stat(path)
-                        if (st.st_dev, st.st_ino, st.st_size) == old.stat:
-                            tables.append(old)
-                            continue
-                    tables.append(Table.open(path))
-                except FileNotFoundError:
-                    missing = path
-                    break
-                except OSError as err:  # the stat of a reused table (ELOOP, EACCES...): as fileio reports it
-                    raise unreadable(path, err) from None
-            if missing is None:
-                break
-            after, _ = read_tables_list_stat(d)
-            if after == names or (tries > 3 and time.monotonic() >= deadline):
-                raise CorruptStore(missing, "table listed in tables.list does not exist")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
-        for t in tables:
-            if t.hash_name != hash_name:
-                raise CorruptStore(t.path, f"table uses {t.hash_name}, the repository uses {hash_name}")
-        return cls(d, names, tables, lst)
-
-    def unchanged(self, names: list[str], lst) -> bool:
-        return names == self.names and lst == self.list_stat
-
-    # --- merged access ---------------------------------------------------------------------------------
-
-    def locate(self, name: bytes):
-        """(table, RefBlock, index) of the newest record of ``name`` (tombstone included), or None."""
-        for t in reversed(self.tables):
-            got = t.locate_ref(name)
-            if got is not None:
-                return t, got[0], got[1]
-        return None
-
-    def stream(self, start: bytes) -> Iterator[tuple[bytes, int, object, int]]:
-        """(name, table index, RefBlock, record index) of every effective (newest, non-tombstone) record
-        from ``start``, in name order."""
-        tables = self.tables
-        if not tables:
-            return
-        if len(tables) == 1:
-            for rb, i in tables[0].iter_ref_blocks(start):
-                names = rb.names
-                meta = rb.meta
-                for j in range(i, len(names)):
-                    if meta[j] & 7:
-                        yield names[j], 0, rb, j
-            return
-
-        last = None
-        from heapq import merge  # only stacks of several tables merge (and heapq.py costs ~1 ms to import)
-
-        for name, neg, rb, j in merge(*(_keyed_records(ti, t, start) for ti, t in enumerate(tables))):
-            if name == last:
-                continue
-            last = name
-            if rb.meta[j] & 7:
-                yield name, -neg, rb, j
-
-    def values_sorted(self, names: list[bytes], values: bool = True) -> list:
-        """The value key (``value_key``) of each of ``names`` (sorted, unique) in this stack's merged view,
-        None where absent (``values`` False: True where present, no value decoded): one forward walk per table over only the blocks that hold a candidate, so many
-        names cost a merge of the candidates with those blocks (a block is decoded once, not once per name)
-        and a few names cost about one seek each."""
-        out: list = [_UNSEEN] * len(names)
-        todo = list(range(len(names)))
-        for t in reversed(self.tables):
-            if not todo:
-                break
-            todo = _table_values(t, names, todo, out, values)
-        return [None if v is _UNSEEN else v for v in out]
-
-    def log_records(self, name: bytes) -> list:
-        """Effective log records of ``name`` newest first: per update index the newest table's record,
-        deletion records hiding older ones (and themselves)."""
-        seen: dict[int, object] = {}
-        for t in reversed(self.tables):
-            for rec in t.iter_logs(name):
-                if rec.update_index not in seen:
-                    seen[rec.update_index] = rec
-        out = [r for r in seen.values() if r.log_type != 0]
-        out.sort(key=lambda r: -r.update_index)
-        return out
+def values_sorted(stack: Stack, names: list[bytes], values: bool = True) -> list:
+    """The value key (``value_key``) of each of ``names`` (sorted, unique) in ``stack``'s merged view, None
+    where absent (``values`` False: True where present, no value decoded): one forward walk per table over
+    only the blocks that hold a candidate, so many names cost a merge of the candidates with those blocks
+    (a block is decoded once, not once per name) and a few names cost about one seek each."""
+    out: list = [_UNSEEN] * len(names)
+    todo = list(range(len(names)))
+    for t in reversed(stack.tables):
+        if not todo:
+            break
+        todo = _table_values(t, names, todo, out, values)
+    return [None if v is _UNSEEN else v for v in out]
 
 
 _UNSEEN = object()
@@ -553,7 +446,7 @@ class ReftableSnapshot:
         """``Stack.values_sorted`` over this snapshot's view of ``names`` (sorted, unique, under refs/):
         names a linked worktree's stack holds are looked up one by one (they are few)."""
         wt = self.worktree_stack
-        out = self.stack.values_sorted(names, values)
+        out = values_sorted(self.stack, names, values)
         if wt is None:
             return out
         for i, name in enumerate(names):
@@ -695,19 +588,13 @@ class ReftableSnapshot:
         if not tables:
             return
 
-        last = None
         last_rb = None
         hidden = _EMPTY
         resolve = self.resolve
-        from heapq import merge  # only stacks of several tables merge (and heapq.py costs ~1 ms to import)
-
-        for name, neg, rb, j in merge(*(_keyed_records(ti, t, start) for ti, t in enumerate(tables))):
-            if name == last:
-                continue
-            last = name
+        for name, ti, rb, j in MergedTables(tables).records(start):
             if not name.startswith(b"refs/"):
                 return
-            t = tables[-neg]
+            t = tables[ti]
             vt = rb.meta[j] & 7
             visible = False
             if vt:
@@ -1212,13 +1099,3 @@ class ReftableStore:
         snap = ReftableSnapshot(self, common, wt)
         snap.read_seq = seq
         return snap
-
-
-def _keyed_records(ti: int, t: Table, start: bytes):
-    """Table ``ti``'s ref records from ``start`` as ``(name, -ti, RefBlock, index)``: merged across tables with
-    ``heapq.merge``, equal names come newest table first."""
-    neg = -ti
-    for rb, i in t.iter_ref_blocks(start):
-        names = rb.names
-        for j in range(i, len(names)):
-            yield names[j], neg, rb, j

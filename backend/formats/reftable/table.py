@@ -380,7 +380,8 @@ class Table:
         t = self._mm[off] if off < self.data_end else BLOCK_TYPES_END
         return t != btype and (t in _BLOCK_TYPES or t == BLOCK_TYPES_END)
 
-    def _next_of(self, blk: Block, btype: int) -> Block | None:
+    def next_block(self, blk: Block, btype: int) -> Block | None:
+        """The block after ``blk`` when it is of type ``btype`` (None at the end of that section)."""
         if self._other_section(blk.offset + blk.full_size, btype):
             return None
         nxt = self.block_at(blk.offset + blk.full_size)
@@ -427,7 +428,7 @@ class Table:
             keys, poss = self._index_records(blk)
             j = bisect_left(keys, want)
             if j == len(keys):
-                blk = self._next_of(blk, BLOCK_INDEX)
+                blk = self.next_block(blk, BLOCK_INDEX)
                 if blk is None:
                     return None
                 continue
@@ -456,7 +457,9 @@ class Table:
 
     # --- refs ------------------------------------------------------------------------------------------------
 
-    def _ref_start_block(self, start: bytes) -> int | None:
+    def seek_ref_block(self, start: bytes) -> int | None:
+        """Offset of the ref block that may hold ``start`` (the first name >= it), through the ref index
+        when the table has one; None when the table has no refs."""
         if not self.has_refs:
             return None
         if not start:
@@ -469,7 +472,7 @@ class Table:
         blk = self.block_at(0)
         chosen = 0
         while True:
-            nxt = self._next_of(blk, BLOCK_REF)
+            nxt = self.next_block(blk, BLOCK_REF)
             if nxt is None or first_key(nxt) > start:
                 return chosen
             chosen = nxt.offset
@@ -491,7 +494,7 @@ class Table:
     def iter_ref_raw_blocks(self, start: bytes = b"") -> Iterator[Block]:
         """The parsed (not decoded) ref blocks from the one that may hold ``start`` onwards: for bulk paths
         that decode a block their own way (``block.ref_block_pairs``) and fall back to ``ref_block``."""
-        off = self._ref_start_block(start)
+        off = self.seek_ref_block(start)
         if off is None:
             return
         while True:
@@ -524,7 +527,7 @@ class Table:
 
     def locate_ref(self, name: bytes) -> tuple[RefBlock, int] | None:
         """(decoded block, record index) of ``name``, or None. Uses the index when present."""
-        off = self._ref_start_block(name)
+        off = self.seek_ref_block(name)
         if off is None:
             return None
         rb = self.ref_block(off)
@@ -533,7 +536,7 @@ class Table:
             return (rb, i) if rb.names[i] == name else None
         # past the end of this block: the next block may start with it (linear case only)
         blk = self.block_at(off)
-        nxt = self._next_of(blk, BLOCK_REF)
+        nxt = self.next_block(blk, BLOCK_REF)
         if nxt is None:
             return None
         rb = self.ref_block(nxt.offset)
@@ -554,7 +557,7 @@ class Table:
             k, p = self._index_records(blk)
             keys += k
             poss += p
-            blk = self._next_of(blk, BLOCK_INDEX)
+            blk = self.next_block(blk, BLOCK_INDEX)
         frac = 0.5
         for _depth in range(64):
             if not keys:
@@ -594,15 +597,19 @@ class Table:
                 blk = self.block_at(0)
                 while blk is not None:
                     offs.append(blk.offset)
-                    blk = self._next_of(blk, BLOCK_REF)
+                    blk = self.next_block(blk, BLOCK_REF)
             self._ref_offsets = offs
         return self._ref_offsets
 
     # --- logs ------------------------------------------------------------------------------------------------
 
-    def _log_start(self) -> int | None:
+    def seek_log_block(self, key: bytes) -> int | None:
+        """Offset of the log block from which the records with keys >= ``key`` start: through the log
+        index when the table has one, else the first log block (None: no logs, or ``key`` past them)."""
         if not self.has_logs:
             return None
+        if self.footer.log_index_position:
+            return self._seek_indexed(self.footer.log_index_position, key, BLOCK_LOG)
         return self.footer.log_position
 
     def log_block(self, off: int) -> list[LogRecord]:
@@ -629,20 +636,20 @@ class Table:
 
     def iter_logs(self, name: bytes | None = None) -> Iterator[LogRecord]:
         """Log records in key order (by name, newest update index first); only ``name``'s when given."""
-        off = self._log_start()
-        if off is None:
+        if not self.has_logs:
             return
         want = None
-        if name is not None:
+        if name is None:
+            off = self.footer.log_position
+        else:
             want = name + b"\0"
-            if self.footer.log_index_position:
-                off = self._seek_indexed(self.footer.log_index_position, want, BLOCK_LOG)
-                if off is None:
-                    return
-            else:
+            off = self.seek_log_block(want)
+            if off is None:
+                return
+            if not self.footer.log_index_position:  # a linear seek: up to the last block starting <= want
                 blk = self.block_at(off)
                 while True:
-                    nxt = self._next_of(blk, BLOCK_LOG) if blk is not None else None
+                    nxt = self.next_block(blk, BLOCK_LOG) if blk is not None else None
                     if nxt is None or first_key(nxt) > want:
                         break
                     blk = nxt
