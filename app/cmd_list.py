@@ -169,18 +169,7 @@ class _Lister:
 
     def _resolve(self, ref) -> tuple[bytes, bytes] | None:
         """(oid, final ref name) of a symref, as git's %(objectname) and %(symref) show it."""
-        full = getattr(self.snap, "resolve_full", None)
-        if full is not None:
-            return full(ref.name)
-        target = ref.target
-        for _ in range(6):
-            t = self.snap.lookup(target)
-            if t is None:
-                return None
-            if t.oid is not None:
-                return t.oid, target
-            target = t.target
-        return None
+        return self.snap.resolve_full(ref.name)
 
     # -- column batches (reftable) -----------------------------------------------------------------------
     def columns(self, intervals: list[tuple[bytes, bytes | None]]) -> None:
@@ -456,7 +445,7 @@ def run(argv: list[str]) -> int:
         way = None
         if snap.format == "files" and not has_glob and snap.packed.in_name_order:
             way = "files"
-        elif hasattr(snap, "iter_bulk"):
+        elif snap.format == "reftable":  # (files: its packed-refs way above, else row by row)
             way = "columns"
         if way is not None:
             split = None

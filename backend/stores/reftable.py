@@ -31,6 +31,7 @@ from ..formats.reftable.record import get_varint, tz_minutes
 from ..formats.reftable.stack import Stack, read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..model import PER_WORKTREE_PREFIXES, SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
+from .batches import ref_batches
 from .seq import next_read_seq
 
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
@@ -459,6 +460,17 @@ class ReftableSnapshot:
     def head(self) -> Ref | None:
         return self.lookup(b"HEAD")
 
+    def resolve_full(self, name: bytes) -> tuple[bytes, bytes] | None:
+        """(oid, final ref name) following symrefs as ``resolve`` does; None when it does not resolve."""
+        for _ in range(SYMREF_MAXDEPTH):
+            ref = self.lookup(name)
+            if ref is None:
+                return None
+            if ref.target is None:
+                return ref.oid, name
+            name = ref.target
+        return None
+
     def resolve(self, name: bytes, depth: int = SYMREF_MAXDEPTH) -> bytes | None:
         """The oid ``name`` finally points at (following symrefs as git does: at most ``depth`` reads),
         or None."""
@@ -684,20 +696,7 @@ class ReftableSnapshot:
         slices; only blocks that records of newer tables fall into are merged row by row."""
         base = self._base()
         if base is None:
-            names: list = []
-            oids: list = []
-            peeled: list = []
-            targets: list = []
-            for ref in self.iter_from(start):
-                names.append(ref.name)
-                oids.append(ref.oid)
-                peeled.append(ref.peeled)
-                targets.append(ref.target)
-                if len(names) >= chunk:
-                    yield None, (names, oids, peeled, targets)
-                    names, oids, peeled, targets = [], [], [], []
-            if names:
-                yield None, (names, oids, peeled, targets)
+            yield from ref_batches(self.iter_from(start), chunk)
             return
         start = max(start, b"refs/")
         over = self._overlay(start)
