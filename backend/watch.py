@@ -920,12 +920,12 @@ def _hidden_names(names: list[bytes], chunk: int = 1024) -> list[bytes]:
     """The names git hides (failing check_refname), checked a chunk at a time at C speed; only a chunk
     that may hold one is checked name by name."""
     from .refname import is_valid_refname
-    from .stores.reftable import _block_names_suspect
+    from .stores.reftable import block_names_suspect
 
     out: list[bytes] = []
     for k in range(0, len(names), chunk):
         part = names[k : k + chunk]
-        if _block_names_suspect(part):
+        if block_names_suspect(part):
             out.extend(n for n in part if not is_valid_refname(n))
     return out
 

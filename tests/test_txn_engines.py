@@ -12,8 +12,8 @@ import random
 from pathlib import Path
 
 import pytest
-from refscope.backend.formats.reftable import merged
 from refscope.backend.errors import StaleValue, TransactionRefused
+from refscope.backend.formats.reftable import merged
 from refscope.backend.txn import Transaction
 
 from tests.gitutil import for_each_ref, git, git_env, tree_bytes

@@ -20,14 +20,13 @@ from __future__ import annotations
 import _thread
 import os
 from array import array
-from binascii import hexlify
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from ..errors import CorruptStore
-from ..formats.reftable.block import ref_block_pairs
+from ..formats.reftable.block import ref_block_pairs, ref_rows
 from ..formats.reftable.merged import MergedTables
-from ..formats.reftable.record import get_varint, tz_minutes
+from ..formats.reftable.record import tz_minutes
 from ..formats.reftable.stack import Stack, read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..model import PER_WORKTREE_PREFIXES, SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
@@ -55,13 +54,13 @@ def _joined_suspect(joined: bytes, names: list[bytes]) -> bool:
     return b"@" in joined and (b"@{" in joined or b"@" in names)
 
 
-def _block_names_suspect(names: list[bytes]) -> bool:
+def block_names_suspect(names: list[bytes]) -> bool:
     """May any of ``names`` fail check_refname? Never False for an invalid name; True for few valid ones."""
     joined = b"/".join(names)
     return bool(joined.translate(None, _GOOD_BYTES)) or _joined_suspect(joined, names)
 
 
-def _pairs_plain(names: list[bytes]) -> bool:
+def pairs_plain(names: list[bytes]) -> bool:
     """Every name passes check_refname and is printable ASCII without '"' (as it is in JSON and plain
     output): the bulk listing may print them as they are."""
     joined = b"/".join(names)
@@ -81,12 +80,12 @@ def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
         return h
     names = rb.names
     bad: set[int] = set()
-    if names and _block_names_suspect(names):
+    if names and block_names_suspect(names):
         from ..refname import is_safe_refname, is_valid_refname  # rarely needed: not on the startup path
 
-        meta = rb.meta
+        types = rb.types
         for j, n in enumerate(names):
-            if meta[j] & 7 and not is_valid_refname(n):
+            if types[j] and not is_valid_refname(n):
                 if b"\0" in n:
                     # git reads such a key as a C string, up to the NUL: the record is damage, not a
                     # name. It is not served (every other ref is); the table remembers it for the
@@ -101,8 +100,9 @@ def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
                 bad.add(j)
     zero = bytes(rb.hash_size)
     if zero in rb.data:
+        types = rb.types
         for j in range(len(names)):
-            t = rb.meta[j] & 7
+            t = types[j]
             if (t == 1 or t == 2) and rb.oid(j).strip(b"0") == b"":
                 bad.add(j)
     h = frozenset(bad) if bad else _EMPTY
@@ -139,22 +139,8 @@ _UNSEEN = object()
 
 
 def value_key(rb, j: int) -> bytes | None:
-    """What makes a record's ref "the same" (``diff.ref_value``): its oid, or NUL + target for a symref;
-    None for a tombstone. The peeled oid is a cache of the object graph and does not count."""
-    m = rb.meta[j]
-    t = m & 7
-    if not t:
-        return None
-    data = rb.data
-    p = m >> 3
-    if data[p] < 0x80:
-        p += 1
-    else:
-        _d, p = get_varint(data, p, len(data))
-    if t == 3:
-        n, p = get_varint(data, p, len(data))
-        return b"\0" + bytes(data[p : p + n])
-    return bytes(data[p : p + rb.hash_size])
+    """``RefBlock.value_key``: what makes a record's ref "the same" (``diff.ref_value``)."""
+    return rb.value_key(j)
 
 
 def _table_values(t: Table, names: list[bytes], todo: list[int], out: list, values: bool = True) -> list[int]:
@@ -186,7 +172,7 @@ def _table_values(t: Table, names: list[bytes], todo: list[int], out: list, valu
         bnames = rb.names
         hi = bisect_right(sub, bnames[-1], k)
         dense = hi - k > 1
-        meta = rb.meta
+        types = None if values else rb.types
         if hi - k > 8:
             pos = {nm: j for j, nm in enumerate(bnames)}
             for m in range(k, hi):
@@ -194,12 +180,12 @@ def _table_values(t: Table, names: list[bytes], todo: list[int], out: list, valu
                 if j is None:
                     rest.append(todo[m])
                 else:
-                    out[todo[m]] = value_key(rb, j) if values else (True if meta[j] & 7 else None)
+                    out[todo[m]] = value_key(rb, j) if values else (True if types[j] else None)
         else:
             for m in range(k, hi):
                 j = bisect_left(bnames, sub[m])
                 if j < len(bnames) and bnames[j] == sub[m]:
-                    out[todo[m]] = value_key(rb, j) if values else (True if meta[j] & 7 else None)
+                    out[todo[m]] = value_key(rb, j) if values else (True if types[j] else None)
                 else:
                     rest.append(todo[m])
         k = hi
@@ -209,68 +195,16 @@ def _table_values(t: Table, names: list[bytes], todo: list[int], out: list, valu
 _new = tuple.__new__  # builds NamedTuples without their Python-level __new__ (hot path)
 
 
-def _ref_from(name: bytes, table: Table, rb, j: int) -> Ref:
-    m = rb.meta[j]
-    t = m & 7
-    data = rb.data
-    p = m >> 3
-    d = data[p]
-    if d < 0x80:
-        p += 1
-    else:
-        d, p = get_varint(data, p, len(data))
-    hs = rb.hash_size
-    loc = _new(Location, (TABLE, table.name, rb.offset, d + rb.min_update_index))
-    if t == 1:
-        return _new(Ref, (name, hexlify(data[p : p + hs]), None, None, loc))
-    if t == 2:
-        return _new(Ref, (name, hexlify(data[p : p + hs]), hexlify(data[p + hs : p + 2 * hs]), None, loc))
-    n, p = get_varint(data, p, len(data))
-    return _new(Ref, (name, None, None, data[p : p + n], loc))
+def ref_from(name: bytes, table: Table, rb, j: int) -> Ref:
+    """The Ref row of record ``j`` of the decoded block ``rb`` of ``table``, listed as ``name``."""
+    ui, oid, peeled, target = rb.fields(j)
+    return _new(Ref, (name, oid, peeled, target, _new(Location, (TABLE, table.name, rb.offset, ui))))
 
 
 def _iter_single(t: Table, start: bytes, resolve) -> Iterator[Ref]:
-    """Rows of a one-table stack: the hot loop, everything inlined (oids sliced from one hexlify per block).
-    Hidden records (``hidden_in``) and symrefs that do not resolve are skipped, as git's iterator does."""
-    tname = t.name
-    minui = t.min_update_index
-    hx2 = 2 * t.hash_size
-    hx4 = 2 * hx2
-    for rb, i in t.iter_ref_blocks(start):
-        names = rb.names
-        meta = rb.meta
-        data = rb.data
-        hx = hexlify(data)
-        off = rb.offset
-        lastd = -1
-        loc = None
-        hidden = hidden_in(rb, t)
-        for j in range(i, len(names)):
-            m = meta[j]
-            vt = m & 7
-            if not vt or (hidden and j in hidden):
-                continue
-            name = names[j]
-            if not name.startswith(b"refs/"):
-                return
-            p = m >> 3
-            d = data[p]
-            if d < 0x80:
-                p += 1
-            else:
-                d, p = get_varint(data, p, len(data))
-            if d != lastd:
-                lastd = d
-                loc = _new(Location, (TABLE, tname, off, d + minui))
-            if vt == 1:
-                p += p
-                yield _new(Ref, (name, hx[p : p + hx2], None, None, loc))
-            elif vt == 2:
-                p += p
-                yield _new(Ref, (name, hx[p : p + hx2], hx[p + hx2 : p + hx4], None, loc))
-            elif resolve(name) is not None:
-                n, p = get_varint(data, p, len(data))
-                yield _new(Ref, (name, None, None, data[p : p + n], loc))
+    """Rows of a one-table stack (``block.ref_rows``, the hot loop). Hidden records (``hidden_in``) and
+    symrefs that do not resolve are skipped, as git's iterator does."""
+    return ref_rows(t.iter_ref_blocks(start), t.name, lambda rb: hidden_in(rb, t), resolve)
 
 
 def _all_visible(rb, table: Table) -> bool:
@@ -286,10 +220,10 @@ def _names_single(t: Table, start: bytes, resolve) -> Iterator[bytes]:
         if _all_visible(rb, t) and names[i].startswith(b"refs/") and names[-1].startswith(b"refs/"):
             yield from names[i:] if i else names
             continue
-        meta = rb.meta
+        types = rb.types
         hidden = hidden_in(rb, t)
         for j in range(i, len(names)):
-            vt = meta[j] & 7
+            vt = types[j]
             if vt and j not in hidden:
                 name = names[j]
                 if not name.startswith(b"refs/"):
@@ -366,9 +300,9 @@ def _base_rows(base: Table) -> BaseRows:
                 rbk.extend([off] * n)
                 continue
             hidden = hidden_in(rb, base)
-            meta = rb.meta
+            types = rb.types
             for j in range(i, k):
-                vt = meta[j] & 7
+                vt = types[j]
                 if vt and j not in hidden:
                     if vt == 3:
                         sym.append(len(rr))
@@ -439,9 +373,9 @@ class ReftableSnapshot:
         if got is None:
             return None
         t, rb, j = got
-        if not rb.meta[j] & 7:
+        if not rb.value_type(j):
             return None
-        return _ref_from(name, t, rb, j)
+        return ref_from(name, t, rb, j)
 
     def values_sorted(self, names: list[bytes], values: bool = True) -> list:
         """``Stack.values_sorted`` over this snapshot's view of ``names`` (sorted, unique, under refs/):
@@ -496,10 +430,11 @@ class ReftableSnapshot:
             if rb is not last:
                 last = rb
                 hidden = hidden_in(rb, item[1])
+                types = rb.types
             j = item[3]
             if hidden and j in hidden:
                 continue
-            if rb.meta[j] & 7 == 3 and resolve(item[0]) is None:
+            if types[j] == 3 and resolve(item[0]) is None:
                 continue
             yield item
 
@@ -552,7 +487,7 @@ class ReftableSnapshot:
             yield from _iter_single(t, max(start, b"refs/"), self.resolve)
             return
         for name, t, rb, j in self._stream(start):
-            yield _ref_from(name, t, rb, j)
+            yield ref_from(name, t, rb, j)
 
     def __iter__(self) -> Iterator[Ref]:
         return self.iter_from(b"")
@@ -607,7 +542,7 @@ class ReftableSnapshot:
             if not name.startswith(b"refs/"):
                 return
             t = tables[ti]
-            vt = rb.meta[j] & 7
+            vt = rb.value_type(j)
             visible = False
             if vt:
                 if rb is not last_rb:
@@ -620,33 +555,13 @@ class ReftableSnapshot:
         """Columns of the listed records ``i:k`` of one block of ``t`` (no merging)."""
         names = rb.names
         hidden = hidden_in(rb, t)
-        if rb.simple and not hidden:
-            hx2 = 2 * t.hash_size
-            hx = hexlify(rb.data)
-            return (
-                names[i:k] if (i or k < len(names)) else names,
-                [hx[2 + 2 * (m >> 3) : 2 + 2 * (m >> 3) + hx2] for m in rb.meta[i:k]],
-                None,
-                None,
-            )
-        if not (rb.tombstones or rb.symrefs or hidden):  # peeled tags and long deltas: one oid slice each
-            hs = t.hash_size
-            hx2 = 2 * hs
-            hx = hexlify(rb.data)
-            data = rb.data
-            end = len(data)
-            oids: list = []
-            peeled: list = []
-            for m in rb.meta[i:k]:
-                p = m >> 3
-                p = p + 1 if data[p] < 0x80 else get_varint(data, p, end)[1]
-                q = p + p
-                oids.append(hx[q : q + hx2])
-                peeled.append(hx[q + hx2 : q + hx2 + hx2] if m & 7 == 2 else None)
-            return names[i:k], oids, peeled, None
+        if not (rb.tombstones or rb.symrefs or hidden):  # every record listed: oids sliced in bulk
+            oids, peeled = rb.oid_columns(i, k)
+            return names[i:k] if (i or k < len(names)) else names, oids, peeled, None
         cols: tuple[list, list, list, list] = ([], [], [], [])
+        types = rb.types
         for j in range(i, k):
-            vt = rb.meta[j] & 7
+            vt = types[j]
             if vt and j not in hidden and (vt != 3 or self.resolve(names[j]) is not None):
                 cols[0].append(names[j])
                 cols[1].append(rb.oid(j))
@@ -709,7 +624,7 @@ class ReftableSnapshot:
             pairs = ref_block_pairs(blk) if zero not in blk.data else None
             if pairs is not None:
                 names = pairs[1::2]
-                if names[-1].startswith(b"refs/") and _pairs_plain(names):
+                if names[-1].startswith(b"refs/") and pairs_plain(names):
                     if first:
                         i = bisect_left(names, start)
                         if i:
@@ -931,7 +846,7 @@ class ReftableSnapshot:
                     rt.frombytes(bytes(2 * n))
                     continue
             hidden = hidden_in(rb, base)
-            meta = rb.meta
+            types = rb.types
             for j in range(i, k):
                 name = names[j]
                 if head is not None and head[0] <= name:
@@ -948,7 +863,7 @@ class ReftableSnapshot:
                             rr.append(head[3])
                         head = next(over, None)
                         continue
-                vt = meta[j] & 7
+                vt = types[j]
                 if vt and j not in hidden and (vt != 3 or resolve(name) is not None):
                     rt.append(bti)
                     rbk.append(off)
@@ -985,7 +900,7 @@ class ReftableSnapshot:
         if i < 0:
             i += len(self)
         t, rb, j = self._row_block(i)
-        return _ref_from(rb.names[j], t, rb, j)
+        return ref_from(rb.names[j], t, rb, j)
 
     def name_at(self, i: int) -> bytes:
         if i < 0:

@@ -268,6 +268,114 @@ class RefBlock:
         t = self.meta[i] & 7
         return RefRecord(self.names[i], self.update_index(i), t, self.oid(i), self.peeled(i), self.target(i))
 
+    def fields(self, i: int) -> tuple[int, bytes | None, bytes | None, bytes | None]:
+        """(update index, oid, peeled, target) of record i in one pass over its value (row building)."""
+        m = self.meta[i]
+        t = m & 7
+        data = self.data
+        p = m >> 3
+        d = data[p]
+        if d < 0x80:
+            p += 1
+        else:
+            d, p = get_varint(data, p, len(data))
+        hs = self.hash_size
+        ui = d + self.min_update_index
+        if t == 1:
+            return ui, hexlify(data[p : p + hs]), None, None
+        if t == 2:
+            return ui, hexlify(data[p : p + hs]), hexlify(data[p + hs : p + 2 * hs]), None
+        if t == 3:
+            n, p = get_varint(data, p, len(data))
+            return ui, None, None, data[p : p + n]
+        return ui, None, None, None
+
+    def value_key(self, i: int) -> bytes | None:
+        """What makes record i's ref "the same" (``diff.ref_value``): its oid (raw), or NUL + target for a
+        symref; None for a tombstone. The peeled oid is a cache of the object graph and does not count."""
+        m = self.meta[i]
+        t = m & 7
+        if not t:
+            return None
+        data = self.data
+        p = m >> 3
+        if data[p] < 0x80:
+            p += 1
+        else:
+            _d, p = get_varint(data, p, len(data))
+        if t == 3:
+            n, p = get_varint(data, p, len(data))
+            return b"\0" + bytes(data[p : p + n])
+        return bytes(data[p : p + self.hash_size])
+
+    def oid_columns(self, i: int, k: int) -> tuple[list, list | None]:
+        """(oids, peeled or None) of records ``i:k`` of a block without tombstones or symrefs: one hexlify
+        of the block, one slice per oid (a ``simple`` block: no per-record branching at all)."""
+        hx2 = 2 * self.hash_size
+        hx = hexlify(self.data)
+        if self.simple:
+            return [hx[2 + 2 * (m >> 3) : 2 + 2 * (m >> 3) + hx2] for m in self.meta[i:k]], None
+        data = self.data
+        end = len(data)
+        oids: list = []
+        peeled: list = []
+        for m in self.meta[i:k]:
+            p = m >> 3
+            p = p + 1 if data[p] < 0x80 else get_varint(data, p, end)[1]
+            q = p + p
+            oids.append(hx[q : q + hx2])
+            peeled.append(hx[q + hx2 : q + hx2 + hx2] if m & 7 == 2 else None)
+        return oids, peeled
+
+
+def ref_rows(blocks, table_name: str, hidden_of, resolve) -> Iterator:
+    """``model.Ref`` rows of the records of ``blocks`` ((RefBlock, first index) pairs, as
+    ``Table.iter_ref_blocks`` yields them) up to the first name outside refs/: tombstones, the records
+    ``hidden_of(rb)`` names and symrefs ``resolve`` cannot follow are skipped, as git's iterator does.
+    The hot loop of listing a one-table stack: everything inlined, oids sliced from one hexlify per block,
+    one Location per run of records with the same update index."""
+    from ...model import TABLE, Location, Ref
+
+    new = tuple.__new__  # NamedTuples without their Python-level __new__
+    for rb, i in blocks:
+        names = rb.names
+        meta = rb.meta
+        data = rb.data
+        hx = hexlify(data)
+        hx2 = 2 * rb.hash_size
+        hx4 = 2 * hx2
+        off = rb.offset
+        minui = rb.min_update_index
+        lastd = -1
+        loc = None
+        hidden = hidden_of(rb)
+        for j in range(i, len(names)):
+            m = meta[j]
+            vt = m & 7
+            if not vt or (hidden and j in hidden):
+                continue
+            name = names[j]
+            if not name.startswith(b"refs/"):
+                return
+            p = m >> 3
+            d = data[p]
+            if d < 0x80:
+                p += 1
+            else:
+                d, p = get_varint(data, p, len(data))
+            if d != lastd:
+                lastd = d
+                loc = new(Location, (TABLE, table_name, off, d + minui))
+            if vt == 1:
+                p += p
+                yield new(Ref, (name, hx[p : p + hx2], None, None, loc))
+            elif vt == 2:
+                p += p
+                yield new(Ref, (name, hx[p : p + hx2], hx[p + hx2 : p + hx4], None, loc))
+            elif resolve(name) is not None:
+                n, p = get_varint(data, p, len(data))
+                yield new(Ref, (name, None, None, data[p : p + n], loc))
+
 
 def _decode_fast(data, pos: int, end: int, restarts: tuple, hs: int):
     """The common shape of a ref block, decoded with as little work per record as Python allows: every
