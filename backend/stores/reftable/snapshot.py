@@ -23,15 +23,15 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
-from ..errors import CorruptStore
-from ..formats.reftable.block import ref_block_pairs, ref_rows
-from ..formats.reftable.merged import MergedTables
-from ..formats.reftable.record import tz_minutes
-from ..formats.reftable.stack import Stack, read_tables_list_stat
-from ..formats.reftable.table import Table
-from ..model import PER_WORKTREE_PREFIXES, SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
-from .batches import ref_batches
-from .seq import next_read_seq
+from ...errors import CorruptStore
+from ...formats.reftable.block import ref_block_pairs, ref_rows
+from ...formats.reftable.merged import MergedTables
+from ...formats.reftable.record import tz_minutes
+from ...formats.reftable.stack import Stack, read_tables_list_stat
+from ...formats.reftable.table import Table
+from ...model import PER_WORKTREE_PREFIXES, SYMREF_MAXDEPTH, TABLE, Location, LogEntry, Ref
+from ..batches import ref_batches
+from ..seq import next_read_seq
 
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
 # '/', so one search for '//' finds empty components, names starting or ending with '/' and empty names;
@@ -81,7 +81,7 @@ def hidden_in(rb, table: Table | None = None) -> frozenset[int]:
     names = rb.names
     bad: set[int] = set()
     if names and block_names_suspect(names):
-        from ..refname import is_safe_refname, is_valid_refname  # rarely needed: not on the startup path
+        from ...refname import is_safe_refname, is_valid_refname  # rarely needed: not on the startup path
 
         types = rb.types
         for j, n in enumerate(names):
