@@ -17,7 +17,7 @@ from refscope.backend.formats.packed import Offsets, PackedRefs
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.backend.stores import reftable as rt
-from refscope.backend.stores.reftable import snapshot as rt_rows
+from refscope.backend.stores.reftable import rowindex as rt_rows
 
 from tests.gitutil import for_each_ref, git, init_repo
 
