@@ -4,6 +4,14 @@ A ``Block`` is parsed from the table's mmap at a file offset. Its ``data`` are t
 block they start with the file header; for a log block they are the inflated bytes, the 4-byte block header
 first, as git's reader builds them). Every length and count is checked against the bytes present; any
 violation raises ``CorruptStore(file, what, offset)``.
+
+Over 500 lines, on purpose: every walk over a block's records lives here and nowhere else, so that a rule
+of the record format is changed in one file. The checked walks (``decode_index_block``,
+``iter_raw_records``, ``_decode_checked``) take each key from ``record.decode_key``; the fast paths, the
+shapes refscope meets at scale, inline its one-byte case and hand anything else to the checked walks:
+``_decode_fast`` (a ref block's names), ``ref_block_pairs`` (a ref block as (oid, name) pairs for
+listing), ``ref_rows`` (a one-table stack's rows), ``seek_refs`` / ``scan_log_keys`` (the writers'
+batched lookups, keys built only where they can match).
 """
 
 from __future__ import annotations
