@@ -81,24 +81,13 @@ def _original(u: _Upd) -> bytes:
 
 
 def snapshot_stack(snapshot, directory: str):
-    """(names, tables) a snapshot holds for the stack in ``directory``, or None."""
-    if snapshot is None:
+    """(names, tables) a reftable snapshot holds for the stack in ``directory``, or None."""
+    if snapshot is None or snapshot.format != "reftable":
         return None
-    stacks = getattr(snapshot, "stacks", None)
-    if stacks is not None:
-        tables = stacks.get(directory)
-        if tables is None:
-            return None
-        return [t.name for t in tables], list(tables)
-    tables = getattr(snapshot, "tables", None)
+    tables = snapshot.stacks.get(directory)
     if tables is None:
         return None
-    tables = list(tables)
-    if not tables:
-        return [], []
-    if os.path.dirname(tables[0].path) != directory:
-        return None
-    return [t.name for t in tables], tables
+    return [t.name for t in tables], list(tables)
 
 
 class StackReads(namedtuple("StackReads", "dir names records logged logs")):

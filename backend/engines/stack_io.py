@@ -190,12 +190,7 @@ class StackWriter(MergedTables):
                 os.fsync(fd)
         except BaseException as err:
             os.close(fd)
-            try:
-                remove(temp)
-            except OSError:
-                pass
-            if isinstance(err, OSError):
-                raise refused_write(self.dir, err) from None  # (the temp file's random name is gone)
+            _discard(temp, err, self.dir)
             raise
         final = table_name(min_index, max_index) + ".ref"
         try:
@@ -204,14 +199,20 @@ class StackWriter(MergedTables):
             # still ours until tables.list names it (``commit_list(publish=...)``): a signal removes it
             rename(temp, os.path.join(self.dir, final), keep=True)
         except BaseException as err:
-            try:
-                remove(temp)
-            except OSError:
-                pass
-            if isinstance(err, OSError):
-                raise refused_write(self.dir, err) from None  # (the temp file's random name is gone)
+            _discard(temp, err, self.dir)
             raise
         return final
+
+
+def _discard(temp: str, err: BaseException, directory: str) -> None:
+    """Remove the temp table a failed write left; an OSError refuses naming ``directory`` (the temp file's
+    random name is gone), anything else propagates (the caller re-raises it)."""
+    try:
+        remove(temp)
+    except OSError:
+        pass
+    if isinstance(err, OSError):
+        raise refused_write(directory, err) from None
 
 
 def table_bytes(repo, refs, logs, min_ui: int, max_ui: int, *, exact_log_message: bool = False) -> bytes:

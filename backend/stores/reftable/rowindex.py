@@ -27,6 +27,16 @@ INDEX_STATS = {"base_builds": 0, "base_blocks_decoded": 0, "spliced": 0, "walked
 SPLICE_MAX = 4096
 
 
+def refs_span(names: list[bytes]) -> tuple[int, int]:
+    """[i, k) of the names under refs/ among a block's sorted ``names`` (i == len: none yet; k <= i: the
+    block is past refs/)."""
+    n = len(names)
+    i = bisect_left(names, b"refs/")
+    if i >= n:
+        return n, n
+    return i, (n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i))
+
+
 class BaseRows:
     """The rows a base table contributes on its own, in name order: ``blocks``/``recs`` (block offset and
     record index of every record under refs/ that is neither a tombstone nor hidden) and ``symrefs``
@@ -72,10 +82,9 @@ def _base_rows(base: Table) -> BaseRows:
             INDEX_STATS["base_blocks_decoded"] += 1
             names = rb.names
             n = len(names)
-            i = bisect_left(names, b"refs/")
+            i, k = refs_span(names)
             if i >= n:
                 continue
-            k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
             if k <= i:
                 break
             if i == 0 and k == n and all_visible(rb, base):
@@ -248,10 +257,9 @@ class RowIndex:
             rb = base.decode_ref(blk or base.block_at(off))
             names = rb.names
             n = len(names)
-            i = bisect_left(names, b"refs/")
+            i, k = refs_span(names)
             if i >= n:
                 continue
-            k = n if names[-1].startswith(b"refs/") else bisect_left(names, b"refs0", i)
             if k <= i:
                 break
             bound = names[k - 1]
