@@ -315,7 +315,7 @@ def _write_all(fd: int, parts: list[bytes]) -> None:
 
 def _tables_of(snap) -> list:
     """Every reftable table of the snapshot (none for a files snapshot), in a fixed order."""
-    return [*(getattr(snap, "tables", None) or ()), *(getattr(snap, "worktree_tables", None) or ())]
+    return [*snap.tables, *snap.worktree_tables] if snap.format == "reftable" else []
 
 
 def _warn_unlisted(snap, intervals: list[tuple[bytes, bytes | None]]) -> None:

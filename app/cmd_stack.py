@@ -56,7 +56,7 @@ def describe(snap) -> dict:
             {"dir": os.path.join(snap.commondir, "reftable"), "tables": [table_info(t) for t in snap.tables]}
         ],
     }
-    wt = getattr(snap, "worktree_tables", None)
+    wt = snap.worktree_tables
     if wt:
         out["stacks"].append(
             {"dir": os.path.join(snap.gitdir, "reftable"), "tables": [table_info(t) for t in wt]}

@@ -832,7 +832,7 @@ class Watcher:
                 cands |= more
         if full:
             return _diff.full_diff(prev, new)
-        if appended_only and getattr(prev, "worktree_stack", True) is None:
+        if appended_only and prev.format == "reftable" and prev.worktree_stack is None:
             size = sum(t.stat[2] for t in appended_only)
             self.phase = f"comparing {len(appended_only)} new table(s), {size / 1048576:.1f} MiB"
             return _diff.appended_diff(prev, appended_only)
