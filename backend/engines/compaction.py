@@ -21,7 +21,7 @@ from ..formats.reftable.table import Table
 from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
 from .common import config_int, fsync_references
 from .crashpoint import step
-from .stack_io import StackWriter, make_temp, read_list, table_bytes, table_name
+from .stack_io import StackWriter, make_temp, table_bytes, table_name
 
 
 class Outdated(TransactionRefused):
@@ -62,7 +62,7 @@ def compact_range(repo, st: StackWriter, first: int, last: int, *, best_effort: 
     table_locks: list[str] = []
     temp = ""
     try:
-        if read_list(st.list_path) != st.names:
+        if st.read_names() != st.names:
             raise Outdated(st.list_path, "stack changed; compaction skipped")
         for i in range(last, first - 1, -1):
             path = st.tables[i].path
@@ -97,7 +97,7 @@ def compact_range(repo, st: StackWriter, first: int, last: int, *, best_effort: 
             finally:
                 os.close(fd)
         st.lock(timeout, "compaction: re-lock tables.list")
-        names = read_list(st.list_path)
+        names = st.read_names()
         old = [t.name for t in st.tables]
         first_name = old[first]
         if names == old:

@@ -12,9 +12,9 @@ import errno
 import os
 
 from ..errors import CorruptStore, TransactionRefused
-from ..fileio import read_regular, refused_write, unreadable
+from ..fileio import refused_write
 from ..formats.reftable.merged import MergedTables
-from ..formats.reftable.stack import parse_tables_list
+from ..formats.reftable.stack import read_tables_list_stat
 from ..formats.reftable.table import Table
 from ..formats.reftable.writer import write_table
 from ..lockfile import (
@@ -46,16 +46,6 @@ _U64_MAX = (1 << 64) - 1
 def table_name(min_index: int, max_index: int) -> str:
     """git's format_name: ``0x%012x-0x%012x-%08x`` with a random suffix."""
     return f"0x{min_index:012x}-0x{max_index:012x}-{_rand32():08x}"
-
-
-def read_list(path: str) -> list[str]:
-    try:
-        data = read_regular(path)[0]
-    except FileNotFoundError:
-        return []
-    except NotADirectoryError as err:
-        raise unreadable(path, err) from None
-    return parse_tables_list(data, path)
 
 
 class StackWriter(MergedTables):
@@ -130,7 +120,7 @@ class StackWriter(MergedTables):
     # -- loading --------------------------------------------------------------------------------------
     def load(self, reuse: dict[str, Table] | None = None) -> bool:
         """Read tables.list once; open only tables not in ``reuse``. True when the names changed."""
-        names = read_list(self.list_path)
+        names = self.read_names()
         if names == self.names and self.tables:
             return False
         reuse = dict(reuse or {})
@@ -156,6 +146,10 @@ class StackWriter(MergedTables):
         self.names = names
         self.tables = tables
         return changed
+
+    def read_names(self) -> list[str]:
+        """The names tables.list holds now ([] when it is missing): one read."""
+        return read_tables_list_stat(self.dir)[0]
 
     def adopt(self, names: list[str], tables: list[Table]) -> None:
         self.names = list(names)
