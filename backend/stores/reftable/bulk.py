@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from ...formats.reftable.block import ref_block_pairs
 from ...formats.reftable.merged import MergedTables
 from ...formats.reftable.table import Table
-from ..batches import ref_batches
 from .rows import NOTHING_HIDDEN, all_visible, hidden_in, pairs_plain
 
 
@@ -160,6 +159,8 @@ class BulkReads:
         slices; only blocks that records of newer tables fall into are merged row by row."""
         base = self._base()
         if base is None:
+            from ..batches import ref_batches  # (the general form: not on the listing's fast path)
+
             yield from ref_batches(self.iter_from(start), chunk)
             return
         start = max(start, b"refs/")
