@@ -82,7 +82,7 @@ class _SideReads:
 
         self.child = None
         snap = txn.snapshot
-        if snap.format != "reftable" or snap.worktree_stack is not None or not may_fork():
+        if snap is None or snap.format != "reftable" or snap.worktree_stack is not None or not may_fork():
             return
         self.txn = txn
         self.child = Forked(_log_reads, snap, names)

@@ -108,12 +108,10 @@ def diff_names(old, new, names: Iterable[bytes]) -> Diff:
     by one forward walk over each snapshot's tables when both snapshots offer it (``values_sorted``), so
     the cost never exceeds about one merge of the candidates with the blocks that hold them."""
     names = [n for n in names if n.startswith(b"refs/")]
-    walk_old = getattr(old, "values_sorted", None)
-    walk_new = getattr(new, "values_sorted", None)
-    if len(names) >= SORTED_WALK_MIN and walk_old is not None and walk_new is not None:
+    if len(names) >= SORTED_WALK_MIN and old.format == new.format == "reftable":
         names = sorted(set(names))
-        a_vals = walk_old(names)
-        b_vals = walk_new(names)
+        a_vals = old.values_sorted(names)
+        b_vals = new.values_sorted(names)
         added = [n for n, a, b in zip(names, a_vals, b_vals, strict=True) if a is None and b is not None]
         removed = [n for n, a, b in zip(names, a_vals, b_vals, strict=True) if b is None and a is not None]
         changed = [n for n, a, b in zip(names, a_vals, b_vals, strict=True) if a != b and a and b]

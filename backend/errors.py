@@ -158,3 +158,23 @@ class FsckError(RefscopeError):
     """A check of an fsck walk (``formats/reftable/fsck.py``) that the readers do not make failed inside
     one block: key order, a reserved log type. Raised and caught within the walk, which reports it as a
     finding on that block and goes on with the next; not a CorruptStore, so it taints no later write."""
+
+
+class RecordError(ValueError):
+    """A reftable record that does not decode (a key or value running past the records, a bad prefix
+    length...), with the in-block offset of the fault. Raised by ``formats.reftable.record``'s decoders;
+    the block decoders turn it into CorruptStore naming the file (a ValueError, not a RefscopeError: it
+    never leaves the decoders)."""
+
+    def __init__(self, what: str, offset: int) -> None:
+        super().__init__(what, offset)
+        self.what = what
+        self.offset = offset
+
+
+class VarintError(RecordError):
+    """A reftable varint that does not decode (truncated, or over 64 bits): ``get_varint``'s."""
+
+
+class EntryTooBig(ValueError):
+    """A reftable record does not fit into one block of the chosen size (the writer's)."""

@@ -419,7 +419,7 @@ def _no_phase(name: str) -> None:
 def _one_stack(snap) -> bool:
     """A reftable snapshot without a linked worktree's stack: one stack holds every name, so what the
     commit needs can be read from it before the lock."""
-    return snap.format == "reftable" and snap.worktree_stack is None
+    return snap is not None and snap.format == "reftable" and snap.worktree_stack is None
 
 
 def _worktree_path(gitdir: str) -> str:

@@ -17,6 +17,7 @@ from refscope.backend.formats.packed import Offsets, PackedRefs
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.backend.stores import reftable as rt
+from refscope.backend.stores.reftable import rowindex as rt_rows
 
 from tests.gitutil import for_each_ref, git, init_repo
 
@@ -107,7 +108,7 @@ def test_reftable_big_overlay_walks(base_repo, tmp_path: Path, monkeypatch) -> N
     snap = store.snapshot()
     len(snap)
     _changes(path)
-    monkeypatch.setattr(rt, "SPLICE_MAX", 2)
+    monkeypatch.setattr(rt_rows, "SPLICE_MAX", 2)
     new = store.refresh(snap)
     assert _rows(new) == _git_rows(path)
     assert new.index_method == "walked"

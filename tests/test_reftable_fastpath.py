@@ -31,7 +31,7 @@ from refscope.backend.formats.reftable.table import Table
 from refscope.backend.formats.reftable.writer import write_table
 from refscope.backend.refname import is_valid_refname
 from refscope.backend.repo import discover
-from refscope.backend.stores.reftable import ReftableStore, _block_names_suspect, _pairs_plain, _ref_from
+from refscope.backend.stores.reftable import ReftableStore, block_names_suspect, pairs_plain, ref_from
 
 from tests.gitutil import git, git_binary, git_env, init_repo
 from tests.listing import listed
@@ -190,11 +190,11 @@ def test_fast_decoders_on_damaged_blocks(seed):
     )
 )
 def test_plain_check_never_misses(names):
-    """``_pairs_plain`` passes only valid names of printable ASCII without '"'; ``_block_names_suspect``
+    """``pairs_plain`` passes only valid names of printable ASCII without '"'; ``block_names_suspect``
     never passes an invalid name."""
-    if _pairs_plain(names):
+    if pairs_plain(names):
         assert all(is_valid_refname(n) and all(0x20 < c < 0x7F and c != 0x22 for c in n) for n in names)
-    assert _block_names_suspect(names) or all(is_valid_refname(n) for n in names)
+    assert block_names_suspect(names) or all(is_valid_refname(n) for n in names)
 
 
 # --- a big base table with newer tables above it (the usual live stack) ---------------------------------
@@ -274,7 +274,7 @@ def test_overlay_stack_bulk_paths(overlay_repo):
 
 def _ref_row(snap, name, tname, off, j):
     t = next(t for t in snap._all_tables if t.name == tname)
-    return _ref_from(name, t, t.ref_block(off), j)
+    return ref_from(name, t, t.ref_block(off), j)
 
 
 @pytest.mark.parametrize("as_json", [False, True])

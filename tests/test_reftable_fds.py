@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from refscope.backend.formats.packed.check import FORK_MIN as _FORK_MIN
+from refscope.backend.formats.reftable.mapping import READ_UP_TO as _READ_UP_TO
 from refscope.backend.formats.reftable.record import VALUE_DELETION, VALUE_VAL1, RefRecord
-from refscope.backend.formats.reftable.table import _READ_UP_TO
 from refscope.backend.formats.reftable.writer import write_table
 
 from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo, tree_bytes

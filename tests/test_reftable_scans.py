@@ -14,8 +14,8 @@ import contextlib
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from refscope.backend.engines import stack_io
-from refscope.backend.engines.stack_io import Stack
+from refscope.backend.engines.stack_io import StackWriter
+from refscope.backend.formats.reftable import merged
 from refscope.backend.formats.reftable.record import LogRecord, RefRecord
 from refscope.backend.formats.reftable.table import Table
 from refscope.backend.formats.reftable.writer import write_table
@@ -84,12 +84,12 @@ def stacks(draw):
 @contextlib.contextmanager
 def batched():
     """Force the batched paths for any number of names."""
-    saved = stack_io.SEEK_LIMIT
-    stack_io.SEEK_LIMIT = 0
+    saved = merged.SEEK_LIMIT
+    merged.SEEK_LIMIT = 0
     try:
         yield
     finally:
-        stack_io.SEEK_LIMIT = saved
+        merged.SEEK_LIMIT = saved
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,
@@ -108,7 +108,7 @@ def _absent(names: list[bytes]) -> list[bytes]:
 
 def _check(tables: list[Table], asked: list[bytes]) -> None:
     asked = sorted(set(asked))
-    stack = Stack("/nonexistent", "sha1")
+    stack = StackWriter("/nonexistent", "sha1")
     stack.adopt([t.name for t in tables], tables)
     with batched():
         refs = stack.lookup_many(asked)
@@ -116,7 +116,7 @@ def _check(tables: list[Table], asked: list[bytes]) -> None:
     few = stack.log_indexes(asked[:5])  # one pass per name
     for name in asked:
         assert refs[name] == stack.lookup(name), name
-        assert sorted(logs.get(name, [])) == sorted(r.update_index for r in stack.logs(name)), name
+        assert sorted(logs.get(name, [])) == sorted(r.update_index for r in stack.log_records(name)), name
     for name in asked[:5]:
         assert few.get(name) == logs.get(name), name
 

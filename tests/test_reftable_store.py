@@ -20,7 +20,7 @@ from refscope.backend.errors import CorruptStore
 from refscope.backend.model import TABLE
 from refscope.backend.refname import is_valid_refname
 from refscope.backend.repo import discover
-from refscope.backend.stores.reftable import ReftableStore, _block_names_suspect
+from refscope.backend.stores.reftable import ReftableStore, block_names_suspect
 
 from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
 
@@ -409,7 +409,7 @@ def test_hidden_like_git(tmp_path, git_bin):
 )
 def test_block_name_precheck_never_misses(names):
     """The per-block fast check may flag valid names, but never passes an invalid one."""
-    assert _block_names_suspect(names) or all(is_valid_refname(n) for n in names)
+    assert block_names_suspect(names) or all(is_valid_refname(n) for n in names)
 
 
 # --- refresh and concurrency ------------------------------------------------------------------------------

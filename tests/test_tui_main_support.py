@@ -59,6 +59,9 @@ class MemSnapshot:
     def iter_from(self, start: bytes = b""):
         return iter(self.refs[bisect_left(self.names, start) :])
 
+    def iter_names(self, start: bytes = b""):
+        return (r.name for r in self.iter_from(start))
+
     def __iter__(self):
         return iter(self.refs)
 

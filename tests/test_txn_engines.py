@@ -12,8 +12,8 @@ import random
 from pathlib import Path
 
 import pytest
-from refscope.backend.engines import stack_io
 from refscope.backend.errors import StaleValue, TransactionRefused
+from refscope.backend.formats.reftable import merged
 from refscope.backend.txn import Transaction
 
 from tests.gitutil import for_each_ref, git, git_env, tree_bytes
@@ -86,7 +86,7 @@ def assert_same(fmt: str, ours: Path, theirs: Path, scratch: Path) -> None:
 def test_random_batches_match_git(base, engine: str, seed: int, tmp_path: Path, monkeypatch) -> None:
     fmt, hash_name, src = base
     if seed == 3:  # the batched (key-only scan) lookups of the reftable engine, not the per-name seeks
-        monkeypatch.setattr(stack_io, "SEEK_LIMIT", 0)
+        monkeypatch.setattr(merged, "SEEK_LIMIT", 0)
     rng = random.Random(f"{fmt}{hash_name}{seed}")
     items = random_batch(rng, src)
     ours = copy_repo(src, tmp_path / "ours")
@@ -106,7 +106,7 @@ def test_random_batches_match_git(base, engine: str, seed: int, tmp_path: Path, 
 def test_all_refs_of_a_kind(base, tmp_path: Path, seek_limit: int, monkeypatch) -> None:
     """Every packed ref, every loose one and every tag in one transaction (files: many splices)."""
     fmt, _hash, src = base
-    monkeypatch.setattr(stack_io, "SEEK_LIMIT", seek_limit)
+    monkeypatch.setattr(merged, "SEEK_LIMIT", seek_limit)
     refs = [r for r in for_each_ref(src) if not r[3] and r[0] != b"refs/heads/wt-branch"]
     items = [(name, oid) for name, oid, _p, _t in refs]
     ours = copy_repo(src, tmp_path / "ours")

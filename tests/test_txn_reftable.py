@@ -176,17 +176,17 @@ def test_delete_many_refuses_a_bad_name_like_delete(many: Path) -> None:
 
 
 def _count_log_scans(monkeypatch) -> list[int]:
-    """Calls of Stack.log_indexes (the reflog scan), recorded as 1 inside the commit's lock, 0 before it."""
+    """Calls of StackWriter.log_indexes (the reflog scan), recorded as 1 inside the commit's lock, 0 before it."""
     from refscope.backend.engines import stack_io
 
     calls: list[int] = []
-    orig = stack_io.Stack.log_indexes
+    orig = stack_io.StackWriter.log_indexes
 
     def counted(self, names):
         calls.append(1 if self.lock_fd >= 0 else 0)
         return orig(self, names)
 
-    monkeypatch.setattr(stack_io.Stack, "log_indexes", counted)
+    monkeypatch.setattr(stack_io.StackWriter, "log_indexes", counted)
     return calls
 
 

@@ -21,7 +21,7 @@ from ..formats.reftable.table import Table
 from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
 from .common import config_int, fsync_references
 from .crashpoint import step
-from .stack_io import Stack, _mkstemp, read_list, table_bytes, table_name
+from .stack_io import StackWriter, make_temp, table_bytes, table_name
 
 
 class Outdated(TransactionRefused):
@@ -45,11 +45,11 @@ def merge_tables(tables: list[Table], drop_tombstones: bool):
     return ref_list, log_list
 
 
-def policy_sizes(st: Stack) -> list[int]:
+def policy_sizes(st: StackWriter) -> list[int]:
     return [compaction_size(t.size, t.version, st.hash_name) for t in st.tables]
 
 
-def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) -> str | None:
+def compact_range(repo, st: StackWriter, first: int, last: int, *, best_effort: bool) -> str | None:
     """Compact tables[first..last] (inclusive) of ``st``; returns the new table's name (None if empty/no-op).
 
     Raises LockBusy (list or, without best effort, a table locked) and Outdated (stack changed).
@@ -62,7 +62,7 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
     table_locks: list[str] = []
     temp = ""
     try:
-        if read_list(st.list_path) != st.names:
+        if st.read_names() != st.names:
             raise Outdated(st.list_path, "stack changed; compaction skipped")
         for i in range(last, first - 1, -1):
             path = st.tables[i].path
@@ -86,7 +86,7 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
         if not empty:
             data = table_bytes(repo, refs, logs, min_i, max_i, exact_log_message=True)
             step("compaction: create temp")
-            fd, temp = _mkstemp(os.path.join(st.dir, table_name(min_i, max_i)) + ".temp.")
+            fd, temp = make_temp(os.path.join(st.dir, table_name(min_i, max_i)) + ".temp.")
             try:
                 step("compaction: write temp")
                 view = memoryview(data)
@@ -97,7 +97,7 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
             finally:
                 os.close(fd)
         st.lock(timeout, "compaction: re-lock tables.list")
-        names = read_list(st.list_path)
+        names = st.read_names()
         old = [t.name for t in st.tables]
         first_name = old[first]
         if names == old:
@@ -160,7 +160,7 @@ def compact_range(repo, st: Stack, first: int, last: int, *, best_effort: bool) 
                 pass
 
 
-def auto_compact(repo, st: Stack) -> str | None:
+def auto_compact(repo, st: StackWriter) -> str | None:
     """git's reftable_stack_auto_compact after a commit: lock and outdated failures are ignored."""
     try:
         seg = suggest_compaction_segment(policy_sizes(st), repo.config.reftable_geometric_factor())
@@ -181,7 +181,7 @@ def compact(store, segment: tuple[int, int] | None = None):
     from ..meter import measure
 
     repo = store.repo
-    st = Stack(os.path.join(repo.commondir, "reftable"), repo.hash_name)
+    st = StackWriter(os.path.join(repo.commondir, "reftable"), repo.hash_name)
     with measure("compaction") as m:
         st.load()
         if segment is None:

@@ -19,6 +19,7 @@ import os
 from collections import namedtuple
 
 from ..errors import StaleValue, TransactionRefused
+from ..formats.reftable.merged import MergedTables
 from ..formats.reftable.record import (
     LOG_DELETION,
     LOG_UPDATE,
@@ -44,7 +45,7 @@ from .common import (
     zero_oid,
 )
 from .compaction import auto_compact
-from .stack_io import Stack, merged_lookup, table_bytes
+from .stack_io import StackWriter, table_bytes
 
 
 def _text(name: bytes) -> str:
@@ -68,7 +69,7 @@ class _Upd:
         self.no_deref = no_deref
         self.via_head = False
         self.parent: _Upd | None = None
-        self.stack: Stack | None = None
+        self.stack: StackWriter | None = None
         self.current: bytes | None = None
         self.is_symref = False
 
@@ -80,24 +81,13 @@ def _original(u: _Upd) -> bytes:
 
 
 def snapshot_stack(snapshot, directory: str):
-    """(names, tables) a snapshot holds for the stack in ``directory``, or None."""
-    if snapshot is None:
+    """(names, tables) a reftable snapshot holds for the stack in ``directory``, or None."""
+    if snapshot is None or snapshot.format != "reftable":
         return None
-    stacks = getattr(snapshot, "stacks", None)
-    if stacks is not None:
-        tables = stacks.get(directory)
-        if tables is None:
-            return None
-        return [t.name for t in tables], list(tables)
-    tables = getattr(snapshot, "tables", None)
+    tables = snapshot.stacks.get(directory)
     if tables is None:
         return None
-    tables = list(tables)
-    if not tables:
-        return [], []
-    if os.path.dirname(tables[0].path) != directory:
-        return None
-    return [t.name for t in tables], tables
+    return [t.name for t in tables], list(tables)
 
 
 class StackReads(namedtuple("StackReads", "dir names records logged logs")):
@@ -122,14 +112,14 @@ def read_ahead(
         records = known.records
         missing = [n for n in names if n not in records]
         if missing:
-            records = {**records, **merged_lookup(tables, missing)}
+            records = {**records, **MergedTables(tables).lookup_all(missing)}
         logged, logs = known.logged, known.logs
     else:
-        records = merged_lookup(tables, names)
+        records = MergedTables(tables).lookup_all(names)
         logged, logs = frozenset(), {}
     missing = [n for n in log_names if n not in logged] if log_names is not None else []
     if missing:
-        st = Stack(stack.dir, snapshot.hash_name)
+        st = StackWriter(stack.dir, snapshot.hash_name)
         st.adopt(listed, tables)
         logged, logs = logged | frozenset(missing), {**logs, **st.log_indexes(missing)}
     return StackReads(stack.dir, listed, records, logged, logs)
@@ -146,23 +136,23 @@ class ReftableCommit:
         self.no_deref = no_deref
         self.message = reflog_message(message) if message else b""
         self.zero = zero_oid(self.repo.hash_name)
-        self.stacks: dict[str, Stack] = {}
+        self.stacks: dict[str, StackWriter] = {}
         self.known: StackReads | None = known  # read from the snapshot before the lock
         self.updates: list[_Upd] = []
         self.names: set[bytes] = set()
         self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
         self.deleted: list[bytes] = []
-        self.written: list[Stack] = []
+        self.written: list[StackWriter] = []
         self._ident = None  # the committer, read once when a symref's entry needs it
         self._main_dir = os.path.join(self.repo.commondir, "reftable")
         linked = self.repo.gitdir != self.repo.commondir
         self._wt_dir = os.path.join(self.repo.gitdir, "reftable") if linked else None
 
-    def _stack(self, name: bytes) -> Stack:
+    def _stack(self, name: bytes) -> StackWriter:
         d = self._wt_dir if self._wt_dir is not None and is_per_worktree(name) else self._main_dir
         st = self.stacks.get(d)
         if st is None:
-            st = Stack(d, self.repo.hash_name)
+            st = StackWriter(d, self.repo.hash_name)
             st.lock(self.timeout)
             self.stacks[d] = st
             try:
@@ -262,13 +252,13 @@ class ReftableCommit:
             queued.append(u)
         self.queued = queued
 
-    def _head_stack(self) -> Stack | None:
+    def _head_stack(self) -> StackWriter | None:
         d = stack_dir_for(self.repo, b"HEAD")
         st = self.stacks.get(d)
         if st is not None:
             return st
         # HEAD's stack is not part of the transaction: read it as git does, without locking it.
-        st = Stack(d, self.repo.hash_name)
+        st = StackWriter(d, self.repo.hash_name)
         snap = snapshot_stack(self.snapshot, d)
         if snap is not None:
             st.adopt(*snap)
@@ -306,7 +296,9 @@ class ReftableCommit:
             st.tables.append(Table.from_bytes(data, os.path.join(st.dir, name)))
             self.written.append(st)
 
-    def _records(self, st: Stack, ups: list[_Upd], mode: str) -> tuple[list[RefRecord], list[LogRecord]]:
+    def _records(
+        self, st: StackWriter, ups: list[_Upd], mode: str
+    ) -> tuple[list[RefRecord], list[LogRecord]]:
         """The records of the table ``ups`` add to ``st``: a tombstone per deleted ref; a log deletion
         record for every live entry of the reflog of each update that is not a symref (a deletion drops
         the whole reflog, entry by entry); git's reflog entry for a symref when it is logged."""

@@ -43,6 +43,30 @@ class Snapshot(Protocol):
 
     def __iter__(self) -> Iterator[Ref]: ...
 
+    def iter_names(self, start: bytes = b"") -> Iterator[bytes]:
+        """Just the names of ``iter_from(start)``: the cheap streaming path for rendering and filtering."""
+
+    def iter_bulk(self, start: bytes = b"", chunk: int = 1024) -> Iterator[tuple[list | None, tuple | None]]:
+        """The rows of ``iter_from(start)`` a batch at a time, for bulk output (``refscope list``): each
+        batch is ``(pairs, None)`` or ``(None, columns)``. ``pairs`` = ``[oid0, name0, oid1, name1, ...]``
+        of plain refs (one oid, no peeled value, not a symref) whose names pass check_refname and are
+        printable ASCII without '"' (output can be formatted from them with one ``%`` per batch);
+        ``columns`` = ``(names, oids, peeled, targets)``, lists of equal length (``peeled``/``targets``
+        None when every entry would be None; a symref has oid None)."""
+
+    def split_name(self, min_size: int = 1 << 20) -> bytes | None:
+        """A ref name near the middle of the listing, so a bulk reader can list ``< name + NUL`` and ``>=``
+        it in two processes; None when the store is smaller than ``min_size`` bytes or cannot tell
+        cheaply (the listing then goes one way)."""
+
+    def resolve(self, name: bytes) -> bytes | None:
+        """The oid ``name`` finally points at, following symrefs as git does (at most
+        ``model.SYMREF_MAXDEPTH`` reads); None when it does not resolve."""
+
+    def resolve_full(self, name: bytes) -> tuple[bytes, bytes] | None:
+        """``resolve`` with the name it ends at: (oid, final ref name), as git's %(objectname) and
+        %(symref) show a symref; None when it does not resolve."""
+
     def head(self) -> Ref | None:
         """HEAD of this snapshot's worktree (symref or detached), or None if missing."""
 
@@ -54,16 +78,3 @@ class Snapshot(Protocol):
 
         Refresh compares these to reuse unchanged parts; the watcher uses them to classify changes.
         """
-
-
-class Store(Protocol):
-    """A ref store opened on one repository (worktree): produces snapshots, commits deletions."""
-
-    format: str
-
-    def snapshot(self) -> Snapshot:
-        """A fresh snapshot of what is on disk now."""
-
-    def refresh(self, previous: Snapshot) -> Snapshot:
-        """A snapshot of what is on disk now, reusing every file/table of ``previous`` that did not change
-        (same path, device, inode and size). Returns ``previous`` itself when nothing changed."""

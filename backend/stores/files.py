@@ -274,6 +274,19 @@ class FilesSnapshot:
             yield lrefs[li]
             li += 1
 
+    def iter_names(self, start: bytes = b"") -> Iterator[bytes]:
+        """The names of the rows from the first name >= ``start``, row by row from the row index."""
+        name_at = self.name_at
+        for i in range(self._position(start), len(self)):
+            yield name_at(i)
+
+    def iter_bulk(self, start: bytes = b"", chunk: int = 1024) -> Iterator[tuple[None, tuple]]:
+        """``iter_from(start)`` as column batches (the protocol's general form; ``refscope list`` reads
+        packed-refs its own way)."""
+        from .batches import ref_batches
+
+        return ref_batches(self.iter_from(start), chunk)
+
     def __iter__(self) -> Iterator[Ref]:
         return self.iter_from(b"")
 

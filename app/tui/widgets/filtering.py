@@ -137,14 +137,10 @@ def compute(
 
 
 def _names(snapshot, prefix: bytes, start: int, stop: int):
-    """Names of rows ``start..stop`` in order: streamed (``iter_names``) when the store offers it, which is
-    much cheaper per row than random access; else ``name_at`` row by row."""
-    iter_names = getattr(snapshot, "iter_names", None)
-    if iter_names is not None:
-        first = snapshot.name_at(start) if start < stop else prefix
-        return iter_names(first)
-    name_at = snapshot.name_at
-    return (name_at(i) for i in range(start, stop))
+    """Names of rows ``start..stop`` in order, streamed (``iter_names``: much cheaper per row than random
+    access)."""
+    first = snapshot.name_at(start) if start < stop else prefix
+    return snapshot.iter_names(first)
 
 
 def index_of(snapshot, view: View, name: bytes) -> int:

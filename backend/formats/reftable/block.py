@@ -4,6 +4,14 @@ A ``Block`` is parsed from the table's mmap at a file offset. Its ``data`` are t
 block they start with the file header; for a log block they are the inflated bytes, the 4-byte block header
 first, as git's reader builds them). Every length and count is checked against the bytes present; any
 violation raises ``CorruptStore(file, what, offset)``.
+
+Over 500 lines, on purpose: every walk over a block's records lives here and nowhere else, so that a rule
+of the record format is changed in one file. The checked walks (``decode_index_block``,
+``iter_raw_records``, ``_decode_checked``) take each key from ``record.decode_key``; the fast paths, the
+shapes refscope meets at scale, inline its one-byte case and hand anything else to the checked walks:
+``_decode_fast`` (a ref block's names), ``ref_block_pairs`` (a ref block as (oid, name) pairs for
+listing), ``ref_rows`` (a one-table stack's rows), ``seek_refs`` / ``scan_log_keys`` (the writers'
+batched lookups, keys built only where they can match).
 """
 
 from __future__ import annotations
@@ -11,17 +19,18 @@ from __future__ import annotations
 from binascii import hexlify
 from collections.abc import Iterator
 
-from ...errors import CorruptStore
+from ...errors import CorruptStore, RecordError
 from .record import (
     BLOCK_INDEX,
     BLOCK_LOG,
     BLOCK_OBJ,
     BLOCK_REF,
-    IndexRecord,
-    LogRecord,
-    ObjRecord,
     RefRecord,
-    VarintError,
+    decode_index_value,
+    decode_key,
+    decode_log_value,
+    decode_obj_value,
+    decode_ref_value,
     get_varint,
 )
 
@@ -177,7 +186,7 @@ def _inflate(mm, off: int, header_off: int, block_len: int, data_end: int, file:
     return header + b"".join(out), consumed
 
 
-def _vfail(blk: Block, e: VarintError) -> CorruptStore:
+def _vfail(blk: Block, e: RecordError) -> CorruptStore:
     return blk.err(e.what, e.offset)
 
 
@@ -266,6 +275,114 @@ class RefBlock:
     def record(self, i: int) -> RefRecord:
         t = self.meta[i] & 7
         return RefRecord(self.names[i], self.update_index(i), t, self.oid(i), self.peeled(i), self.target(i))
+
+    def fields(self, i: int) -> tuple[int, bytes | None, bytes | None, bytes | None]:
+        """(update index, oid, peeled, target) of record i in one pass over its value (row building)."""
+        m = self.meta[i]
+        t = m & 7
+        data = self.data
+        p = m >> 3
+        d = data[p]
+        if d < 0x80:
+            p += 1
+        else:
+            d, p = get_varint(data, p, len(data))
+        hs = self.hash_size
+        ui = d + self.min_update_index
+        if t == 1:
+            return ui, hexlify(data[p : p + hs]), None, None
+        if t == 2:
+            return ui, hexlify(data[p : p + hs]), hexlify(data[p + hs : p + 2 * hs]), None
+        if t == 3:
+            n, p = get_varint(data, p, len(data))
+            return ui, None, None, data[p : p + n]
+        return ui, None, None, None
+
+    def value_key(self, i: int) -> bytes | None:
+        """What makes record i's ref "the same" (``diff.ref_value``): its oid (raw), or NUL + target for a
+        symref; None for a tombstone. The peeled oid is a cache of the object graph and does not count."""
+        m = self.meta[i]
+        t = m & 7
+        if not t:
+            return None
+        data = self.data
+        p = m >> 3
+        if data[p] < 0x80:
+            p += 1
+        else:
+            _d, p = get_varint(data, p, len(data))
+        if t == 3:
+            n, p = get_varint(data, p, len(data))
+            return b"\0" + bytes(data[p : p + n])
+        return bytes(data[p : p + self.hash_size])
+
+    def oid_columns(self, i: int, k: int) -> tuple[list, list | None]:
+        """(oids, peeled or None) of records ``i:k`` of a block without tombstones or symrefs: one hexlify
+        of the block, one slice per oid (a ``simple`` block: no per-record branching at all)."""
+        hx2 = 2 * self.hash_size
+        hx = hexlify(self.data)
+        if self.simple:
+            return [hx[2 + 2 * (m >> 3) : 2 + 2 * (m >> 3) + hx2] for m in self.meta[i:k]], None
+        data = self.data
+        end = len(data)
+        oids: list = []
+        peeled: list = []
+        for m in self.meta[i:k]:
+            p = m >> 3
+            p = p + 1 if data[p] < 0x80 else get_varint(data, p, end)[1]
+            q = p + p
+            oids.append(hx[q : q + hx2])
+            peeled.append(hx[q + hx2 : q + hx2 + hx2] if m & 7 == 2 else None)
+        return oids, peeled
+
+
+def ref_rows(blocks, table_name: str, hidden_of, resolve) -> Iterator:
+    """``model.Ref`` rows of the records of ``blocks`` ((RefBlock, first index) pairs, as
+    ``Table.iter_ref_blocks`` yields them) up to the first name outside refs/: tombstones, the records
+    ``hidden_of(rb)`` names and symrefs ``resolve`` cannot follow are skipped, as git's iterator does.
+    The hot loop of listing a one-table stack: everything inlined, oids sliced from one hexlify per block,
+    one Location per run of records with the same update index."""
+    from ...model import TABLE, Location, Ref
+
+    new = tuple.__new__  # NamedTuples without their Python-level __new__
+    for rb, i in blocks:
+        names = rb.names
+        meta = rb.meta
+        data = rb.data
+        hx = hexlify(data)
+        hx2 = 2 * rb.hash_size
+        hx4 = 2 * hx2
+        off = rb.offset
+        minui = rb.min_update_index
+        lastd = -1
+        loc = None
+        hidden = hidden_of(rb)
+        for j in range(i, len(names)):
+            m = meta[j]
+            vt = m & 7
+            if not vt or (hidden and j in hidden):
+                continue
+            name = names[j]
+            if not name.startswith(b"refs/"):
+                return
+            p = m >> 3
+            d = data[p]
+            if d < 0x80:
+                p += 1
+            else:
+                d, p = get_varint(data, p, len(data))
+            if d != lastd:
+                lastd = d
+                loc = new(Location, (TABLE, table_name, off, d + minui))
+            if vt == 1:
+                p += p
+                yield new(Ref, (name, hx[p : p + hx2], None, None, loc))
+            elif vt == 2:
+                p += p
+                yield new(Ref, (name, hx[p : p + hx2], hx[p + hx2 : p + hx4], None, loc))
+            elif resolve(name) is not None:
+                n, p = get_varint(data, p, len(data))
+                yield new(Ref, (name, None, None, data[p : p + n], loc))
 
 
 def _decode_fast(data, pos: int, end: int, restarts: tuple, hs: int):
@@ -426,35 +543,15 @@ def _decode_checked(blk: Block, min_update_index: int) -> RefBlock:
     try:
         while pos < end:
             rec = pos
-            prefix = data[pos]
-            if prefix < 0x80:
-                pos += 1
-            else:
-                prefix, pos = get_varint(data, pos, end)
-            x = data[pos]  # pos <= end < len(data): an overrun is caught by the npos check below
-            if x < 0x80:
-                pos += 1
-            else:
-                x, pos = get_varint(data, pos, end)
-            if rec >= next_restart:
+            restart = rec >= next_restart
+            if restart:
                 if rec > next_restart:
                     raise blk.err(f"restart offset {next_restart} is not at a record boundary", next_restart)
-                if prefix:
-                    raise blk.err(f"record at restart point has prefix length {prefix}", rec)
                 ri += 1
                 next_restart = restarts[ri] if ri < nrest else end
-            npos = pos + (x >> 3)
-            if prefix:
-                if prefix > len(last):
-                    raise blk.err(f"prefix length {prefix} longer than the previous key ({len(last)})", rec)
-                name = last[:prefix] + data[pos:npos]
-            else:
-                name = data[pos:npos]
-                if not name:
-                    raise blk.err("empty key", rec)
+            last, vt, npos, _p = decode_key(data, pos, end, last, restart)
             if npos >= end:
-                raise blk.err("record runs past the records", pos)
-            vt = x & 7
+                raise blk.err("record runs past the records", npos - (len(last) - _p))
             add_meta((npos << 3) | vt)
             if data[npos] < 0x80:
                 pos = npos + 1
@@ -476,9 +573,8 @@ def _decode_checked(blk: Block, min_update_index: int) -> RefBlock:
                 tombstones += 1
             if pos > end:
                 raise blk.err("ref value runs past the records", rec)
-            add_name(name)
-            last = name
-    except VarintError as e:
+            add_name(last)
+    except RecordError as e:
         raise _vfail(blk, e) from None
     if ri != nrest:
         raise blk.err(f"restart offset {restarts[ri]} is not at a record boundary", restarts[ri])
@@ -490,7 +586,7 @@ def _decode_checked(blk: Block, min_update_index: int) -> RefBlock:
 
 
 def decode_index_block(blk: Block) -> tuple[list[bytes], list[int]]:
-    """(last keys, block positions) of an index block: the fast path used by every indexed seek."""
+    """(last keys, block positions) of an index block: used by every indexed seek (cached per table)."""
     data = blk.data
     end = blk.restart_off
     restarts = set(blk.restarts)
@@ -502,35 +598,15 @@ def decode_index_block(blk: Block) -> tuple[list[bytes], list[int]]:
     try:
         while pos < end:
             rec = pos
-            prefix = data[pos]
-            if prefix < 0x80:  # one-byte varints inline: get_varint's own checks hold (pos < end)
-                pos += 1
-            else:
-                prefix, pos = get_varint(data, pos, end)
-            x = data[pos] if pos < end else 0x80
-            if x < 0x80:
-                pos += 1
-            else:
-                x, pos = get_varint(data, pos, end)
-            if rec in restarts:
-                seen += 1
-                if prefix:
-                    raise blk.err(f"record at restart point has prefix length {prefix}", rec)
-            if x & 7:
-                raise blk.err(f"index record with value type {x & 7}", rec)
-            if prefix > len(last):
-                raise blk.err(f"prefix length {prefix} longer than the previous key ({len(last)})", rec)
-            npos = pos + (x >> 3)
-            if npos > end:
-                raise blk.err(f"key suffix of {x >> 3} bytes runs past the records", pos)
-            key = last[:prefix] + data[pos:npos]
-            if not key:
-                raise blk.err("empty key", rec)
-            position, pos = get_varint(data, npos, end)
-            keys.append(key)
+            restart = rec in restarts
+            seen += restart
+            last, extra, pos, _p = decode_key(data, pos, end, last, restart)
+            if extra:
+                raise blk.err(f"index record with value type {extra}", rec)
+            position, pos = get_varint(data, pos, end)
+            keys.append(last)
             poss.append(position)
-            last = key
-    except VarintError as e:
+    except RecordError as e:
         raise _vfail(blk, e) from None
     if seen != len(restarts):
         raise blk.err("a restart offset is not at a record boundary", blk.restart_off)
@@ -570,114 +646,23 @@ def iter_raw_records(blk: Block, min_update_index: int = 0) -> Iterator[RawRecor
     try:
         while pos < end:
             rec = pos
-            prefix, pos = get_varint(data, pos, end)
-            x, pos = get_varint(data, pos, end)
-            slen = x >> 3
-            extra = x & 7
-            if rec in rset:
-                seen += 1
-                if prefix:
-                    raise blk.err(f"record at restart point has prefix length {prefix}", rec)
-            if prefix > len(last):
-                raise blk.err(f"prefix length {prefix} longer than the previous key ({len(last)})", rec)
-            if pos + slen > end:
-                raise blk.err(f"key suffix of {slen} bytes runs past the records", pos)
-            key = last[:prefix] + data[pos : pos + slen]
-            if not key:
-                raise blk.err("empty key", rec)
-            pos += slen
+            restart = rec in rset
+            seen += restart
+            key, extra, pos, prefix = decode_key(data, pos, end, last, restart)
             if btype == BLOCK_REF:
-                record, pos = _ref_value(blk, key, extra, pos, end, hs, min_update_index, rec)
+                record, pos = decode_ref_value(data, key, extra, pos, end, hs, min_update_index, rec)
             elif btype == BLOCK_LOG:
-                record, pos = _log_value(blk, key, extra, pos, end, hs, rec)
+                record, pos = decode_log_value(data, key, extra, pos, end, hs, rec)
             elif btype == BLOCK_OBJ:
-                record, pos = _obj_value(blk, key, extra, pos, end)
+                record, pos = decode_obj_value(data, key, extra, pos, end)
             else:
-                if extra:
-                    raise blk.err(f"index record with value type {extra}", rec)
-                position, pos = get_varint(data, pos, end)
-                record = IndexRecord(key, position)
-            yield RawRecord(rec, prefix, slen, key, extra, record, pos - rec)
+                record, pos = decode_index_value(data, key, extra, pos, end, rec)
+            yield RawRecord(rec, prefix, len(key) - prefix, key, extra, record, pos - rec)
             last = key
-    except VarintError as e:
+    except RecordError as e:
         raise _vfail(blk, e) from None
     if seen != len(restarts):
         raise blk.err("a restart offset is not at a record boundary", blk.restart_off)
-
-
-def _ref_value(blk, key, vt, pos, end, hs, min_ui, rec):
-    data = blk.data
-    delta, pos = get_varint(data, pos, end)
-    val = peeled = target = None
-    if vt == 1:
-        if pos + hs > end:
-            raise blk.err("ref value runs past the records", rec)
-        val = hexlify(data[pos : pos + hs])
-        pos += hs
-    elif vt == 2:
-        if pos + 2 * hs > end:
-            raise blk.err("ref value runs past the records", rec)
-        val = hexlify(data[pos : pos + hs])
-        peeled = hexlify(data[pos + hs : pos + 2 * hs])
-        pos += 2 * hs
-    elif vt == 3:
-        n, pos = get_varint(data, pos, end)
-        if pos + n > end:
-            raise blk.err("symref target runs past the records", rec)
-        target = data[pos : pos + n]
-        pos += n
-    elif vt != 0:
-        raise blk.err(f"unknown ref value type {vt}", rec)
-    return RefRecord(key, delta + min_ui, vt, val, peeled, target), pos
-
-
-def _string(blk, data, pos, end, rec, what):
-    n, pos = get_varint(data, pos, end)
-    if pos + n > end:
-        raise blk.err(f"log {what} runs past the records", rec)
-    return data[pos : pos + n], pos + n
-
-
-def _log_value(blk, key, lt, pos, end, hs, rec):
-    if len(key) <= 9 or key[-9] != 0:
-        raise blk.err("log key is not name NUL update-index", rec)
-    name = key[:-9]
-    ui = 0xFFFFFFFFFFFFFFFF - int.from_bytes(key[-8:], "big")
-    if lt == 0:
-        return LogRecord(name, ui, 0), pos
-    data = blk.data
-    if pos + 2 * hs > end:
-        raise blk.err("log old/new ids run past the records", rec)
-    old = hexlify(data[pos : pos + hs])
-    new = hexlify(data[pos + hs : pos + 2 * hs])
-    pos += 2 * hs
-    ident, pos = _string(blk, data, pos, end, rec, "name")
-    email, pos = _string(blk, data, pos, end, rec, "email")
-    t, pos = get_varint(data, pos, end)
-    if pos + 2 > end:
-        raise blk.err("log timezone runs past the records", rec)
-    tz = int.from_bytes(data[pos : pos + 2], "big", signed=True)
-    pos += 2
-    msg, pos = _string(blk, data, pos, end, rec, "message")
-    return LogRecord(name, ui, lt, old, new, ident, email, t, tz, msg), pos
-
-
-def _obj_value(blk, key, cnt3, pos, end):
-    data = blk.data
-    count = cnt3
-    if cnt3 == 0:
-        count, pos = get_varint(data, pos, end)
-        if count > end - pos:
-            raise blk.err(f"obj record claims {count} positions", pos)
-    positions = []
-    if count:
-        p, pos = get_varint(data, pos, end)
-        positions.append(p)
-        for _ in range(count - 1):
-            d, pos = get_varint(data, pos, end)
-            p += d
-            positions.append(p)
-    return ObjRecord(key, tuple(positions)), pos
 
 
 def first_key(blk: Block) -> bytes:
@@ -688,9 +673,262 @@ def first_key(blk: Block) -> bytes:
     try:
         prefix, pos = get_varint(data, pos, end)
         x, pos = get_varint(data, pos, end)
-    except VarintError as e:
+    except RecordError as e:
         raise _vfail(blk, e) from None
     slen = x >> 3
     if prefix or pos + slen > end or not slen:
         raise blk.err("bad first record key", blk.header_off + 4)
     return data[pos : pos + slen]
+
+
+# --- batched seeks: many sorted keys through one block, keys built only where they can match --------------
+# The writers look up thousands of names at once (a big deletion): these walks skip the records that sort
+# below the wanted key without building their keys. Faults raise CorruptStore ("... does not decode").
+
+_MAX_UI = 0xFFFFFFFFFFFFFFFF
+_IN_RUN = 1 << 62  # the walks' "common prefix with the wanted key" inside that key's own run: decode all
+
+
+def _interval_starts(blk: Block) -> tuple[int, ...]:
+    """Where the restart intervals of ``blk`` begin. git's first record is always a restart point; a
+    block whose first record is not one is walked as one interval."""
+    first = blk.header_off + 4
+    restarts = blk.restarts
+    return restarts if restarts and restarts[0] == first else (first,)
+
+
+def _restart_key(data, r: int) -> bytes:
+    """The key of the record at restart offset ``r`` (a restart stores its key whole: prefix length 0)."""
+    x = data[r + 1]
+    if x < 0x80:
+        return data[r + 2 : r + 2 + (x >> 3)]
+    y = data[r + 2]
+    if y < 0x80:  # two bytes: a log key or a long ref name
+        x = (((x & 0x7F) + 1) << 7) | y
+        return data[r + 3 : r + 3 + (x >> 3)]
+    x, p = get_varint(data, r + 1, len(data))
+    return data[p : p + (x >> 3)]
+
+
+def _key_header(data, pos: int, end: int) -> tuple[int, int, int]:
+    """(prefix length, suffix length << 3 | type, key suffix position) of the record at ``pos``: the walks'
+    slow path, for varints longer than one byte (a restart record's whole key is usually 16 bytes or more)."""
+    p = data[pos]
+    if p < 0x80:
+        pos += 1
+    else:
+        p, pos = get_varint(data, pos, end)
+    x = data[pos]
+    if x < 0x80:
+        return p, x, pos + 1
+    y = data[pos + 1]
+    if y < 0x80:
+        return p, (((x & 0x7F) + 1) << 7) | y, pos + 2
+    x, pos = get_varint(data, pos, end)
+    return p, x, pos
+
+
+def _ref_value_end(data, vpos: int, end: int, vt: int, hs: int) -> int:
+    """Where the ref value at ``vpos`` (update-index delta first) ends: the walk's slow path."""
+    pos = vpos + 1 if data[vpos] < 0x80 else get_varint(data, vpos, end)[1]
+    if vt == 1:
+        return pos + hs
+    if vt == 2:
+        return pos + 2 * hs
+    if vt == 3:
+        c, pos = get_varint(data, pos, end)
+        return pos + c
+    if vt:
+        raise RecordError(f"unknown ref value type {vt}", vpos)
+    return pos
+
+
+def seek_refs(blk: Block, want: list[bytes], k: int, kend: int, found: dict, min_ui: int) -> int:
+    """Resolve ``want[k:kend]`` (sorted, all below the next block's first key) in the ref block ``blk``:
+    ``found[name]`` = its RefRecord (tombstones too) for each one the block holds; returns ``kend``.
+
+    Restart intervals whose successor's key is not above the wanted name are skipped. Inside an interval
+    the walk keeps ``m``, the length the previous key has in common with the wanted name ``T`` (it sorts
+    below ``T``): a record sharing more than ``m`` bytes with its predecessor, or exactly ``m`` and then a
+    smaller byte than ``T``'s, sorts below ``T`` as well and is skipped without building its key. Only a
+    record that reaches ``T`` (about once per wanted name) has its key built (``decode_key``'s step,
+    inlined) and its value decoded."""
+    try:
+        return _seek_refs(blk, want, k, kend, found, min_ui)
+    except RecordError as e:
+        raise CorruptStore(blk.file, f"ref block does not decode ({e.what})") from None
+
+
+def _seek_refs(blk: Block, want: list[bytes], k: int, kend: int, found: dict, min_ui: int) -> int:
+    data = blk.data
+    end = blk.restart_off
+    hs = blk.hash_size
+    hs1 = hs + 1
+    frombytes = int.from_bytes
+    t = want[k]
+    starts = _interval_starts(blk)
+    nr = len(starts)
+    j = 0
+    while j < nr:
+        pos = starts[j]
+        j += 1
+        if j < nr:
+            stop = starts[j]
+            limit = _restart_key(data, stop)
+            if limit <= t:
+                continue  # every key of the interval sorts below the wanted name
+        else:
+            stop = end
+            limit = None
+        last = b""
+        m = 0
+        while pos < stop:
+            p = data[pos]
+            x = data[pos + 1]
+            if (p | x) < 0x80:
+                s = pos + 2
+            else:
+                p, x, s = _key_header(data, pos, stop)
+            e = s + (x >> 3)
+            if e >= stop:
+                raise RecordError("a ref record runs past its restart interval", pos)
+            vt = x & 7
+            pos = e + hs1 if vt == 1 and data[e] < 128 else _ref_value_end(data, e, stop, vt, hs)
+            if p > m or (p == m and s < e and data[s] < t[m]):
+                continue  # below the wanted name
+            key = last[:p] + data[s:e] if p else data[s:e]
+            last = key
+            while key >= t:
+                if key == t:
+                    found[key] = decode_ref_value(data, key, vt, e, stop, hs, min_ui, pos)[0]
+                k += 1  # found, or passed: absent
+                if k == kend:
+                    return kend
+                t = want[k]
+                if limit is not None and limit <= t:
+                    pos = stop  # the rest of the interval sorts below the next wanted name
+                    break
+            else:
+                n = len(key) if len(key) < len(t) else len(t)
+                m = n - ((frombytes(key[:n], "big") ^ frombytes(t[:n], "big")).bit_length() + 7) // 8
+        if pos != stop:
+            raise RecordError("a ref record runs past its restart interval", pos)
+    return kend
+
+
+def scan_log_keys(blk: Block, targets, names, k: int, seen: dict, skip: tuple) -> tuple[int, tuple]:
+    """Record (name, update index) -> log type of the log records of ``names[k:]`` in the log block
+    ``blk`` (``targets``: each name + NUL, the prefix of its keys; sorted). Returns the index of the first
+    name whose records may continue past the block, and ``skip`` for the next block (see below).
+
+    The walk is ``seek_refs``'s: intervals below the wanted name skipped, keys built only for records
+    that reach it. Values are skipped, never decoded: after the two object ids come the name, email,
+    time, tz and message. Consecutive entries mostly share them (a batch of refs written by one command)
+    or at least all but the message, so ``skip`` holds the bytes of the last value's fields after the ids
+    (``tail``) and of its name to tz (``ident``): when the bytes ahead equal one of them, that run is
+    skipped by one C-level compare (equal bytes decode equally: every field is self-delimiting)."""
+    try:
+        return _scan_log_keys(blk, targets, names, k, seen, skip)
+    except RecordError as e:
+        raise CorruptStore(blk.file, f"log block does not decode ({e.what})", blk.offset) from None
+
+
+def _scan_log_keys(blk: Block, targets, names, k: int, seen: dict, skip: tuple) -> tuple[int, tuple]:
+    data = blk.data
+    end = blk.restart_off
+    hs2 = 2 * blk.hash_size
+    ident, tail = skip
+    li = len(ident)
+    ltail = len(tail)
+    frombytes = int.from_bytes
+    nt = len(targets)
+    t = targets[k]
+    lt = len(t)
+    starts = _interval_starts(blk)
+    nr = len(starts)
+    j = 0
+    while j < nr:
+        pos = starts[j]
+        j += 1
+        if j < nr:
+            stop = starts[j]
+            limit = _restart_key(data, stop)
+            if limit <= t:
+                continue  # every key of the interval sorts below the wanted name's
+        else:
+            stop = end
+            limit = None
+        last = b""
+        m = 0
+        while pos < stop:
+            p = data[pos]
+            x = data[pos + 1]
+            if (p | x) < 0x80:
+                s = pos + 2
+            else:
+                p, x, s = _key_header(data, pos, stop)
+            e = s + (x >> 3)
+            if x & 7:
+                q = e + hs2
+                # (a slice compares faster than startswith parses its arguments)
+                if data[q : q + ltail] == tail:
+                    pos = q + ltail
+                else:
+                    pos = q
+                    if data[pos : pos + li] == ident:
+                        pos += li
+                    else:  # (every read below the interval's end: get_varint raises past it)
+                        c = data[pos] if pos < stop else 0x80  # committer name
+                        if c < 0x80:
+                            pos += 1 + c
+                        else:
+                            c, pos = get_varint(data, pos, stop)
+                            pos += c
+                        c = data[pos] if pos < stop else 0x80  # email
+                        if c < 0x80:
+                            pos += 1 + c
+                        else:
+                            c, pos = get_varint(data, pos, stop)
+                            pos += c
+                        while pos < stop and data[pos] >= 0x80:  # time
+                            pos += 1
+                        pos += 3  # the time's last byte, tz
+                        ident = data[q:pos]
+                        li = pos - q
+                    c = data[pos] if pos < stop else 0x80  # message
+                    if c < 0x80:
+                        pos += 1 + c
+                    else:
+                        c, pos = get_varint(data, pos, stop)
+                        pos += c
+                    tail = data[q:pos]
+                    ltail = pos - q
+            else:
+                pos = e
+            if p > m or (p == m and s < e and data[s] < t[m]):
+                continue  # below the wanted name's keys
+            key = last[:p] + data[s:e] if p else data[s:e]
+            last = key
+            while key >= t:
+                if key.startswith(t):  # one of the wanted name's entries
+                    if len(key) != lt + 8:
+                        raise RecordError("log key is not name NUL update index", s)
+                    got = (names[k], _MAX_UI - frombytes(key[lt:], "big"))
+                    if got not in seen:
+                        seen[got] = x & 7
+                    m = _IN_RUN
+                    break
+                k += 1  # past the wanted name's entries
+                if k == nt:
+                    return k, (ident, tail)
+                t = targets[k]
+                lt = len(t)
+                if limit is not None and limit <= t:
+                    pos = stop  # the rest of the interval sorts below the next wanted name
+                    break
+            else:
+                n = len(key) if len(key) < lt else lt
+                m = n - ((frombytes(key[:n], "big") ^ frombytes(t[:n], "big")).bit_length() + 7) // 8
+        if pos != stop:
+            raise RecordError("a log record runs past its restart interval", pos)
+    return k, (ident, tail)

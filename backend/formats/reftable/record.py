@@ -6,8 +6,10 @@ checked against the bytes present and failures raise ``CorruptStore(file, what, 
 
 from __future__ import annotations
 
-from binascii import unhexlify
+from binascii import hexlify, unhexlify
 from collections import namedtuple
+
+from ...errors import RecordError, VarintError
 
 # Block types.
 BLOCK_REF = ord("r")
@@ -88,15 +90,6 @@ class IndexRecord(namedtuple("IndexRecord", "last_key position")):
 _VARINT_LIMIT = 1 << 57  # a value this large cannot be shifted by 7 more bits within 64 bits
 
 
-class VarintError(ValueError):
-    """Raised by ``get_varint`` with the offset where decoding failed; callers turn it into CorruptStore."""
-
-    def __init__(self, what: str, offset: int) -> None:
-        super().__init__(what, offset)
-        self.what = what
-        self.offset = offset
-
-
 def get_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Decode one varint from ``buf[pos:end]``: (value, next position). Raises VarintError."""
     if pos >= end:
@@ -130,6 +123,125 @@ def put_varint(value: int) -> bytes:
     return bytes(out)
 
 
+# --- decoding one record -----------------------------------------------------------------------------
+# Every record of every block type starts with its key: varint prefix length, varint (suffix length << 3 |
+# extra), suffix; the key is the previous key's first ``prefix`` bytes and the suffix (reftable.adoc). The
+# checked decoders below raise RecordError with the in-block offset of the fault; the block turns it into a
+# CorruptStore. The fast paths in block.py inline the one-byte case of ``decode_key`` (the common shape).
+
+
+def decode_key(buf, pos: int, end: int, last: bytes, restart: bool = False) -> tuple[bytes, int, int, int]:
+    """The key of the record at ``pos`` of records ending at ``end``, after the key ``last``: (key, extra
+    bits, position after the key, prefix length). ``restart``: the record is a restart point (prefix
+    length 0). git's reftable_decode_key."""
+    rec = pos
+    if pos < end and buf[pos] < 0x80:  # one-byte varints inline: get_varint's own checks hold
+        prefix = buf[pos]
+        pos += 1
+    else:
+        prefix, pos = get_varint(buf, pos, end)
+    if pos < end and buf[pos] < 0x80:
+        x = buf[pos]
+        pos += 1
+    else:
+        x, pos = get_varint(buf, pos, end)
+    if restart and prefix:
+        raise RecordError(f"record at restart point has prefix length {prefix}", rec)
+    if prefix > len(last):
+        raise RecordError(f"prefix length {prefix} longer than the previous key ({len(last)})", rec)
+    npos = pos + (x >> 3)
+    if npos > end:
+        raise RecordError(f"key suffix of {x >> 3} bytes runs past the records", pos)
+    key = last[:prefix] + buf[pos:npos] if prefix else buf[pos:npos]
+    if not key:
+        raise RecordError("empty key", rec)
+    return key, x & 7, npos, prefix
+
+
+def decode_ref_value(buf, key: bytes, vt: int, pos: int, end: int, hs: int, min_ui: int, rec: int):
+    """(RefRecord, position after it) of the ref value of type ``vt`` at ``pos`` (``rec``: the record's
+    offset, for errors; ``hs``: the hash size)."""
+    delta, pos = get_varint(buf, pos, end)
+    val = peeled = target = None
+    if vt == 1:
+        if pos + hs > end:
+            raise RecordError("ref value runs past the records", rec)
+        val = hexlify(buf[pos : pos + hs])
+        pos += hs
+    elif vt == 2:
+        if pos + 2 * hs > end:
+            raise RecordError("ref value runs past the records", rec)
+        val = hexlify(buf[pos : pos + hs])
+        peeled = hexlify(buf[pos + hs : pos + 2 * hs])
+        pos += 2 * hs
+    elif vt == 3:
+        n, pos = get_varint(buf, pos, end)
+        if pos + n > end:
+            raise RecordError("symref target runs past the records", rec)
+        target = buf[pos : pos + n]
+        pos += n
+    elif vt != 0:
+        raise RecordError(f"unknown ref value type {vt}", rec)
+    return RefRecord(key, delta + min_ui, vt, val, peeled, target), pos
+
+
+def _string(buf, pos: int, end: int, rec: int, what: str) -> tuple[bytes, int]:
+    n, pos = get_varint(buf, pos, end)
+    if pos + n > end:
+        raise RecordError(f"log {what} runs past the records", rec)
+    return buf[pos : pos + n], pos + n
+
+
+def decode_log_value(buf, key: bytes, lt: int, pos: int, end: int, hs: int, rec: int):
+    """(LogRecord, position after it) of the log record with ``key`` and log type ``lt``."""
+    if len(key) <= 9 or key[-9] != 0:
+        raise RecordError("log key is not name NUL update-index", rec)
+    name = key[:-9]
+    ui = 0xFFFFFFFFFFFFFFFF - int.from_bytes(key[-8:], "big")
+    if lt == 0:
+        return LogRecord(name, ui, 0), pos
+    if pos + 2 * hs > end:
+        raise RecordError("log old/new ids run past the records", rec)
+    old = hexlify(buf[pos : pos + hs])
+    new = hexlify(buf[pos + hs : pos + 2 * hs])
+    pos += 2 * hs
+    ident, pos = _string(buf, pos, end, rec, "name")
+    email, pos = _string(buf, pos, end, rec, "email")
+    t, pos = get_varint(buf, pos, end)
+    if pos + 2 > end:
+        raise RecordError("log timezone runs past the records", rec)
+    tz = int.from_bytes(buf[pos : pos + 2], "big", signed=True)
+    pos += 2
+    msg, pos = _string(buf, pos, end, rec, "message")
+    return LogRecord(name, ui, lt, old, new, ident, email, t, tz, msg), pos
+
+
+def decode_obj_value(buf, key: bytes, cnt3: int, pos: int, end: int):
+    """(ObjRecord, position after it) of the obj record with ``key`` (``cnt3``: its extra bits)."""
+    count = cnt3
+    if cnt3 == 0:
+        count, pos = get_varint(buf, pos, end)
+        if count > end - pos:
+            raise RecordError(f"obj record claims {count} positions", pos)
+    positions = []
+    if count:
+        p, pos = get_varint(buf, pos, end)
+        positions.append(p)
+        for _ in range(count - 1):
+            d, pos = get_varint(buf, pos, end)
+            p += d
+            positions.append(p)
+    return ObjRecord(key, tuple(positions)), pos
+
+
+def decode_index_value(buf, key: bytes, extra: int, pos: int, end: int, rec: int):
+    """(IndexRecord, position after it) of the index record with ``key``."""
+    if extra:
+        raise RecordError(f"index record with value type {extra}", rec)
+    position, pos = get_varint(buf, pos, end)
+    return IndexRecord(key, position), pos
+
+
 def log_key(name: bytes, update_index: int) -> bytes:
     """The sort key of a log record: name NUL reverse_int64(update_index)."""
     return name + b"\0" + (0xFFFFFFFFFFFFFFFF - update_index).to_bytes(8, "big")
@@ -148,12 +260,6 @@ def common_prefix_len(a: bytes, b: bytes) -> int:
     n = min(len(a), len(b))
     x = int.from_bytes(a[:n], "big") ^ int.from_bytes(b[:n], "big")
     return n - (x.bit_length() + 7) // 8
-
-
-def encode_key(prev: bytes, key: bytes, extra: int) -> tuple[bytes, bool]:
-    """Prefix-compressed key bytes and whether it is a restart (prefix length 0), as git's writer does."""
-    p = common_prefix_len(prev, key) if prev else 0
-    return put_varint(p) + put_varint(((len(key) - p) << 3) | extra) + key[p:], p == 0
 
 
 def encode_ref_value(rec: RefRecord, min_update_index: int) -> bytes:

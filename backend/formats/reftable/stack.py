@@ -11,6 +11,8 @@ import os
 
 from ...errors import CorruptStore
 from ...fileio import read_regular, unreadable
+from .merged import MergedTables
+from .table import Table
 
 _HEX = b"0123456789abcdef"
 
@@ -45,6 +47,71 @@ def parse_tables_list(data: bytes, path: str) -> list[str]:
             names.append(line.decode("ascii"))
         pos = nl + 1
     return names
+
+
+_RETRY_SECONDS = 3.0
+
+
+class Stack(MergedTables):
+    """One reftable directory as read at one moment (git's reftable_stack for reading): ``names`` and
+    ``tables`` oldest first, read as one through ``MergedTables``; ``list_stat`` = (st_dev, st_ino,
+    st_size, st_mtime_ns) of tables.list or None when it is missing. The writers' locked counterpart is
+    ``engines.stack_io.StackWriter``."""
+
+    __slots__ = ("dir", "names", "list_stat")
+
+    def __init__(self, d: str, names: list[str], tables: list[Table], list_stat) -> None:
+        super().__init__(tables)
+        self.dir = d
+        self.names = names
+        self.list_stat = list_stat
+
+    @classmethod
+    def load(cls, d: str, hash_name: str, previous: Stack | None = None) -> Stack:
+        """Read tables.list and open its tables, reusing ``previous``'s Table objects whose file (name,
+        device, inode, size) is unchanged. A listed table that is missing while tables.list changed
+        meanwhile means a concurrent writer: retry (about 3 s, as git's reader does)."""
+        import time
+
+        reuse = {t.name: t for t in previous.tables} if previous is not None else {}
+        deadline = time.monotonic() + _RETRY_SECONDS
+        tries = 0
+        delay = 0.001
+        while True:
+            tries += 1
+            names, lst = read_tables_list_stat(d)
+            tables: list[Table] = []
+            missing = None
+            for n in names:
+                path = os.path.join(d, n)
+                old = reuse.get(n)
+                try:
+                    if old is not None:
+                        st = os.stat(path)
+                        if (st.st_dev, st.st_ino, st.st_size) == old.stat:
+                            tables.append(old)
+                            continue
+                    tables.append(Table.open(path))
+                except FileNotFoundError:
+                    missing = path
+                    break
+                except OSError as err:  # the stat of a reused table (ELOOP, EACCES...): as fileio reports it
+                    raise unreadable(path, err) from None
+            if missing is None:
+                break
+            after, _ = read_tables_list_stat(d)
+            if after == names or (tries > 3 and time.monotonic() >= deadline):
+                raise CorruptStore(missing, "table listed in tables.list does not exist")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        for t in tables:
+            if t.hash_name != hash_name:
+                raise CorruptStore(t.path, f"table uses {t.hash_name}, the repository uses {hash_name}")
+        return cls(d, names, tables, lst)
+
+    def unchanged(self, names: list[str], lst) -> bool:
+        """Do ``names`` and ``lst`` (as ``read_tables_list_stat`` gives them) describe this stack?"""
+        return names == self.names and lst == self.list_stat
 
 
 def read_tables_list_stat(reftable_dir: str) -> tuple[list[str], tuple[int, int, int, int] | None]:

@@ -3,14 +3,18 @@
 Opening reads the header and footer only (and checks them as git does: magic, version, footer = header,
 hash id, CRC-32). Blocks are parsed when first needed and cached in the Table (decoded ref blocks in a small
 LRU, so random access over a huge table stays bounded in memory while sequential scans never cache).
+
+Over 500 lines, on purpose: this is one class, the table's whole reading API (header and footer checks,
+the block caches, ref, log and obj access through the indexes, whole-file walks), as git's reftable/table.c
+is one file; its parts share the caches and the section checks, and split apart they would reach into
+each other's private state. How the bytes are obtained is apart (mapping.py), so is all record decoding
+(block.py, record.py).
 """
 
 # ruff: noqa: SIM105  (contextlib pulls in functools and types: ~1.5 ms on every reftable CLI run)
 from __future__ import annotations
 
-import mmap
 import os
-import sys
 from binascii import crc32
 from bisect import bisect_left
 from collections import OrderedDict, namedtuple
@@ -18,6 +22,7 @@ from collections.abc import Iterator
 
 from ...errors import CorruptStore, UnsupportedFormat
 from ...fileio import open_regular, unreadable
+from ...model import HASH_RAWSZ
 from .block import (
     Block,
     RefBlock,
@@ -27,131 +32,17 @@ from .block import (
     iter_raw_records,
     parse_block,
 )
+from .mapping import table_contents
 from .record import BLOCK_INDEX, BLOCK_LOG, BLOCK_OBJ, BLOCK_REF, LogRecord, ObjRecord, RefRecord
 
 HEADER_SIZE = {1: 24, 2: 28}
 FOOTER_SIZE = {1: 68, 2: 72}
-HASH_IDS = {b"sha1": ("sha1", 20), b"s256": ("sha256", 32)}
+HASH_IDS = {b"sha1": "sha1", b"s256": "sha256"}
 HASH_ID_OF = {"sha1": b"sha1", "sha256": b"s256"}
-HASH_SIZE = {"sha1": 20, "sha256": 32}
 _BLOCK_TYPES = frozenset((BLOCK_REF, BLOCK_LOG, BLOCK_OBJ, BLOCK_INDEX))
 BLOCK_TYPES_END = -1  # "type" past the table data
 _REF_CACHE = 64  # decoded ref blocks kept per table
 _LOG_CACHE = 32  # decoded log blocks kept per table
-_READ_UP_TO = 256 * 1024  # tables up to this size are read, not mapped (see _contents)
-_TRACKFD = sys.version_info >= (3, 13)  # mmap.mmap(trackfd=False): a mapping without a descriptor
-
-
-def _contents(fd: int, size: int, path: str):
-    """The bytes of the table open at ``fd`` (an mmap, bytes or a ``_Mapping``), holding no descriptor
-    of their own wherever that is possible: a stack of any length must open where git's does.
-
-    Why: ``mmap.mmap`` before Python 3.13 keeps a dup of the descriptor for the mapping's life, so a stack
-    of a thousand tables held a thousand descriptors and failed with EMFILE (git, mapping in C, holds none).
-    Small tables, nearly every table of a long stack, are read with one pread: faster to open than a
-    mapping, and small in memory. Larger ones are mapped: without a descriptor on 3.13+; before that by
-    ``mmap.mmap`` only while this process uses under half of its descriptor limit, which leaves the other
-    half to lock files, pipes, the TUI and the watcher (the lowest free descriptor tells: every lower one
-    is open; ``fd`` itself is closed and reused for the next table, the dups pile up above it); beyond
-    that by libc's own mmap through ctypes (lazy like any mapping, no descriptor), or read outright where
-    ctypes cannot map."""
-    if size <= _READ_UP_TO:
-        return _read(fd, size, path)
-    if _TRACKFD:
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ, trackfd=False)
-    try:
-        low = os.dup(fd)  # the lowest free descriptor (every lower one is open), where mmap's dup would go
-        os.close(low)
-    except OSError:
-        low = -1  # none free at all
-    limit = os.sysconf("SC_OPEN_MAX")
-    if low >= 0 and (limit < 0 or 2 * low < limit):
-        try:
-            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        except OSError as e:
-            from errno import EMFILE, ENFILE
-
-            if e.errno not in (EMFILE, ENFILE):
-                raise
-    got = _Mapping.of(fd, size)
-    return got if got is not None else _read(fd, size, path)
-
-
-def _read(fd: int, size: int, path: str) -> bytes:
-    """The first ``size`` bytes of ``fd`` (a table is never rewritten in place: a short read is damage)."""
-    try:
-        data = os.pread(fd, size, 0)
-        while len(data) < size:
-            more = os.pread(fd, size - len(data), len(data))
-            if not more:
-                raise CorruptStore(
-                    path, f"file shrank while being read ({len(data)} of {size} bytes)", len(data)
-                )
-            data += more
-    except OSError as e:
-        raise unreadable(path, e) from None
-    return data
-
-
-class _Mapping:
-    """A read-only shared mapping made by libc's mmap, which keeps no descriptor. Indexes and slices as an
-    mmap does (an int; bytes, copied): nothing outside refers to the memory, so it is unmapped by
-    ``close`` or when this object is collected without use-after-unmap."""
-
-    __slots__ = ("_view", "_addr", "_size")
-    _libc = None  # (mmap, munmap) of libc, set up once
-
-    @classmethod
-    def of(cls, fd: int, size: int) -> _Mapping | None:
-        """The whole file mapped, or None when ctypes or the mapping is not available."""
-        try:
-            import ctypes
-        except ImportError:
-            return None
-        if cls._libc is None:
-            libc = ctypes.CDLL(None, use_errno=True)
-            mm, unmap = libc.mmap, libc.munmap
-            mm.restype = ctypes.c_void_p
-            mm.argtypes = (
-                ctypes.c_void_p,
-                ctypes.c_size_t,
-                ctypes.c_int,
-                ctypes.c_int,
-                ctypes.c_int,
-                ctypes.c_long,
-            )
-            unmap.restype = ctypes.c_int
-            unmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-            cls._libc = (mm, unmap)
-        addr = cls._libc[0](None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        if not addr or addr == ctypes.c_void_p(-1).value:  # MAP_FAILED
-            return None
-        self = cls.__new__(cls)
-        self._addr = addr
-        self._size = size
-        self._view = memoryview((ctypes.c_ubyte * size).from_address(addr)).cast("B")
-        return self
-
-    def __getitem__(self, key):
-        got = self._view[key]
-        return got if key.__class__ is int else got.tobytes()
-
-    def __len__(self) -> int:
-        return self._size
-
-    def close(self) -> None:
-        """Unmap. Safe: no view of the memory ever leaves this object (``__getitem__`` copies)."""
-        view = self._view
-        if view is not None:
-            view.release()
-            self._view = None
-            self._libc[1](self._addr, self._size)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # at interpreter exit ctypes may be gone: the process unmaps it anyway
-            pass
 
 
 class Footer(
@@ -220,7 +111,7 @@ class Table:
         try:
             if st.st_size < HEADER_SIZE[2] + 1:
                 raise CorruptStore(path, f"file too small for a reftable ({st.st_size} bytes)", 0)
-            mm = _contents(fd, st.st_size, path)
+            mm = table_contents(fd, st.st_size, path)
         finally:
             os.close(fd)
         return cls._over(path, (st.st_dev, st.st_ino, st.st_size), mm)
@@ -277,12 +168,13 @@ class Table:
         self.min_update_index = int.from_bytes(mm[8:16], "big")
         self.max_update_index = int.from_bytes(mm[16:24], "big")
         if version == 1:
-            self.hash_name, self.hash_size = "sha1", 20
+            self.hash_name = "sha1"
         else:
             hid = mm[24:28]
             if hid not in HASH_IDS:
                 raise CorruptStore(path, f"unknown hash id {hid!r}", 24)
-            self.hash_name, self.hash_size = HASH_IDS[hid]
+            self.hash_name = HASH_IDS[hid]
+        self.hash_size = HASH_RAWSZ[self.hash_name]
         f = hs
         vals = [int.from_bytes(footer[f + 8 * i : f + 8 * i + 8], "big") for i in range(5)]
         crc = int.from_bytes(footer[fs - 4 : fs], "big")
@@ -379,7 +271,8 @@ class Table:
         t = self._mm[off] if off < self.data_end else BLOCK_TYPES_END
         return t != btype and (t in _BLOCK_TYPES or t == BLOCK_TYPES_END)
 
-    def _next_of(self, blk: Block, btype: int) -> Block | None:
+    def next_block(self, blk: Block, btype: int) -> Block | None:
+        """The block after ``blk`` when it is of type ``btype`` (None at the end of that section)."""
         if self._other_section(blk.offset + blk.full_size, btype):
             return None
         nxt = self.block_at(blk.offset + blk.full_size)
@@ -426,7 +319,7 @@ class Table:
             keys, poss = self._index_records(blk)
             j = bisect_left(keys, want)
             if j == len(keys):
-                blk = self._next_of(blk, BLOCK_INDEX)
+                blk = self.next_block(blk, BLOCK_INDEX)
                 if blk is None:
                     return None
                 continue
@@ -455,7 +348,9 @@ class Table:
 
     # --- refs ------------------------------------------------------------------------------------------------
 
-    def _ref_start_block(self, start: bytes) -> int | None:
+    def seek_ref_block(self, start: bytes) -> int | None:
+        """Offset of the ref block that may hold ``start`` (the first name >= it), through the ref index
+        when the table has one; None when the table has no refs."""
         if not self.has_refs:
             return None
         if not start:
@@ -468,7 +363,7 @@ class Table:
         blk = self.block_at(0)
         chosen = 0
         while True:
-            nxt = self._next_of(blk, BLOCK_REF)
+            nxt = self.next_block(blk, BLOCK_REF)
             if nxt is None or first_key(nxt) > start:
                 return chosen
             chosen = nxt.offset
@@ -490,7 +385,7 @@ class Table:
     def iter_ref_raw_blocks(self, start: bytes = b"") -> Iterator[Block]:
         """The parsed (not decoded) ref blocks from the one that may hold ``start`` onwards: for bulk paths
         that decode a block their own way (``block.ref_block_pairs``) and fall back to ``ref_block``."""
-        off = self._ref_start_block(start)
+        off = self.seek_ref_block(start)
         if off is None:
             return
         while True:
@@ -516,13 +411,6 @@ class Table:
             for j in range(i, len(rb.names)):
                 yield rb.record(j)
 
-    def iter_refs_located(self, start: bytes = b"") -> Iterator[tuple[RefRecord, int]]:
-        """Like iter_refs, with the file offset of each record's block."""
-        for rb, i in self.iter_ref_blocks(start):
-            off = rb.offset
-            for j in range(i, len(rb.names)):
-                yield rb.record(j), off
-
     def seek_ref(self, name: bytes) -> RefRecord | None:
         """The record of exactly ``name`` (possibly a tombstone), or None."""
         got = self.locate_ref(name)
@@ -530,7 +418,7 @@ class Table:
 
     def locate_ref(self, name: bytes) -> tuple[RefBlock, int] | None:
         """(decoded block, record index) of ``name``, or None. Uses the index when present."""
-        off = self._ref_start_block(name)
+        off = self.seek_ref_block(name)
         if off is None:
             return None
         rb = self.ref_block(off)
@@ -539,7 +427,7 @@ class Table:
             return (rb, i) if rb.names[i] == name else None
         # past the end of this block: the next block may start with it (linear case only)
         blk = self.block_at(off)
-        nxt = self._next_of(blk, BLOCK_REF)
+        nxt = self.next_block(blk, BLOCK_REF)
         if nxt is None:
             return None
         rb = self.ref_block(nxt.offset)
@@ -560,7 +448,7 @@ class Table:
             k, p = self._index_records(blk)
             keys += k
             poss += p
-            blk = self._next_of(blk, BLOCK_INDEX)
+            blk = self.next_block(blk, BLOCK_INDEX)
         frac = 0.5
         for _depth in range(64):
             if not keys:
@@ -600,15 +488,19 @@ class Table:
                 blk = self.block_at(0)
                 while blk is not None:
                     offs.append(blk.offset)
-                    blk = self._next_of(blk, BLOCK_REF)
+                    blk = self.next_block(blk, BLOCK_REF)
             self._ref_offsets = offs
         return self._ref_offsets
 
     # --- logs ------------------------------------------------------------------------------------------------
 
-    def _log_start(self) -> int | None:
+    def seek_log_block(self, key: bytes) -> int | None:
+        """Offset of the log block from which the records with keys >= ``key`` start: through the log
+        index when the table has one, else the first log block (None: no logs, or ``key`` past them)."""
         if not self.has_logs:
             return None
+        if self.footer.log_index_position:
+            return self._seek_indexed(self.footer.log_index_position, key, BLOCK_LOG)
         return self.footer.log_position
 
     def log_block(self, off: int) -> list[LogRecord]:
@@ -635,20 +527,20 @@ class Table:
 
     def iter_logs(self, name: bytes | None = None) -> Iterator[LogRecord]:
         """Log records in key order (by name, newest update index first); only ``name``'s when given."""
-        off = self._log_start()
-        if off is None:
+        if not self.has_logs:
             return
         want = None
-        if name is not None:
+        if name is None:
+            off = self.footer.log_position
+        else:
             want = name + b"\0"
-            if self.footer.log_index_position:
-                off = self._seek_indexed(self.footer.log_index_position, want, BLOCK_LOG)
-                if off is None:
-                    return
-            else:
+            off = self.seek_log_block(want)
+            if off is None:
+                return
+            if not self.footer.log_index_position:  # a linear seek: up to the last block starting <= want
                 blk = self.block_at(off)
                 while True:
-                    nxt = self._next_of(blk, BLOCK_LOG) if blk is not None else None
+                    nxt = self.next_block(blk, BLOCK_LOG) if blk is not None else None
                     if nxt is None or first_key(nxt) > want:
                         break
                     blk = nxt

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from itertools import islice
 from operator import itemgetter, lt
 
+from ...errors import EntryTooBig
+from ...model import HASH_RAWSZ
 from .record import (
     BLOCK_INDEX,
     BLOCK_LOG,
@@ -31,17 +33,12 @@ from .record import (
     encode_log_value,
     encode_obj_value,
     encode_ref_value,
-    log_key,
     put_varint,
 )
-from .table import HASH_ID_OF, HASH_SIZE, HEADER_SIZE
+from .table import HASH_ID_OF, HEADER_SIZE
 
 MAX_RESTARTS = 65535
 _INDEX_THRESHOLD = 3
-
-
-class EntryTooBig(ValueError):
-    """A record does not fit into one block of the chosen size."""
 
 
 class _BlockWriter:
@@ -157,7 +154,7 @@ class _Writer:
         if not 0 < block_size < (1 << 24):
             raise ValueError(f"block size {block_size} out of range")
         self.hash_name = hash_name
-        self.hash_size = HASH_SIZE[hash_name]
+        self.hash_size = HASH_RAWSZ[hash_name]
         self.version = version
         self.header_size = HEADER_SIZE[version]
         self.min_ui = min_ui
@@ -264,41 +261,6 @@ class _Writer:
                 self._reinit(btype)
             i = j
         self.last_key = keys[-1]
-
-    def add_ref(self, rec: RefRecord) -> None:
-        if not (self.min_ui <= rec.update_index <= self.max_ui):
-            raise ValueError(f"update index {rec.update_index} outside {self.min_ui}..{self.max_ui}")
-        self._add_record(BLOCK_REF, rec.name, rec.value_type, encode_ref_value(rec, self.min_ui))
-        if self.index_objects:
-            if rec.value_type in (VALUE_VAL1, VALUE_VAL2):
-                self._index_hash(unhexlify(rec.value))
-            if rec.value_type == VALUE_VAL2:
-                self._index_hash(unhexlify(rec.peeled))
-
-    def _index_hash(self, h: bytes) -> None:
-        offs = self.obj_tree.setdefault(h, [])
-        if not offs or offs[-1] != self.next:
-            offs.append(self.next)
-
-    def add_log(self, rec: LogRecord) -> None:
-        if rec.log_type != LOG_DELETION:
-            if rec.update_index > self.max_ui:
-                raise ValueError(f"log update index {rec.update_index} above max {self.max_ui}")
-            if not self.exact:
-                msg = rec.message.rstrip(b"\n")
-                if b"\n" in msg:
-                    raise ValueError(f"multi-line reflog message for {rec.name!r}")
-                rec = rec._replace(message=msg + b"\n")
-        if self.bw is not None and self.bw.type == BLOCK_REF:
-            self._finish_public_section()
-        self.next -= self.pending_padding
-        self.pending_padding = 0
-        self._add_record(
-            BLOCK_LOG,
-            log_key(rec.name, rec.update_index),
-            rec.log_type,
-            encode_log_value(rec, self.hash_size),
-        )
 
     def _finish_section(self) -> None:
         typ = self.bw.type
