@@ -54,6 +54,15 @@ class MultiPackIndex:
 
     def lookup(self, raw: bytes) -> tuple[str, int] | None:
         """(name of the pack's ``.idx``, offset in the pack) of the object ``raw``, or None."""
+        i, found = self.bisect(raw)
+        return self._location(i) if found else None
+
+    def name(self, i: int) -> bytes:
+        at = self._names + i * self.rawsz
+        return bytes(self.data[at : at + self.rawsz])
+
+    def bisect(self, raw: bytes) -> tuple[int, bool]:
+        """(where ``raw`` is or would be inserted, whether it is there)."""
         b = raw[0]
         lo = self._fanout[b - 1] if b else 0
         hi = self._fanout[b]
@@ -66,8 +75,8 @@ class MultiPackIndex:
             elif name > raw:
                 hi = mid
             else:
-                return self._location(mid)
-        return None
+                return mid, True
+        return lo, False
 
     def _location(self, i: int) -> tuple[str, int]:
         at = self._offsets + i * 8

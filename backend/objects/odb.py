@@ -135,6 +135,31 @@ class _PackSet:
         return None
 
 
+def _common_hex(a: bytes, b: bytes) -> int:
+    """The number of leading hex digits two raw ids share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x == y:
+            n += 2
+            continue
+        return n + ((x ^ y) < 16)
+    return n
+
+
+def _neighbours(table, raw: bytes) -> list[bytes]:
+    """The ids beside where ``raw`` stands in a sorted table (a pack index or a midx): the two that
+    find_abbrev_len_for_pack looks at."""
+    i, found = table.bisect(raw)
+    out = []
+    if not found and i < table.count:
+        out.append(table.name(i))
+    elif found and i + 1 < table.count:
+        out.append(table.name(i + 1))
+    if i > 0:
+        out.append(table.name(i - 1))
+    return out
+
+
 class Odb:
     """Read access to every object a repository can reach."""
 
@@ -142,6 +167,7 @@ class Odb:
         self.rawsz = HASH_RAWSZ[hash_name]
         self.dirs = object_dirs(objects_dir, env)
         self._sets: list[_PackSet] | None = None
+        self._count: int | None = None
 
     def _packsets(self) -> list[_PackSet]:
         if self._sets is None:
@@ -188,6 +214,53 @@ class Odb:
             return TYPE_NAMES[kind], content
         got = self._read_loose(hexoid.decode("ascii"))
         return None if got is None else (TYPE_NAMES[got[0]], got[2])
+
+    def approximate_count(self) -> int:
+        """git's approximate object count: what the multi-pack-indexes and pack indexes hold (loose
+        objects not counted), the basis of the default abbreviation."""
+        if self._count is not None:
+            return self._count
+        total = 0
+        for ps in self._packsets():
+            if ps.midx is not None:
+                total += ps.midx.count
+            total += sum(index.count for _, index in ps.indexes)
+        self._count = total
+        return total
+
+    def abbrev(self, hexoid: bytes, min_len: int = -1) -> bytes:
+        """``hexoid`` shortened as repo_find_unique_abbrev does: ``min_len`` hex digits (-1: from the
+        object count, at least 7), longer while another object shares the prefix."""
+        hexsz = self.rawsz * 2
+        # msb(count) + 1 bits of objects expect a collision at half as many bits, four bits a digit
+        length = max((max(self.approximate_count(), 1).bit_length() + 1) // 2, 7) if min_len < 0 else min_len
+        if length >= hexsz or not length:
+            return hexoid
+        raw = self._raw(hexoid)
+        seen = []
+        for ps in self._packsets():
+            if ps.midx is not None:
+                seen += _neighbours(ps.midx, raw)
+            for _, index in ps.indexes:
+                seen += _neighbours(index, raw)
+        hexs = hexoid.decode("ascii")
+        for d in self.dirs:
+            try:
+                names = os.listdir(os.path.join(d, hexs[:2]))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            want = hexs[2:length]
+            for name in names:
+                if len(name) == hexsz - 2 and name.startswith(want):
+                    try:
+                        seen.append(bytes.fromhex(hexs[:2] + name))
+                    except ValueError:
+                        continue
+        for other in seen:
+            common = _common_hex(other, raw)
+            if common != hexsz and common >= length:
+                length = common + 1
+        return hexoid[:length]
 
     def info(self, hexoid: bytes) -> tuple[str, int] | None:
         """(type name, size) of the object ``hexoid``, inflating no more than a delta's header."""

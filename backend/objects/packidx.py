@@ -77,6 +77,11 @@ class PackIndex:
 
     def find(self, raw: bytes) -> int | None:
         """The position in the index of the object with raw id ``raw``, or None."""
+        i, found = self.bisect(raw)
+        return i if found else None
+
+    def bisect(self, raw: bytes) -> tuple[int, bool]:
+        """(where ``raw`` is or would be inserted, whether it is there)."""
         b = raw[0]
         lo = self._fanout[b - 1] if b else 0
         hi = self._fanout[b]
@@ -90,8 +95,8 @@ class PackIndex:
             elif name > raw:
                 hi = mid
             else:
-                return mid
-        return None
+                return mid, True
+        return lo, False
 
     def name(self, i: int) -> bytes:
         at = self._names + i * self._stride
