@@ -48,6 +48,7 @@ class LogEntry(namedtuple("LogEntry", "old new name email time tz message update
 
     __slots__ = ()
 
+
 # The hash functions of extensions.objectFormat: the width of an object id, raw and as hex. Every reader,
 # writer and check takes its widths from here, so that a third hash is one line.
 HASH_RAWSZ = {"sha1": 20, "sha256": 32}

@@ -77,6 +77,10 @@ def _assert_same(repo: Path, hash_name: str, odb: Odb | None = None) -> int:
     for oid, kind, content in objects:
         assert odb.read(oid) == (kind, content), oid
         assert odb.info(oid) == (kind, len(content)), oid
+    # the bulk path (dict indexes, offset order) in a fresh database, with one id that is not there
+    missing = b"0" * len(objects[0][0])
+    bulk = Odb(odb.dirs[0], hash_name, {}).read_many([oid for oid, _, _ in objects] + [missing])
+    assert bulk == {**{oid: (kind, content) for oid, kind, content in objects}, missing: None}
     return len(objects)
 
 

@@ -119,7 +119,9 @@ class _PackSet:
             self._packs[idx_name] = p
         return p
 
-    def find(self, raw: bytes) -> tuple[Pack, int] | None:
+    def find(self, raw: bytes, bulk: int = 0) -> tuple[Pack, int] | None:
+        """Where ``raw`` is; ``bulk``: how many lookups the caller is about to make (many turn each index
+        into a dict first)."""
         if self.midx is not None:
             hit = self.midx.lookup(raw)
             if hit is not None:
@@ -127,6 +129,8 @@ class _PackSet:
                 if p is not None:
                     return p, hit[1]
         for name, index in self.indexes:
+            if bulk * 8 > index.count:
+                index.build_table()
             off = index.lookup(raw)
             if off is not None:
                 p = self.pack(name)
@@ -214,6 +218,33 @@ class Odb:
             return TYPE_NAMES[kind], content
         got = self._read_loose(hexoid.decode("ascii"))
         return None if got is None else (TYPE_NAMES[got[0]], got[2])
+
+    def read_many(self, hexoids) -> dict[bytes, tuple[str, bytes] | None]:
+        """{id: (type name, content) or None} for many ids at once: each pack index turned into one dict
+        when a good part of it is asked for, and each pack read in offset order."""
+        want = {}
+        for h in hexoids:
+            if h not in want:
+                want[h] = self._raw(h)
+        out: dict[bytes, tuple[str, bytes] | None] = {}
+        todo = dict(want)
+        for ps in self._packsets():
+            if not todo:
+                break
+            found: dict[int, list] = {}  # id(pack) -> [pack, [(offset, hexoid)]]
+            for h, raw in todo.items():
+                hit = ps.find(raw, bulk=len(todo))
+                if hit is not None:
+                    found.setdefault(id(hit[0]), [hit[0], []])[1].append((hit[1], h))
+            for pack, entries in found.values():
+                entries.sort()
+                got = pack.read_many([off for off, _ in entries], self._ref_base)
+                for (_, h), (kind, content) in zip(entries, got, strict=True):
+                    out[h] = (TYPE_NAMES[kind], content)
+                    del todo[h]
+        for h in todo:
+            out[h] = self.read(h)
+        return out
 
     def approximate_count(self) -> int:
         """git's approximate object count: what the multi-pack-indexes and pack indexes hold (loose

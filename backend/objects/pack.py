@@ -63,28 +63,30 @@ class Pack:
 
     def _inflate(self, pos: int, size: int, at: int, limit: int | None = None) -> bytes:
         """The ``size`` bytes of the zlib stream at ``pos``; with ``limit``, only its first ``limit``
-        bytes (a delta's header). One byte beyond ``size`` is asked for, so that a stream longer than its
-        header says is caught without inflating the rest."""
+        bytes (a delta's header). Input is handed to zlib in slices a little longer than deflate can
+        need for that output (zlib copies what it leaves unconsumed, so the rest of the pack must not be
+        in the slice), and one byte beyond ``size`` is asked for, so that a stream longer than its header
+        says is caught without inflating the rest."""
         want = size if limit is None else min(size, limit)
         end = len(self.data) - self.rawsz
+        step = want + (want >> 10) + 64  # stored blocks: 5 bytes a 64 KiB block, plus header and trailer
         view = memoryview(self.data)
-        step = max(want + (want >> 3) + 64, 256)
         d = zlib.decompressobj()
-        out = bytearray()
+        out = b""
         try:
-            while pos < end and not d.eof and len(out) <= want:
+            while pos < end:
                 chunk = view[pos : min(end, pos + step)]
                 pos += len(chunk)
                 out += d.decompress(chunk, want + 1 - len(out))
-                while d.unconsumed_tail and not d.eof and len(out) <= want:
-                    out += d.decompress(d.unconsumed_tail, want + 1 - len(out))
-                if limit is not None and len(out) >= want:
-                    return bytes(out[:want])
+                if d.eof or d.unconsumed_tail or len(out) > want or (limit is not None and len(out) >= want):
+                    break
         except zlib.error as err:
             raise CorruptStore(self.path, f"bad zlib stream: {err}", at) from None
-        if len(out) != want or (limit is None and not d.eof):
+        if limit is not None and len(out) >= want:
+            return out[:want]
+        if len(out) != want or not d.eof:
             raise CorruptStore(self.path, "inflated size does not match the entry header", at)
-        return bytes(out)
+        return out
 
     def info(self, off: int, ref_base) -> tuple[int, int]:
         """(type, size) of the object at ``off`` without inflating it (a delta: its header only)."""
@@ -105,6 +107,17 @@ class Pack:
             if depth > _MAX_CHAIN:
                 raise CorruptStore(self.path, "delta chain too long", off)
         return kind, size if target is None else target
+
+    def read_many(self, offsets: list[int], ref_base) -> list[tuple[int, bytes]]:
+        """(type, content) of the objects at ``offsets`` (ascending: the pack is read front to back)."""
+        out = []
+        for off in offsets:
+            kind, size, pos = self._header(off)
+            if kind >= OFS_DELTA or size > MAX_INFLATE:
+                out.append(self.read(off, ref_base))
+            else:
+                out.append((kind, self._inflate(pos, size, off)))
+        return out
 
     def read(self, off: int, ref_base) -> tuple[int, bytes]:
         """(type, content) of the object at ``off``, deltas applied."""

@@ -88,6 +88,8 @@ def for_each_ref(
     only_names = p.keys == [(_index_of(p.atoms, "refname"), False, False)] and not any(
         p.atoms[k].arg for k, _, _ in p.keys
     )
+    if not only_names or count is None:
+        ev.prefetch(selected)
     if only_names:
         # the listing is in name order already: no values are needed to sort, and --count stops early
         rows = ((r.name, r) for r in selected)

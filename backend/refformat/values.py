@@ -127,10 +127,18 @@ def _strtol(buf: bytes, pos: int) -> int:
     return max(min(sign * int(buf[i:j]), (1 << 63) - 1), -(1 << 63))
 
 
+_MODES: dict[str, str] = {}
+
+
 def _date(buf: bytes, arg: str | None) -> Value:
     """grab_date: the timestamp after the first ``> `` and the zone after it; a date format makes the
     value sort as text (git turns the atom into a string field)."""
-    mode = "default" if arg is None else dates.parse_mode(arg)
+    if arg is None:
+        mode = "default"
+    else:
+        mode = _MODES.get(arg)
+        if mode is None:
+            mode = _MODES[arg] = dates.parse_mode(arg)
     gt = buf.find(b"> ")
     if gt < 0:
         return Value(b"", None if arg else 0)
@@ -189,6 +197,13 @@ class Objects:
             hit = self._cache[oid] = self.odb.read(oid)
         return hit
 
+    def prefetch(self, oids) -> None:
+        """Read every one of ``oids`` not read yet, in one pass over each pack."""
+        cache = self._cache
+        todo = [o for o in dict.fromkeys(oids) if o not in cache]
+        if todo:
+            cache.update(self.odb.read_many(todo))
+
 
 def object_headers(kind: str, content: bytes, oid: bytes, refname: bytes):
     """(tree, parents) of a commit or (tag, type, object) of a tag, as parse_commit_buffer and
@@ -235,12 +250,26 @@ class Evaluator:
         ]
         self._deref = [k for k, a in enumerate(atoms) if a.deref and a.name in NEEDS_OBJECT]
         self._wants_object = bool(self._plain or self._deref)
-        self._by_oid: dict[tuple[bytes, bool], list] = {}
+        self._by_oid: dict[bytes, list] = {}
+        self._by_peeled: dict[bytes, list] = {}
+        self._fns = [self._special_fn(a) for a in atoms]
+
+    def prefetch(self, refs: list[Ref]) -> None:
+        """Read the objects the atoms need for ``refs`` in bulk (then the tags' targets, if ``*`` atoms
+        want them): the per-ref reads that follow hit the cache."""
+        if not self._wants_object:
+            return
+        self.objects.prefetch(r.oid for r in refs)
+        if self._deref:
+            peeled = []
+            for r in refs:
+                got = self.objects.read(r.oid)
+                if got is not None and got[0] == "tag":
+                    peeled.append(r.peeled or self._peel(r.oid, got, r.name))
+            self.objects.prefetch(peeled)
 
     def values(self, ref: Ref) -> list[Value]:
-        out: list[Value] = [EMPTY] * len(self.atoms)
-        for k, atom in enumerate(self.atoms):
-            out[k] = self._special(ref, atom) or EMPTY
+        out = [f(ref) for f in self._fns]
         if not self._wants_object:
             return out
         oid = ref.oid
@@ -249,7 +278,10 @@ class Evaluator:
             raise RefscopeError(
                 None, f"missing object {oid.decode()} for {ref.name.decode('utf-8', 'replace')}"
             )
-        for k, v in zip(self._plain, self._object_values(oid, got, False, ref.name), strict=True):
+        vals = self._by_oid.get(oid)
+        if vals is None:
+            vals = self._by_oid[oid] = self._object_values(oid, got, False, ref.name)
+        for k, v in zip(self._plain, vals, strict=True):
             out[k] = v
         if self._deref and got[0] == "tag":
             peeled = ref.peeled or self._peel(oid, got, ref.name)
@@ -258,7 +290,10 @@ class Evaluator:
                 raise RefscopeError(
                     None, f"missing object {peeled.decode()} for {ref.name.decode('utf-8', 'replace')}"
                 )
-            for k, v in zip(self._deref, self._object_values(peeled, pgot, True, ref.name), strict=True):
+            vals = self._by_peeled.get(peeled)
+            if vals is None:
+                vals = self._by_peeled[peeled] = self._object_values(peeled, pgot, True, ref.name)
+            for k, v in zip(self._deref, vals, strict=True):
                 out[k] = v
         return out
 
@@ -275,30 +310,40 @@ class Evaluator:
             raise RefscopeError(None, "bad tag")
         return oid
 
-    def _special(self, ref: Ref, atom: Atom) -> Value | None:
-        name = atom.name
+    def _special_fn(self, atom: Atom):
+        """The function that makes ``atom``'s value from the ref alone (EMPTY for object atoms, which
+        ``values`` fills in)."""
+        name, arg, deref = atom.name, atom.arg, atom.deref
+        tail = b"^{}" if deref else b""
         if name == "refname":
-            return Value(self._show_ref(ref.name, atom.arg) + (b"^{}" if atom.deref else b""))
+            if arg is None and not deref:
+                return lambda ref: Value(ref.name)
+            return lambda ref: Value(self._show_ref(ref.name, arg) + tail)
         if name == "symref":
-            if ref.target is None:
-                return EMPTY
-            return Value(self._show_ref(ref.target, atom.arg) + (b"^{}" if atom.deref else b""))
-        if name == "objectname" and not atom.deref:
-            return Value(self._oid(ref.oid, atom.arg))
+            return lambda ref: EMPTY if ref.target is None else Value(self._show_ref(ref.target, arg) + tail)
+        if name == "objectname" and not deref:
+            if arg is None:
+                return lambda ref: Value(ref.oid)
+            return lambda ref: Value(self._oid(ref.oid, arg))
         if name == "HEAD":
-            return Value(b"*" if self.head is not None and ref.name == self.head else b" ")
+            star, blank = Value(b"*"), Value(b" ")
+            return lambda ref: star if self.head is not None and ref.name == self.head else blank
         if name == "worktreepath":
-            if ref.name.startswith(b"refs/heads/"):
-                return Value(self.worktrees.get(ref.name, b""))
-            return EMPTY
+            return lambda ref: (
+                Value(self.worktrees.get(ref.name, b"")) if ref.name.startswith(b"refs/heads/") else EMPTY
+            )
         if name == "flag":
-            flags = []
-            if ref.target is not None:
-                flags.append(b"symref")
-            if ref.location is not None and ref.location.kind == PACKED:
-                flags.append(b"packed")
-            return Value(b",".join(flags))
-        return None
+            return self._flag
+        return lambda ref: EMPTY
+
+    @staticmethod
+    def _flag(ref: Ref) -> Value:
+        flags = []
+        if ref.target is not None:
+            flags.append(b"symref")
+        if ref.location is not None and ref.location.kind == PACKED:
+            flags.append(b"packed")
+        return Value(b",".join(flags))
 
     def _show_ref(self, name: bytes, arg: str | None) -> bytes:
         if arg is None:
@@ -337,22 +382,21 @@ class Evaluator:
         return self.abbrev(oid, max(int(arg[6:]), 4))
 
     def _object_values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[Value]:
-        key = (oid, deref)
-        hit = self._by_oid.get(key)
-        if hit is not None:
-            return hit
         kind, content = got
         which = self._deref if deref else self._plain
-        buf = _cstr(content) if kind in ("commit", "tag") else b""
-        heads = object_headers(kind, content, oid, refname) if kind in ("commit", "tag") and any(
+        textual = kind in ("commit", "tag")
+        buf = _cstr(content) if textual else b""
+        heads = None
+        if textual and any(
             self.atoms[k].name in ("tree", "parent", "numparent", "tag", "type", "object") for k in which
-        ) else None  # fmt: skip
-        sub = _subpos(buf) if kind in ("commit", "tag") else None
-        vals = []
-        for k in which:
-            vals.append(self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub))
-        self._by_oid[key] = vals
-        return vals
+        ):
+            heads = object_headers(kind, content, oid, refname)
+        sub = (
+            _subpos(buf)
+            if textual and any(self.atoms[k].name in ("subject", "body", "contents") for k in which)
+            else None
+        )
+        return [self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub) for k in which]
 
     def _object_value(self, atom: Atom, oid, kind, content, buf, heads, sub) -> Value:
         name = atom.name
