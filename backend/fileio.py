@@ -124,6 +124,16 @@ def map_fd(fd: int, path: str, size: int) -> mmap.mmap:
         raise unreadable(path, err) from None
 
 
+def map_regular(path: str):
+    """The whole regular file ``path``, mapped read-only (b"" when empty: an empty file cannot be
+    mapped); the descriptor is closed at once. For files read at random: pack indexes, packs, graphs."""
+    fd, st = open_regular(path)
+    try:
+        return map_fd(fd, path, st.st_size) if st.st_size else b""
+    finally:
+        os.close(fd)
+
+
 def refused_write(path: str, err: OSError) -> TransactionRefused:
     """The refusal for ``err`` met while a native commit wrote ``path`` (ENOSPC, EDQUOT, EIO, EROFS...):
     git's ``error writing to <path>: <why>``. Raised only after the writer removed what it created, so
@@ -134,6 +144,7 @@ def refused_write(path: str, err: OSError) -> TransactionRefused:
 __all__ = [
     "check_regular",
     "map_fd",
+    "map_regular",
     "open_fd",
     "open_regular",
     "read_fd",

@@ -1,0 +1,307 @@
+"""The object database of a repository: its objects directory, its alternates, their packs
+(through a multi-pack-index where there is one) and loose objects.
+
+What callers get is a typed answer: ``(type name, content)`` or ``(type name, size)``, or None for an
+object that is not there (missing, or only promised by a partial clone's remote) -- never an exception for
+absence. Damage is a ``CorruptStore`` naming the file and offset, as for the ref readers. Packs are
+opened on the first lookup and looked up newest first (the order git prefers), then loose objects.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import CorruptStore
+from ..fileio import map_regular, read_regular
+from ..model import HASH_RAWSZ
+from .loose import path_of, read_loose
+from .midx import MultiPackIndex
+from .pack import TYPE_NAMES, Pack
+from .packidx import PackIndex
+
+_MAX_ALTERNATE_DEPTH = 5  # git: "ignoring alternate object stores, nesting too deep"
+
+
+def _unquote(line: str) -> str:
+    """An alternates line as git reads it: a C-quoted path when it starts with a double quote."""
+    if not line.startswith('"'):
+        return line
+    body = line[1:-1] if line.endswith('"') and len(line) > 1 else line[1:]
+    return (
+        body.encode("latin-1", "surrogateescape")
+        .decode("unicode_escape")
+        .encode("latin-1")
+        .decode("utf-8", "surrogateescape")
+    )
+
+
+def object_dirs(objects_dir: str, env: dict[str, str] | None = None) -> list[str]:
+    """``objects_dir`` and every alternate it reaches (``objects/info/alternates`` recursively, relative
+    paths against the directory holding the file, then ``GIT_ALTERNATE_OBJECT_DIRECTORIES``), each once."""
+    env = os.environ if env is None else env
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(path: str, depth: int) -> None:
+        real = os.path.realpath(path)
+        if real in seen or not os.path.isdir(path):
+            return
+        seen.add(real)
+        out.append(path)
+        if depth >= _MAX_ALTERNATE_DEPTH:
+            return
+        alt = os.path.join(path, "info", "alternates")
+        try:
+            data, _ = read_regular(alt, 1 << 20)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for raw in data.decode("utf-8", "surrogateescape").split("\n"):
+            line = raw.strip("\r")
+            if not line or line.startswith("#"):
+                continue
+            line = _unquote(line)
+            add(line if os.path.isabs(line) else os.path.normpath(os.path.join(path, line)), depth + 1)
+
+    add(objects_dir, 0)
+    extra = env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+    if extra:
+        for path in extra.split(":"):
+            if path:
+                add(path, 1)
+    return out
+
+
+class _PackSet:
+    """The packs of one objects directory, opened lazily."""
+
+    __slots__ = ("directory", "rawsz", "midx", "indexes", "_packs")
+
+    def __init__(self, directory: str, rawsz: int) -> None:
+        self.directory = directory
+        self.rawsz = rawsz
+        pack_dir = os.path.join(directory, "pack")
+        try:
+            names = os.listdir(pack_dir)
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
+        idx = [n for n in names if n.endswith(".idx") and n[:-4] + ".pack" in names]
+        self.midx = None
+        if "multi-pack-index" in names:
+            self.midx = MultiPackIndex(
+                os.path.join(pack_dir, "multi-pack-index"),
+                map_regular(os.path.join(pack_dir, "multi-pack-index")),
+                rawsz,
+            )
+            covered = set(self.midx.packs)
+            idx = [n for n in idx if n not in covered]
+
+        def mtime(n: str) -> float:
+            try:
+                return os.stat(os.path.join(pack_dir, n[:-4] + ".pack")).st_mtime
+            except OSError:
+                return 0.0
+
+        idx.sort(key=mtime, reverse=True)
+        self.indexes = [
+            (n, PackIndex(os.path.join(pack_dir, n), map_regular(os.path.join(pack_dir, n)), rawsz))
+            for n in idx
+        ]
+        self._packs: dict[str, Pack] = {}
+
+    def pack(self, idx_name: str) -> Pack | None:
+        p = self._packs.get(idx_name)
+        if p is None:
+            path = os.path.join(self.directory, "pack", idx_name[:-4] + ".pack")
+            try:
+                p = Pack(path, map_regular(path), self.rawsz)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            self._packs[idx_name] = p
+        return p
+
+    def find(self, raw: bytes, bulk: int = 0) -> tuple[Pack, int] | None:
+        """Where ``raw`` is; ``bulk``: how many lookups the caller is about to make (many turn each index
+        into a dict first)."""
+        if self.midx is not None:
+            hit = self.midx.lookup(raw)
+            if hit is not None:
+                p = self.pack(hit[0])
+                if p is not None:
+                    return p, hit[1]
+        for name, index in self.indexes:
+            if bulk * 8 > index.count:
+                index.build_table()
+            off = index.lookup(raw)
+            if off is not None:
+                p = self.pack(name)
+                if p is not None:
+                    return p, off
+        return None
+
+
+def _common_hex(a: bytes, b: bytes) -> int:
+    """The number of leading hex digits two raw ids share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x == y:
+            n += 2
+            continue
+        return n + ((x ^ y) < 16)
+    return n
+
+
+def _neighbours(table, raw: bytes) -> list[bytes]:
+    """The ids beside where ``raw`` stands in a sorted table (a pack index or a midx): the two that
+    find_abbrev_len_for_pack looks at."""
+    i, found = table.bisect(raw)
+    out = []
+    if not found and i < table.count:
+        out.append(table.name(i))
+    elif found and i + 1 < table.count:
+        out.append(table.name(i + 1))
+    if i > 0:
+        out.append(table.name(i - 1))
+    return out
+
+
+class Odb:
+    """Read access to every object a repository can reach."""
+
+    def __init__(self, objects_dir: str, hash_name: str, env: dict[str, str] | None = None) -> None:
+        self.rawsz = HASH_RAWSZ[hash_name]
+        self.dirs = object_dirs(objects_dir, env)
+        self._sets: list[_PackSet] | None = None
+        self._count: int | None = None
+
+    def _packsets(self) -> list[_PackSet]:
+        if self._sets is None:
+            self._sets = [_PackSet(d, self.rawsz) for d in self.dirs]
+        return self._sets
+
+    def _find_packed(self, raw: bytes) -> tuple[Pack, int] | None:
+        for ps in self._packsets():
+            hit = ps.find(raw)
+            if hit is not None:
+                return hit
+        return None
+
+    def _ref_base(self, raw: bytes, pack: Pack):
+        """A REF_DELTA's base: its offset when in the same pack, else (type, content) from anywhere."""
+        for ps in self._packsets():
+            hit = ps.find(raw)
+            if hit is not None:
+                if hit[0] is pack:
+                    return hit[1]
+                return hit[0].read(hit[1], self._ref_base)
+        got = self._read_loose(raw.hex())
+        return None if got is None else (got[0], got[2])
+
+    def _read_loose(self, hexoid: str, header_only: bool = False):
+        for d in self.dirs:
+            got = read_loose(path_of(d, hexoid), header_only)
+            if got is not None:
+                return got
+        return None
+
+    def _raw(self, hexoid: bytes) -> bytes:
+        if len(hexoid) != self.rawsz * 2:
+            raise ValueError(f"object id of the wrong length: {hexoid!r}")
+        return bytes.fromhex(hexoid.decode("ascii"))
+
+    def read(self, hexoid: bytes) -> tuple[str, bytes] | None:
+        """(type name, content) of the object ``hexoid`` (lowercase hex bytes), or None if it is not
+        there."""
+        raw = self._raw(hexoid)
+        hit = self._find_packed(raw)
+        if hit is not None:
+            kind, content = hit[0].read(hit[1], self._ref_base)
+            return TYPE_NAMES[kind], content
+        got = self._read_loose(hexoid.decode("ascii"))
+        return None if got is None else (TYPE_NAMES[got[0]], got[2])
+
+    def read_many(self, hexoids) -> dict[bytes, tuple[str, bytes] | None]:
+        """{id: (type name, content) or None} for many ids at once: each pack index turned into one dict
+        when a good part of it is asked for, and each pack read in offset order."""
+        want = {}
+        for h in hexoids:
+            if h not in want:
+                want[h] = self._raw(h)
+        out: dict[bytes, tuple[str, bytes] | None] = {}
+        todo = dict(want)
+        for ps in self._packsets():
+            if not todo:
+                break
+            found: dict[int, list] = {}  # id(pack) -> [pack, [(offset, hexoid)]]
+            for h, raw in todo.items():
+                hit = ps.find(raw, bulk=len(todo))
+                if hit is not None:
+                    found.setdefault(id(hit[0]), [hit[0], []])[1].append((hit[1], h))
+            for pack, entries in found.values():
+                entries.sort()
+                got = pack.read_many([off for off, _ in entries], self._ref_base)
+                for (_, h), (kind, content) in zip(entries, got, strict=True):
+                    out[h] = (TYPE_NAMES[kind], content)
+                    del todo[h]
+        for h in todo:
+            out[h] = self.read(h)
+        return out
+
+    def approximate_count(self) -> int:
+        """git's approximate object count: what the multi-pack-indexes and pack indexes hold (loose
+        objects not counted), the basis of the default abbreviation."""
+        if self._count is not None:
+            return self._count
+        total = 0
+        for ps in self._packsets():
+            if ps.midx is not None:
+                total += ps.midx.count
+            total += sum(index.count for _, index in ps.indexes)
+        self._count = total
+        return total
+
+    def abbrev(self, hexoid: bytes, min_len: int = -1) -> bytes:
+        """``hexoid`` shortened as repo_find_unique_abbrev does: ``min_len`` hex digits (-1: from the
+        object count, at least 7), longer while another object shares the prefix."""
+        hexsz = self.rawsz * 2
+        # msb(count) + 1 bits of objects expect a collision at half as many bits, four bits a digit
+        length = max((max(self.approximate_count(), 1).bit_length() + 1) // 2, 7) if min_len < 0 else min_len
+        if length >= hexsz or not length:
+            return hexoid
+        raw = self._raw(hexoid)
+        seen = []
+        for ps in self._packsets():
+            if ps.midx is not None:
+                seen += _neighbours(ps.midx, raw)
+            for _, index in ps.indexes:
+                seen += _neighbours(index, raw)
+        hexs = hexoid.decode("ascii")
+        for d in self.dirs:
+            try:
+                names = os.listdir(os.path.join(d, hexs[:2]))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            want = hexs[2:length]
+            for name in names:
+                if len(name) == hexsz - 2 and name.startswith(want):
+                    try:
+                        seen.append(bytes.fromhex(hexs[:2] + name))
+                    except ValueError:
+                        continue
+        for other in seen:
+            common = _common_hex(other, raw)
+            if common != hexsz and common >= length:
+                length = common + 1
+        return hexoid[:length]
+
+    def info(self, hexoid: bytes) -> tuple[str, int] | None:
+        """(type name, size) of the object ``hexoid``, inflating no more than a delta's header."""
+        raw = self._raw(hexoid)
+        hit = self._find_packed(raw)
+        if hit is not None:
+            kind, size = hit[0].info(hit[1], self._ref_base)
+            return TYPE_NAMES[kind], size
+        got = self._read_loose(hexoid.decode("ascii"), header_only=True)
+        return None if got is None else (TYPE_NAMES[got[0]], got[1])
+
+
+__all__ = ["CorruptStore", "Odb", "object_dirs"]

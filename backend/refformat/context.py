@@ -1,0 +1,82 @@
+"""What ``for-each-ref`` knows of the repository beyond each ref: the ref HEAD resolves to (``%(HEAD)``),
+the branch each worktree has checked out and where (``%(worktreepath)``), and whether a name resolves
+(``%(refname:short)``'s ambiguity check) -- read once per run from the repository and a snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+
+from ..fileio import read_prefix
+from ..model import SYMREF_MAXDEPTH
+from ..repo import Repo, list_worktrees
+
+
+class Context(namedtuple("Context", "head worktrees exists")):
+    """``head``: the name HEAD resolves to (``b"HEAD"`` when detached, None when it resolves to nothing);
+    ``worktrees``: {branch: worktree path}; ``exists``: name -> whether it resolves."""
+
+    __slots__ = ()
+
+
+def _strip_git(path: str) -> str:
+    for suffix in ("/.git", "/."):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+    return path
+
+
+def worktree_path(repo: Repo, gitdir: str) -> str | None:
+    """The working tree of the worktree whose git dir is ``gitdir``, as git's worktree list names it."""
+    if os.path.realpath(gitdir) == os.path.realpath(repo.commondir):
+        return _strip_git(os.path.realpath(repo.commondir))
+    try:
+        data = read_prefix(os.path.join(gitdir, "gitdir"), 1 << 16)
+    except (OSError, ValueError):
+        return None
+    path = os.fsdecode(data).rstrip()
+    if not path:
+        return None
+    path = _strip_git(path)
+    if not os.path.isabs(path):
+        path = os.path.realpath(os.path.join(gitdir, path))
+    return path
+
+
+def context(repo: Repo, snap) -> Context:
+    head = snap.head()
+    name = None
+    hops = 0
+    while head is not None and head.target is not None and hops < SYMREF_MAXDEPTH:
+        name = head.target
+        head = snap.lookup(head.target)
+        hops += 1
+    if head is None or head.target is not None:
+        name = None
+    elif name is None:
+        name = b"HEAD"
+    worktrees: dict[bytes, bytes] = {}
+    for gitdir, branch in list_worktrees(repo):
+        if branch:
+            path = worktree_path(repo, gitdir)
+            if path is not None:
+                worktrees.setdefault(branch, os.fsencode(path))
+    return Context(name, worktrees, lambda n: snap.resolve(n) is not None)
+
+
+def resolved(snap, ref):
+    """``ref`` as for-each-ref sees it: a symref carries the id its chain ends at and the location of
+    the ref that holds it (git's REF_ISPACKED describes where the value was read); None when the chain
+    ends nowhere (git skips such a ref)."""
+    if ref.target is None:
+        return ref
+    cur = ref
+    for _ in range(SYMREF_MAXDEPTH):
+        nxt = snap.lookup(cur.target)
+        if nxt is None:
+            return None
+        if nxt.target is None:
+            return ref._replace(oid=nxt.oid, peeled=None, location=nxt.location)
+        cur = nxt
+    return None

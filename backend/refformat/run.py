@@ -1,0 +1,165 @@
+"""``git for-each-ref`` over refscope's listing: filter, sort, count and print, as builtin/for-each-ref.c
+and ref-filter.c do.
+
+The caller gives the refs git would list for the patterns (refscope's listing: the same set, in name
+order) and the repository's lookups; objects are read only when an atom, a sort key or a filter needs
+them, once per object id.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Callable, Iterable, Iterator
+
+from ..errors import RefscopeError
+from ..model import Ref
+from .order import sort_rows
+from .reach import Graph
+from .spec import NUMBER_ATOMS, TIME_ATOMS, Atom, Format, parse_format, parse_sort
+from .values import Evaluator, Objects, object_headers
+
+DEFAULT_FORMAT = b"%(objectname) %(objecttype)\t%(refname)"
+_RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
+
+
+class Plan(namedtuple("Plan", "format atoms keys")):
+    """A parsed ``--format`` and ``--sort``: checked before any ref is read, so a bad key costs nothing."""
+
+    __slots__ = ()
+
+
+def plan(fmt: bytes | None, sort: list[str]) -> Plan:
+    atoms: list[Atom] = []
+    f = parse_format(DEFAULT_FORMAT if fmt is None else fmt, atoms)
+    keys = parse_sort(sort or ["refname"], atoms)
+    return Plan(f, atoms, keys)
+
+
+def shortener(exists: Callable[[bytes], bool]) -> Callable[[bytes], bytes]:
+    """refs_shorten_unambiguous_ref in strict mode (core.warnAmbiguousRefs, on by default): the shortest
+    rule's name that no other rule resolves."""
+
+    def shorten(name: bytes) -> bytes:
+        for i in range(len(_RULES) - 1, 0, -1):
+            prefix, _, suffix = _RULES[i].partition(b"%s")
+            if (
+                not name.startswith(prefix)
+                or not name.endswith(suffix)
+                or len(name) < len(prefix) + len(suffix)
+            ):
+                continue
+            short = name[len(prefix) : len(name) - len(suffix)]
+            if any(j != i and exists(rule.replace(b"%s", short)) for j, rule in enumerate(_RULES)):
+                continue
+            return short
+        return name
+
+    return shorten
+
+
+class Filters(namedtuple("Filters", "points_at merged no_merged contains no_contains", defaults=((),) * 5)):
+    """Object ids (hex bytes): ``points_at`` any object; the others commits."""
+
+    __slots__ = ()
+
+
+NO_FILTERS = Filters()
+
+
+def for_each_ref(
+    p: Plan,
+    refs: Iterable[Ref],
+    odb,
+    *,
+    head: bytes | None = None,
+    worktrees: dict[bytes, bytes] | None = None,
+    exists: Callable[[bytes], bool] = lambda name: False,
+    filters: Filters = NO_FILTERS,
+    count: int | None = None,
+    omit_empty: bool = False,
+    commit_graph=None,
+) -> Iterator[bytes]:
+    """The lines ``git for-each-ref`` prints, each with its LF."""
+    objects = Objects(odb)
+    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
+                   abbrev=odb.abbrev)  # fmt: skip
+    selected = _filter(list(refs), objects, filters, commit_graph)
+    numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
+    only_names = p.keys == [(_index_of(p.atoms, "refname"), False, False)] and not any(
+        p.atoms[k].arg for k, _, _ in p.keys
+    )
+    if not only_names or count is None:
+        ev.prefetch(selected)
+    if only_names:
+        # the listing is in name order already: no values are needed to sort, and --count stops early
+        rows = ((r.name, r) for r in selected)
+        if count is not None:
+            rows = (row for _, row in zip(range(count), rows, strict=False))
+        for _, r in rows:
+            yield from _line(p.format, ev.values(r), omit_empty)
+        return
+    rows = [(r.name, ev.values(r), r) for r in selected]
+    sort_rows(rows, p.keys, numeric)
+    if count is not None:
+        rows = rows[:count]
+    for _, vals, _ in rows:
+        yield from _line(p.format, vals, omit_empty)
+
+
+def _index_of(atoms: list[Atom], text: str) -> int:
+    for k, a in enumerate(atoms):
+        if a.text == text:
+            return k
+    return -1
+
+
+def _line(f: Format, vals, omit_empty: bool) -> Iterator[bytes]:
+    out = b"".join(piece if isinstance(piece, bytes) else vals[piece].s for piece in f.pieces)
+    if out or not omit_empty:
+        yield out + b"\n"
+
+
+def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list[Ref]:
+    if f.points_at:
+        wanted = set(f.points_at)
+        refs = [r for r in refs if _points_at(r, wanted, objects)]
+    if not (f.merged or f.no_merged or f.contains or f.no_contains):
+        return refs
+    graph = Graph(objects, commit_graph)
+    commits = {}
+    for r in refs:
+        c = graph.commit_of(r.oid)
+        if c is not None:
+            commits[r.name] = c
+    refs = [r for r in refs if r.name in commits]
+    tips = list(dict.fromkeys(commits.values()))
+    if f.contains:
+        keep = graph.containing(set(f.contains), tips)
+        refs = [r for r in refs if commits[r.name] in keep]
+    if f.no_contains:
+        drop = graph.containing(set(f.no_contains), tips)
+        refs = [r for r in refs if commits[r.name] not in drop]
+    if f.merged:
+        reach = graph.ancestors(list(f.merged))
+        refs = [r for r in refs if commits[r.name] in reach]
+    if f.no_merged:
+        reach = graph.ancestors(list(f.no_merged))
+        refs = [r for r in refs if commits[r.name] not in reach]
+    return refs
+
+
+def _points_at(r: Ref, wanted: set[bytes], objects: Objects) -> bool:
+    """match_points_at: the ref's object, or any tag on the way down from it."""
+    if r.oid in wanted:
+        return True
+    oid = r.oid
+    for _ in range(64):
+        got = objects.read(oid)
+        if got is None:
+            raise RefscopeError(None, f"malformed object at '{r.name.decode('utf-8', 'replace')}'")
+        if got[0] != "tag":
+            return False
+        _, _, oid = object_headers("tag", got[1], oid, r.name)
+        if oid in wanted:
+            return True
+    return False

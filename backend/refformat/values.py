@@ -1,0 +1,477 @@
+"""The value of every ``for-each-ref`` atom for one ref, as ref-filter.c's populate_value and grab_*
+functions make it: a string and, for numbers and dates, the number sorting compares.
+
+Object atoms read the object once per id (a hosting repository's refs share tips) and keep the values
+of every object atom of the format for it; the ``*`` atoms read the object a tag peels to, taking the
+peeled id the ref store recorded when there is one, as git does. Text fields are read from the object as
+a C string, so a NUL ends them where it ends git's.
+"""
+
+from __future__ import annotations
+
+from ..errors import RefscopeError
+from ..model import PACKED, Ref
+from . import dates
+from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
+
+_SIGNATURES = (
+    b"-----BEGIN PGP SIGNATURE-----",
+    b"-----BEGIN PGP MESSAGE-----",
+    b"-----BEGIN SIGNED MESSAGE-----",
+    b"-----BEGIN SSH SIGNATURE-----",
+)
+_MAX_PEEL = 64
+_TIME_MAX = (1 << 64) - 1
+
+
+class Value:
+    """One atom's value: ``s`` the bytes printed, ``v`` the number sorted by (or None: compare ``s``)."""
+
+    __slots__ = ("s", "v")
+
+    def __init__(self, s: bytes, v: int | None = None) -> None:
+        self.s = s
+        self.v = v
+
+
+EMPTY = Value(b"")
+
+
+def _cstr(data: bytes) -> bytes:
+    nul = data.find(b"\0")
+    return data if nul < 0 else data[:nul]
+
+
+def _wholine(who: bytes, buf: bytes) -> bytes | None:
+    """find_wholine: the rest of the buffer after ``who `` at a header line's start (None: not in the
+    header). Like git, the result runs to the end of the buffer; each reader stops where git's does."""
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        if buf.startswith(who, pos) and buf[pos + len(who) : pos + len(who) + 1] == b" ":
+            return buf[pos + len(who) + 1 :]
+        eol = buf.find(b"\n", pos)
+        if eol < 0:
+            return None
+        pos = eol + 1
+        if buf[pos : pos + 1] == b"\n":
+            return None
+    return None
+
+
+def _line(buf: bytes) -> bytes:
+    eol = buf.find(b"\n")
+    return buf if eol < 0 else buf[:eol]
+
+
+def _name(buf: bytes) -> bytes:
+    line = _line(buf)
+    cut = line.find(b" <")
+    return b"" if cut < 0 else line[:cut]
+
+
+def _email(buf: bytes, arg: str | None) -> bytes:
+    lt = buf.find(b"<")
+    if lt < 0:
+        return b""
+    opts = set((arg or "").split(",")) - {""}
+    start = lt + 1 if opts & {"trim", "localpart"} else lt
+    if "localpart" in opts:
+        end = buf.find(b"@", start)
+        if end < 0:
+            end = buf.find(b">", start)
+    elif "trim" in opts:
+        end = buf.find(b">", start)
+    else:
+        end = buf.find(b">", start)
+        if end >= 0:
+            end += 1
+    return b"" if end < 0 else buf[start:end]
+
+
+def _strtoumax(buf: bytes, pos: int) -> tuple[int, int]:
+    """(value, end) of strtoumax(buf + pos, &end, 10): leading space, a sign, digits; a minus wraps."""
+    n = len(buf)
+    i = pos
+    while i < n and buf[i] in b" \t\n\v\f\r":
+        i += 1
+    neg = False
+    if i < n and buf[i] in b"+-":
+        neg = buf[i] == 0x2D
+        i += 1
+    j = i
+    while j < n and 48 <= buf[j] <= 57:
+        j += 1
+    if j == i:
+        return 0, pos
+    v = int(buf[i:j])
+    if v > _TIME_MAX:
+        return _TIME_MAX, j
+    return ((-v) & _TIME_MAX if neg else v), j
+
+
+def _strtol(buf: bytes, pos: int) -> int:
+    n = len(buf)
+    i = pos
+    while i < n and buf[i] in b" \t\n\v\f\r":
+        i += 1
+    sign = 1
+    if i < n and buf[i] in b"+-":
+        sign = -1 if buf[i] == 0x2D else 1
+        i += 1
+    j = i
+    while j < n and 48 <= buf[j] <= 57:
+        j += 1
+    if j == i:
+        return 0
+    return max(min(sign * int(buf[i:j]), (1 << 63) - 1), -(1 << 63))
+
+
+_MODES: dict[str, str] = {}
+
+
+def _date(buf: bytes, arg: str | None) -> Value:
+    """grab_date: the timestamp after the first ``> `` and the zone after it; a date format makes the
+    value sort as text (git turns the atom into a string field)."""
+    if arg is None:
+        mode = "default"
+    else:
+        mode = _MODES.get(arg)
+        if mode is None:
+            mode = _MODES[arg] = dates.parse_mode(arg)
+    gt = buf.find(b"> ")
+    if gt < 0:
+        return Value(b"", None if arg else 0)
+    when, zone = _strtoumax(buf, gt + 2)
+    if when == _TIME_MAX:
+        return Value(b"", None if arg else 0)
+    tz = _strtol(buf, zone)
+    if not -(1 << 31) <= tz < (1 << 31):
+        return Value(b"", None if arg else 0)
+    return Value(dates.show(when, tz, mode).encode(), None if arg else when)
+
+
+def _subpos(buf: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+    """find_subpos: (subject, body with signature, body without it, signature)."""
+    pos = 0
+    n = len(buf)
+    while pos < n and buf[pos] != 0x0A:
+        eol = buf.find(b"\n", pos)
+        pos = n if eol < 0 else eol + 1
+    while pos < n and buf[pos] == 0x0A:
+        pos += 1
+    rest = buf[pos:]
+    sig = len(rest)
+    at = 0
+    while at < len(rest):
+        if rest.startswith(_SIGNATURES, at):
+            sig = at
+        eol = rest.find(b"\n", at)
+        at = len(rest) if eol < 0 else eol + 1
+    eol = rest.find(b"\n\n")
+    if eol < 0:
+        eol = rest.find(b"\r\n\r\n")
+    end = min(eol, sig) if eol >= 0 else sig
+    sub = rest[:end].rstrip(b"\r\n") if end else b""
+    b = end
+    while b < len(rest) and rest[b] in b"\r\n":
+        b += 1
+    return sub, rest[b:], rest[b:sig] if b <= sig else b"", rest[sig:]
+
+
+def _subject(sub: bytes) -> bytes:
+    """copy_subject: LF as a space, the CR of a CRLF dropped."""
+    return sub.replace(b"\r\n", b" ").replace(b"\n", b" ")
+
+
+class Objects:
+    """Reads objects for the atoms: ``read(oid)`` is (type, content) or None, cached per id."""
+
+    def __init__(self, odb) -> None:
+        self.odb = odb
+        self._cache: dict[bytes, tuple[str, bytes] | None] = {}
+
+    def read(self, oid: bytes) -> tuple[str, bytes] | None:
+        hit = self._cache.get(oid, False)
+        if hit is False:
+            hit = self._cache[oid] = self.odb.read(oid)
+        return hit
+
+    def prefetch(self, oids) -> None:
+        """Read every one of ``oids`` not read yet, in one pass over each pack."""
+        cache = self._cache
+        todo = [o for o in dict.fromkeys(oids) if o not in cache]
+        if todo:
+            cache.update(self.odb.read_many(todo))
+
+
+def object_headers(kind: str, content: bytes, oid: bytes, refname: bytes):
+    """(tree, parents) of a commit or (tag, type, object) of a tag, as parse_commit_buffer and
+    parse_tag_buffer accept them; a refused object is git's ``parse_object_buffer failed`` error."""
+    fail = RefscopeError(
+        None, f"parse_object_buffer failed on {oid.decode()} for {refname.decode('utf-8', 'replace')}"
+    )
+    if kind == "commit":
+        if not content.startswith(b"tree "):
+            raise fail
+        lines = content.split(b"\n")
+        tree = lines[0][5:]
+        parents = []
+        for line in lines[1:]:
+            if not line.startswith(b"parent "):
+                break
+            parents.append(line[7:])
+        return tree, parents
+    head = content.split(b"\n\n", 1)[0].split(b"\n")
+    fields = {}
+    for line in head:
+        k, _, v = line.partition(b" ")
+        fields.setdefault(k, v)
+    if b"object" not in fields or b"type" not in fields:
+        raise fail
+    return fields.get(b"tag", b""), fields[b"type"], fields[b"object"]
+
+
+class Evaluator:
+    """The values of ``atoms`` for refs of one repository."""
+
+    def __init__(self, atoms: list[Atom], objects: Objects, *, head: bytes | None, worktrees: dict[bytes, bytes],
+                 shorten, abbrev) -> None:  # fmt: skip
+        self.atoms = atoms
+        self.objects = objects
+        self.head = head
+        self.worktrees = worktrees
+        self.shorten = shorten  # refs_shorten_unambiguous_ref
+        self.abbrev = abbrev  # repo_find_unique_abbrev(oid hex, length or -1)
+        self._plain = [
+            k
+            for k, a in enumerate(atoms)
+            if not a.deref and a.name in NEEDS_OBJECT and a.name != "objectname"
+        ]
+        self._deref = [k for k, a in enumerate(atoms) if a.deref and a.name in NEEDS_OBJECT]
+        self._wants_object = bool(self._plain or self._deref)
+        self._by_oid: dict[bytes, list] = {}
+        self._by_peeled: dict[bytes, list] = {}
+        self._fns = [self._special_fn(a) for a in atoms]
+
+    def prefetch(self, refs: list[Ref]) -> None:
+        """Read the objects the atoms need for ``refs`` in bulk (then the tags' targets, if ``*`` atoms
+        want them): the per-ref reads that follow hit the cache."""
+        if not self._wants_object:
+            return
+        self.objects.prefetch(r.oid for r in refs)
+        if self._deref:
+            peeled = []
+            for r in refs:
+                got = self.objects.read(r.oid)
+                if got is not None and got[0] == "tag":
+                    peeled.append(r.peeled or self._peel(r.oid, got, r.name))
+            self.objects.prefetch(peeled)
+
+    def values(self, ref: Ref) -> list[Value]:
+        out = [f(ref) for f in self._fns]
+        if not self._wants_object:
+            return out
+        oid = ref.oid
+        got = self.objects.read(oid)
+        if got is None:
+            raise RefscopeError(
+                None, f"missing object {oid.decode()} for {ref.name.decode('utf-8', 'replace')}"
+            )
+        vals = self._by_oid.get(oid)
+        if vals is None:
+            vals = self._by_oid[oid] = self._object_values(oid, got, False, ref.name)
+        for k, v in zip(self._plain, vals, strict=True):
+            out[k] = v
+        if self._deref and got[0] == "tag":
+            peeled = ref.peeled or self._peel(oid, got, ref.name)
+            pgot = self.objects.read(peeled)
+            if pgot is None:
+                raise RefscopeError(
+                    None, f"missing object {peeled.decode()} for {ref.name.decode('utf-8', 'replace')}"
+                )
+            vals = self._by_peeled.get(peeled)
+            if vals is None:
+                vals = self._by_peeled[peeled] = self._object_values(peeled, pgot, True, ref.name)
+            for k, v in zip(self._deref, vals, strict=True):
+                out[k] = v
+        return out
+
+    def _peel(self, oid: bytes, got, refname: bytes) -> bytes:
+        hops = 0
+        while got is not None and got[0] == "tag":
+            _, _, target = object_headers("tag", got[1], oid, refname)
+            oid = target
+            got = self.objects.read(oid)
+            hops += 1
+            if hops > _MAX_PEEL:
+                break
+        if got is None or hops > _MAX_PEEL:
+            raise RefscopeError(None, "bad tag")
+        return oid
+
+    def _special_fn(self, atom: Atom):
+        """The function that makes ``atom``'s value from the ref alone (EMPTY for object atoms, which
+        ``values`` fills in)."""
+        name, arg, deref = atom.name, atom.arg, atom.deref
+        tail = b"^{}" if deref else b""
+        if name == "refname":
+            if arg is None and not deref:
+                return lambda ref: Value(ref.name)
+            return lambda ref: Value(self._show_ref(ref.name, arg) + tail)
+        if name == "symref":
+            return lambda ref: EMPTY if ref.target is None else Value(self._show_ref(ref.target, arg) + tail)
+        if name == "objectname" and not deref:
+            if arg is None:
+                return lambda ref: Value(ref.oid)
+            return lambda ref: Value(self._oid(ref.oid, arg))
+        if name == "HEAD":
+            star, blank = Value(b"*"), Value(b" ")
+            return lambda ref: star if self.head is not None and ref.name == self.head else blank
+        if name == "worktreepath":
+            return lambda ref: (
+                Value(self.worktrees.get(ref.name, b"")) if ref.name.startswith(b"refs/heads/") else EMPTY
+            )
+        if name == "flag":
+            return self._flag
+        return lambda ref: EMPTY
+
+    @staticmethod
+    def _flag(ref: Ref) -> Value:
+        flags = []
+        if ref.target is not None:
+            flags.append(b"symref")
+        if ref.location is not None and ref.location.kind == PACKED:
+            flags.append(b"packed")
+        return Value(b",".join(flags))
+
+    def _show_ref(self, name: bytes, arg: str | None) -> bytes:
+        if arg is None:
+            return name
+        if arg == "short":
+            return self.shorten(name)
+        key, _, n = arg.partition("=")
+        count = int(n)
+        if count < 0:
+            count = name.count(b"/") + count + 1
+        if key in ("lstrip", "strip"):
+            rest = name
+            while count > 0:
+                slash = rest.find(b"/")
+                if slash < 0:
+                    return b""
+                rest = rest[slash + 1 :]
+                count -= 1
+            return rest
+        end = len(name)
+        while count > 0:
+            if end == 0:
+                return b""
+            slash = name.rfind(b"/", 0, end)
+            end = max(slash, 0)
+            if slash < 0:
+                return b""
+            count -= 1
+        return name[:end]
+
+    def _oid(self, oid: bytes, arg: str | None) -> bytes:
+        if arg is None:
+            return oid
+        if arg == "short":
+            return self.abbrev(oid, -1)
+        return self.abbrev(oid, max(int(arg[6:]), 4))
+
+    def _object_values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[Value]:
+        kind, content = got
+        which = self._deref if deref else self._plain
+        textual = kind in ("commit", "tag")
+        buf = _cstr(content) if textual else b""
+        heads = None
+        if textual and any(
+            self.atoms[k].name in ("tree", "parent", "numparent", "tag", "type", "object") for k in which
+        ):
+            heads = object_headers(kind, content, oid, refname)
+        sub = (
+            _subpos(buf)
+            if textual and any(self.atoms[k].name in ("subject", "body", "contents") for k in which)
+            else None
+        )
+        return [self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub) for k in which]
+
+    def _object_value(self, atom: Atom, oid, kind, content, buf, heads, sub) -> Value:
+        name = atom.name
+        if name == "objecttype":
+            return Value(kind.encode())
+        if name == "objectsize":
+            return Value(str(len(content)).encode(), len(content))
+        if name == "objectname":
+            return Value(self._oid(oid, atom.arg))
+        if kind == "commit":
+            if name == "tree":
+                return Value(self._oid(heads[0], atom.arg))
+            if name == "parent":
+                return Value(b" ".join(self._oid(p, atom.arg) for p in heads[1]))
+            if name == "numparent":
+                return Value(str(len(heads[1])).encode(), len(heads[1]))
+            who = (b"author", b"committer")
+        elif kind == "tag":
+            if name == "tag":
+                return Value(heads[0])
+            if name == "type":
+                return Value(heads[1])
+            if name == "object":
+                return Value(heads[2])
+            who = (b"tagger",)
+        else:
+            return Value(b"", 0 if name in NUMBER_ATOMS or name in TIME_ATOMS else None)
+        if name in ("subject", "body", "contents"):
+            subject, body_sig, body, sig = sub
+            if name == "subject" or atom.arg == "subject":
+                return Value(_subject(subject))
+            if name == "body":
+                return Value(body_sig)
+            if atom.arg is None:
+                return Value(self._bare(buf))
+            if atom.arg == "body":
+                return Value(body)
+            if atom.arg == "signature":
+                return Value(sig)
+            if atom.arg == "size":
+                bare = self._bare(buf)
+                return Value(str(len(bare)).encode(), len(bare))
+        if name.startswith("creator"):
+            src = b"committer" if kind == "commit" else b"tagger"
+            line = _wholine(src, buf)
+            if line is None:
+                return Value(b"", 0 if name == "creatordate" else None)
+            return _date(line, atom.arg) if name == "creatordate" else Value(_line(line))
+        for w in who:
+            wn = w.decode()
+            if not name.startswith(wn):
+                continue
+            line = _wholine(w, buf)
+            if line is None:
+                return Value(b"", 0 if name.endswith("date") else None)
+            field = name[len(wn) :]
+            if not field:
+                return Value(_line(line))
+            if field == "name":
+                return Value(_name(line))
+            if field == "email":
+                return Value(_email(line, atom.arg))
+            if field == "date":
+                return _date(line, atom.arg)
+        return Value(b"", 0 if name in TIME_ATOMS else None)
+
+    @staticmethod
+    def _bare(buf: bytes) -> bytes:
+        """``%(contents)``: subject line onwards, signature included (C_BARE is the message from its
+        subject)."""
+        pos = 0
+        n = len(buf)
+        while pos < n and buf[pos] != 0x0A:
+            eol = buf.find(b"\n", pos)
+            pos = n if eol < 0 else eol + 1
+        while pos < n and buf[pos] == 0x0A:
+            pos += 1
+        return buf[pos:]
