@@ -66,9 +66,10 @@ def context(repo: Repo, snap) -> Context:
 
 
 def resolved(snap, ref):
-    """``ref`` as for-each-ref sees it: a symref carries the id its chain ends at and the location of
-    the ref that holds it (git's REF_ISPACKED describes where the value was read); None when the chain
-    ends nowhere (git skips such a ref)."""
+    """``ref`` as for-each-ref sees it: a symref carries the id its chain ends at, the name of the ref
+    that holds it (``%(symref)`` is the end of the chain, not the next hop) and that ref's location
+    (git's REF_ISPACKED describes where the value was read); None when the chain ends nowhere (git skips
+    such a ref)."""
     if ref.target is None:
         return ref
     cur = ref
@@ -77,6 +78,26 @@ def resolved(snap, ref):
         if nxt is None:
             return None
         if nxt.target is None:
-            return ref._replace(oid=nxt.oid, peeled=None, location=nxt.location)
+            return ref._replace(oid=nxt.oid, peeled=None, target=cur.target, location=nxt.location)
         cur = nxt
     return None
+
+
+def listed_refs(snap, patterns: list[bytes]):
+    """The refs ``refscope list PATTERN...`` prints (git's for-each-ref set, in its order), each
+    ``resolved``: the input of a format. The store's own iteration decides what is hidden, as for the
+    listing; a pattern's glob is matched here with the one matcher."""
+    from ..refpattern import ForEachRefPatterns
+
+    pats = ForEachRefPatterns(patterns) if patterns else None
+    intervals = pats.intervals() if pats is not None else [(b"", None)]
+    match = pats.match if pats is not None and pats.globs else None
+    for lo, hi in intervals:
+        for ref in snap.iter_from(lo):
+            if hi is not None and ref.name >= hi:
+                break
+            if match is not None and not match(ref.name):
+                continue
+            got = resolved(snap, ref)
+            if got is not None:
+                yield got
