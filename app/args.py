@@ -17,15 +17,21 @@ class Options:
     flags given), ``values`` (option -> its last value), ``operands`` (in order). A plain class: a
     namedtuple is built at import, on every command's start-up."""
 
-    __slots__ = ("path", "flags", "values", "operands")
+    __slots__ = ("path", "flags", "values", "operands", "lists")
 
     def __init__(
-        self, path: str | None, flags: set[str], values: dict[str, str], operands: list[str]
+        self,
+        path: str | None,
+        flags: set[str],
+        values: dict[str, str],
+        operands: list[str],
+        lists: dict[str, list[str]] | None = None,
     ) -> None:
         self.path = path
         self.flags = flags
         self.values = values
         self.operands = operands
+        self.lists = lists or {}  # repeatable options: every value, in order
 
 
 def dir_arg(argv: list[str], i: int) -> tuple[str | None, int]:
@@ -45,14 +51,21 @@ def parse(
     operands: bool = False,
     cd: bool = True,
     double_dash: bool = True,
+    repeat: tuple[str, ...] = (),
+    optional: dict[str, str] | None = None,
 ) -> Options | None:
     """The options of one command line, or None on a usage error. ``-C`` steps are taken as they come
     (``change_dir``: a step that leads nowhere fails on the spot, naming it); ``cd=False``: no ``-C``.
     Without ``operands`` an argument that is not an option is a usage error; so is ``--`` without them
-    or with ``double_dash=False``."""
+    or with ``double_dash=False``. ``repeat``: options with a value that may come again (all kept, in
+    ``lists``); ``optional``: repeatable options whose value may be left out, git's "last argument
+    default" (``--merged`` alone, last on the line, is ``--merged=HEAD``; followed by an argument, it
+    takes that argument), option -> its default."""
+    optional = optional or {}
     path: str | None = None
     given: set[str] = set()
     vals: dict[str, str] = {}
+    lists: dict[str, list[str]] = {}
     rest: list[str] = []
     i = 0
     only = False
@@ -71,18 +84,30 @@ def parse(
                 return None
             path = change_dir(path, step)
             continue
-        elif arg in values:
+        elif arg in values or arg in repeat:
             if i + 1 >= n:
                 return None
             i += 1
-            vals[arg] = argv[i]
-        elif "=" in arg and arg.split("=", 1)[0] in values:
+            if arg in repeat:
+                lists.setdefault(arg, []).append(argv[i])
+            else:
+                vals[arg] = argv[i]
+        elif arg in optional:
+            if i + 1 < n:
+                i += 1
+                lists.setdefault(arg, []).append(argv[i])
+            else:
+                lists.setdefault(arg, []).append(optional[arg])
+        elif "=" in arg and arg.split("=", 1)[0] in (*values, *repeat, *optional):
             key, value = arg.split("=", 1)
-            vals[key] = value
+            if key in values:
+                vals[key] = value
+            else:
+                lists.setdefault(key, []).append(value)
         else:
             return None
         i += 1
-    return Options(path, given, vals, rest)
+    return Options(path, given, vals, rest, lists)
 
 
 def parse_or_usage(argv: list[str], usage: str, **spec) -> Options | None:

@@ -44,23 +44,46 @@ examples:
 
 COMMANDS = {
     "list": """\
-usage: refscope list [-C PATH] [--json] [PATTERN...]
+usage: refscope list [-C PATH] [--json] [--format=FORMAT] [--sort=KEY]... [--count=N]
+                     [--points-at=OBJECT] [--merged[=COMMIT]] [--no-merged[=COMMIT]]
+                     [--contains[=COMMIT]] [--no-contains[=COMMIT]] [--omit-empty] [PATTERN...]
 
 The refs `git for-each-ref --format='%(objectname) %(refname)'` prints, byte for byte and in its order
 (a symref shows the oid it resolves to). Into a pipe names are git's raw bytes, so the output feeds
-`refscope delete --stdin`; on a terminal they are shown escaped.
+`refscope delete --stdin`; on a terminal they are shown escaped. With for-each-ref's options, what
+`git for-each-ref` prints with them, byte for byte, reading objects natively (packs, deltas, alternates,
+the commit-graph); without them no object is read.
 
 options:
   -C PATH        run as if started in PATH
   --json         one object per line: {"name", "oid", "peeled", "target"}: peeled as the store records
                  it, target for a symref, else null; a name or target that is not UTF-8 also carries its
                  exact bytes, base64, in name_b64 / target_b64
+  --format F     git's format: %(refname[:short|:lstrip=N|:rstrip=N]), %(objectname[:short[=N]]),
+                 %(objecttype), %(objectsize), %(*...) of the peeled object, %(tree), %(parent),
+                 %(numparent), %(object), %(type), %(tag), %(author|committer|tagger[name|email|date]),
+                 %(creator), %(creatordate), dates :unix :iso8601 :iso8601-strict :short :rfc2822 :raw
+                 :relative, %(subject), %(body), %(contents[:subject|:body|:signature|:size]),
+                 %(symref), %(flag), %(HEAD), %(worktreepath), %% and %xx; another git atom is refused
+                 naming it
+  --sort KEY     an atom, `-` before it to reverse, `version:` for version order; the last key given
+                 is the primary one, ties in refname order
+  --count N      at most N refs (after sorting; 0: all)
+  --points-at O  refs pointing at object O (or at a tag chain that reaches it)
+  --merged C     refs whose commit is reachable from C (HEAD when left out: a full object id or a ref
+                 name; as git, the argument after it is taken as C)
+  --no-merged C  refs whose commit is not reachable from C
+  --contains C   refs from whose commit C is reachable
+  --no-contains C  refs from whose commit C is not reachable
+  --omit-empty   no line for a ref whose format comes out empty
   PATTERN        as git for-each-ref: a path prefix up to a `/` (refs/heads matches refs/heads/x, not
                  refs/headsx), or with * ? [ \\ a wildmatch glob whose * stops at `/` (** crosses it)
 
 examples:
   refscope list refs/heads refs/tags
   refscope list --json 'refs/pull/*/head' | jq -r .name
+  refscope list --sort=-committerdate --format='%(committerdate:short) %(refname:short)' refs/heads
+  refscope list --no-merged=main --format='%(refname)' refs/heads
 """,
     "stack": """\
 usage: refscope stack [-C PATH] [--json]

@@ -80,6 +80,13 @@ def escape_name(name: bytes) -> Shown:
     return _new(Shown, "".join(_escape_char(ch) for ch in text))
 
 
+def escape_lines(value: bytes) -> bytes:
+    """A value of several lines (a commit's body in ``list --format`` output to a terminal): each line as
+    ``escape_name`` shows it, the line breaks kept -- a subject cannot move the cursor or set a title, a
+    body still reads as lines."""
+    return b"\n".join(escape_name(part).encode("utf-8") for part in value.split(b"\n"))
+
+
 def printable(line: str) -> Shown:
     """``line`` (a message that quotes names, paths or file bytes) with everything a terminal would obey
     made visible, by the same rules as ``escape_name``; backslashes stay as they are."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -61,6 +62,8 @@ SORTS = [
 
 def _repo(tmp_path, fmt: str, hash_name: str, *, packed_refs: bool):
     repo = init_repo(tmp_path / "r", fmt, hash_name)
+    git(repo, "config", "gc.auto", "0")
+    git(repo, "config", "maintenance.auto", "false")
     _history(repo, 24)
     git(repo, "tag", "v1.2", "main~2")
     git(repo, "tag", "v1.10", "main~1")
@@ -287,3 +290,86 @@ def test_versioncmp_orders_as_git(tmp_path, a, b):
     git(repo, "tag", b)
     order = git(repo, "tag", "--sort=version:refname").split()
     assert (versioncmp(a.encode(), b.encode()) < 0) == (order.index(a.encode()) < order.index(b.encode()))
+
+
+def _cli(repo, *args):
+    env = git_env()
+    env["GIT_TEST_DATE_NOW"] = str(NOW)
+    return subprocess.run(
+        [sys.executable, "-m", "refscope.app", "list", *args], cwd=repo, env=env, capture_output=True
+    )
+
+
+CLI_CASES = [
+    ["--format=%(refname:short) %(subject)", "--sort=-committerdate"],
+    ["--sort=objectsize", "--count=3"],
+    ["--sort=refname"],
+    ["--merged=main", "--format=%(refname)"],
+    ["--format=%(refname)", "--no-merged"],
+    ["--no-merged", "refs/heads"],  # git's "last argument default": the next argument is the commit
+    ["--points-at=main", "--format=%(refname)"],
+    ["--contains", "v1.2", "--format=%(refname) %(HEAD)"],
+    ["--format=%(refname)", "refs/tags/v*"],
+    ["--format=%(refname) %(objectname:short)", "--count=0", "refs/remotes"],
+    ["--omit-empty", "--format=%(taggername)"],
+]
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_cli_list_speaks_for_each_ref(tmp_path, fmt):
+    repo = _repo(tmp_path, fmt, "sha1", packed_refs=fmt == "files")
+    for args in CLI_CASES:
+        theirs = subprocess.run(
+            [git_binary(), "for-each-ref", *args], cwd=repo, capture_output=True, env=git_env()
+        )
+        ours = _cli(repo, *args)
+        if theirs.returncode:
+            assert ours.returncode == 1
+            assert ours.stderr.decode().strip() == theirs.stderr.decode().strip().replace(
+                "fatal:", "refscope:"
+            )
+            continue
+        assert (ours.returncode, ours.stderr, ours.stdout) == (0, b"", theirs.stdout), args
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (
+            ["--json", "--format=%(refname)"],
+            2,
+            "refscope: --json cannot be combined with for-each-ref's options",
+        ),
+        (["--count=-1"], 2, "refscope: invalid --count argument: `-1'"),
+        (["--count=x"], 2, "refscope: option `count' expects a numerical value"),
+        (["--format=%(nosuch)"], 1, "refscope: unknown field name: nosuch"),
+        (["--merged=nosuch"], 1, "refscope: malformed object name nosuch"),
+        (
+            ["--merged=main~1"],
+            1,
+            "refscope: unsupported revision syntax: main~1 (a ref name or a full object id)",
+        ),
+        (["--points-at=nosuch"], 1, "refscope: malformed object name nosuch"),
+        (["--sort=-nosuch"], 1, "refscope: unknown field name: nosuch"),
+    ],
+)
+def test_cli_refusals_are_one_line_and_change_nothing(tmp_path, args, status, message):
+    from tests.gitutil import tree_bytes
+
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=False)
+    before = tree_bytes(repo / ".git")
+    got = _cli(repo, *args)
+    assert got.returncode == status
+    assert got.stderr.decode().split("\n")[0] == message
+    assert got.stdout == b""
+    assert tree_bytes(repo / ".git") == before
+
+
+def test_cli_merged_on_a_tree_is_refused(tmp_path):
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=False)
+    tree = git(repo, "rev-parse", "main^{tree}").strip().decode()
+    got = _cli(repo, f"--merged={tree}")
+    assert (got.returncode, got.stderr.decode().strip()) == (
+        1,
+        "refscope: option `merged' must point to a commit",
+    )

@@ -78,8 +78,10 @@ def for_each_ref(
     count: int | None = None,
     omit_empty: bool = False,
     commit_graph=None,
+    escape: Callable[[bytes], bytes] | None = None,
 ) -> Iterator[bytes]:
-    """The lines ``git for-each-ref`` prints, each with its LF."""
+    """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
+    terminal: through the display function; the format's own text is the user's and stays as written)."""
     objects = Objects(odb)
     ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
                    abbrev=odb.abbrev)  # fmt: skip
@@ -96,14 +98,14 @@ def for_each_ref(
         if count is not None:
             rows = (row for _, row in zip(range(count), rows, strict=False))
         for _, r in rows:
-            yield from _line(p.format, ev.values(r), omit_empty)
+            yield from _line(p.format, ev.values(r), omit_empty, escape)
         return
     rows = [(r.name, ev.values(r), r) for r in selected]
     sort_rows(rows, p.keys, numeric)
     if count is not None:
         rows = rows[:count]
     for _, vals, _ in rows:
-        yield from _line(p.format, vals, omit_empty)
+        yield from _line(p.format, vals, omit_empty, escape)
 
 
 def _index_of(atoms: list[Atom], text: str) -> int:
@@ -113,8 +115,11 @@ def _index_of(atoms: list[Atom], text: str) -> int:
     return -1
 
 
-def _line(f: Format, vals, omit_empty: bool) -> Iterator[bytes]:
-    out = b"".join(piece if isinstance(piece, bytes) else vals[piece].s for piece in f.pieces)
+def _line(f: Format, vals, omit_empty: bool, escape) -> Iterator[bytes]:
+    if escape is None:
+        out = b"".join(piece if isinstance(piece, bytes) else vals[piece].s for piece in f.pieces)
+    else:
+        out = b"".join(piece if isinstance(piece, bytes) else escape(vals[piece].s) for piece in f.pieces)
     if out or not omit_empty:
         yield out + b"\n"
 

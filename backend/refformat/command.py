@@ -1,0 +1,89 @@
+"""``refscope list`` with for-each-ref's options: the revisions the filters name, the object database,
+the context, then ``run.for_each_ref`` to fd 1.
+
+A revision is what refscope can name without a revision parser: a full object id, ``HEAD``, or a ref
+name as git's rev-parse rules complete it (``main``, ``tags/v1``, ``origin``...). Anything else (``HEAD~2``,
+an abbreviated id) is refused in one line rather than guessed.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import RefscopeError
+from ..model import HASH_HEXSZ
+from .context import context, listed_refs
+from .run import Filters, Plan, for_each_ref
+
+_RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
+
+
+def resolve_rev(snap, hexsz: int, text: str) -> bytes:
+    """The object id ``text`` names."""
+    raw = os.fsencode(text)
+    if len(raw) == hexsz and not raw.lower().translate(None, b"0123456789abcdef"):
+        return raw.lower()
+    if raw and b"~" not in raw and b"^" not in raw and b":" not in raw and b"@{" not in raw:
+        for rule in _RULES:
+            oid = snap.resolve(rule.replace(b"%s", raw))
+            if oid is not None:
+                return oid
+    if raw and (b"~" in raw or b"^" in raw or b":" in raw or b"@{" in raw):
+        raise RefscopeError(None, f"unsupported revision syntax: {text} (a ref name or a full object id)")
+    raise RefscopeError(None, f"malformed object name {text}")
+
+
+def run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]], count: int | None,
+        omit_empty: bool, escape) -> None:  # fmt: skip
+    """Print ``snap``'s refs matching ``patterns`` as ``git for-each-ref`` would, with ``revs`` the
+    values of --points-at, --merged, --no-merged, --contains and --no-contains."""
+    from ..objects.commitgraph import open_commit_graph
+    from ..objects.odb import Odb
+
+    hexsz = HASH_HEXSZ[repo.hash_name]
+    objects_dir = os.environ.get("GIT_OBJECT_DIRECTORY") or os.path.join(repo.commondir, "objects")
+    odb = Odb(objects_dir, repo.hash_name)
+    named = {k: tuple(resolve_rev(snap, hexsz, v) for v in vs) for k, vs in revs.items()}
+    graph = None
+    if any(named.get(k) for k in ("merged", "no_merged", "contains", "no_contains")):
+        from .reach import Graph
+        from .values import Objects
+
+        graph = open_commit_graph(objects_dir, odb.rawsz)
+        check = Graph(Objects(odb), graph)
+        for key in ("merged", "no_merged", "contains", "no_contains"):
+            for oid in named.get(key, ()):
+                if check.commit_of(oid) is None:
+                    raise RefscopeError(None, f"option `{key.replace('_', '-')}' must point to a commit")
+        named = {k: tuple(check.commit_of(o) if k != "points_at" else o for o in v) for k, v in named.items()}
+    ctx = context(repo, snap)
+    lines = for_each_ref(
+        p,
+        listed_refs(snap, patterns),
+        odb,
+        head=ctx.head,
+        worktrees=ctx.worktrees,
+        exists=ctx.exists,
+        filters=Filters(**named),
+        count=count,
+        omit_empty=omit_empty,
+        commit_graph=graph,
+        escape=escape,
+    )
+    chunk: list[bytes] = []
+    size = 0
+    for line in lines:
+        chunk.append(line)
+        size += len(line)
+        if size >= 1 << 16:
+            _write(b"".join(chunk))
+            chunk, size = [], 0
+    if chunk:
+        _write(b"".join(chunk))
+
+
+def _write(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(1, view)
+        view = view[n:]
