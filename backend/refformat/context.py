@@ -83,21 +83,59 @@ def resolved(snap, ref):
     return None
 
 
-def listed_refs(snap, patterns: list[bytes]):
+def listed_refs(snap, patterns: list[bytes], locations: bool = False):
     """The refs ``refscope list PATTERN...`` prints (git's for-each-ref set, in its order), each
     ``resolved``: the input of a format. The store's own iteration decides what is hidden, as for the
-    listing; a pattern's glob is matched here with the one matcher."""
+    listing; a pattern's glob is matched here with the one matcher. Read in the store's batches unless
+    ``locations`` are wanted (``%(flag)``: packed or not), which only the per-ref iteration carries."""
+    import bisect
+
+    from ..model import Ref
     from ..refpattern import ForEachRefPatterns
 
     pats = ForEachRefPatterns(patterns) if patterns else None
     intervals = pats.intervals() if pats is not None else [(b"", None)]
     match = pats.match if pats is not None and pats.globs else None
     for lo, hi in intervals:
-        for ref in snap.iter_from(lo):
-            if hi is not None and ref.name >= hi:
+        if locations:
+            for ref in snap.iter_from(lo):
+                if hi is not None and ref.name >= hi:
+                    break
+                if match is not None and not match(ref.name):
+                    continue
+                got = resolved(snap, ref)
+                if got is not None:
+                    yield got
+            continue
+        for pairs, cols in snap.iter_bulk(lo):
+            if pairs is not None:
+                names, oids, peeled, targets = pairs[1::2], pairs[0::2], None, None
+            else:
+                names, oids, peeled, targets = cols
+            done = False
+            if hi is not None and names and names[-1] >= hi:
+                k = bisect.bisect_left(names, hi)
+                names, oids = names[:k], oids[:k]
+                peeled = peeled[:k] if peeled is not None else None
+                targets = targets[:k] if targets is not None else None
+                done = True
+            if peeled is None and targets is None and match is None:
+                yield from map(Ref, names, oids, _nones(len(names)), _nones(len(names)), _nones(len(names)))
+            else:
+                for j, name in enumerate(names):
+                    if match is not None and not match(name):
+                        continue
+                    ref = Ref(
+                        name, oids[j], peeled[j] if peeled else None, targets[j] if targets else None, None
+                    )
+                    got = resolved(snap, ref) if ref.target is not None else ref
+                    if got is not None:
+                        yield got
+            if done:
                 break
-            if match is not None and not match(ref.name):
-                continue
-            got = resolved(snap, ref)
-            if got is not None:
-                yield got
+
+
+def _nones(n: int):
+    from itertools import repeat
+
+    return repeat(None, n)

@@ -69,56 +69,23 @@ def _cmp(a, b) -> int:
     return (a > b) - (a < b)
 
 
-def sort_rows(rows: list, keys: list[tuple[int, bool, bool]], numeric: list[bool]) -> None:
-    """Sort ``rows`` -- (refname, values) pairs -- in place by ``keys`` (atom index, reverse, version),
-    primary first; ``numeric[k]`` says atom ``k`` compares by number (a value never set is 0, as git's
-    fill_missing_values leaves it)."""
-
-    def compare(x, y) -> int:
-        for k, reverse, version in keys:
-            va, vb = x[1][k], y[1][k]
-            if version:
-                c = versioncmp(va.s, vb.s)
-            elif numeric[k]:
-                c = _cmp(va.v or 0, vb.v or 0)
-            else:
-                c = _cmp(_cstr(va.s), _cstr(vb.s))
-            if c:
-                return -c if reverse else c
-        return _cmp(x[0], y[0])
-
-    if all(not version for _, _, version in keys):
-        # the common case at scale: a key tuple per row, one C-level sort
-        def key_of(row):
-            parts = []
-            for k, reverse, _ in keys:
-                v = row[1][k]
-                part = (v.v or 0) if numeric[k] else _cstr(v.s)
-                parts.append(_Rev(part) if reverse else part)
-            parts.append(row[0])
-            return tuple(parts)
-
-        if all(numeric[k] for k, _, _ in keys) and all(
-            r[1][k].v is not None for r in rows for k, _, _ in keys
-        ):
-            rows.sort(key=lambda r: tuple((-r[1][k].v if rev else r[1][k].v) for k, rev, _ in keys) + (r[0],))
-            return
-        rows.sort(key=key_of)
-        return
-    rows.sort(key=functools.cmp_to_key(compare))
-
-
-@functools.total_ordering
-class _Rev:
-    """A value that sorts in reverse."""
-
-    __slots__ = ("x",)
-
-    def __init__(self, x) -> None:
-        self.x = x
-
-    def __lt__(self, other: _Rev) -> bool:
-        return other.x < self.x
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Rev) and other.x == self.x
+def sort_order(n: int, cols: list, keys: list[tuple[int, bool, bool]], numeric: list[bool]) -> list[int]:
+    """The order of ``n`` refs listed in name order, by ``keys`` (atom index, reverse, version; primary
+    first) over the value columns ``cols``: one stable sort per key, least significant first, so ties
+    keep name order as git's final refname comparison does, and each key is a C-level lookup."""
+    order = list(range(n))
+    for k, reverse, version in reversed(keys):
+        col = cols[k]
+        if version:
+            strs = [v.s for v in col]
+            order.sort(
+                key=functools.cmp_to_key(lambda a, b, strs=strs: versioncmp(strs[a], strs[b])),
+                reverse=reverse,
+            )
+        elif numeric[k]:
+            nums = [v.v or 0 for v in col]
+            order.sort(key=nums.__getitem__, reverse=reverse)
+        else:
+            strs = [v.s if b"\0" not in v.s else _cstr(v.s) for v in col]
+            order.sort(key=strs.__getitem__, reverse=reverse)
+    return order

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import RefscopeError
 from ..model import Ref
-from .order import sort_rows
+from .order import sort_order
 from .reach import Graph
 from .spec import NUMBER_ATOMS, TIME_ATOMS, Atom, Format, parse_format, parse_sort
 from .values import Evaluator, Objects, object_headers
@@ -87,25 +87,15 @@ def for_each_ref(
                    abbrev=odb.abbrev)  # fmt: skip
     selected = _filter(list(refs), objects, filters, commit_graph)
     numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
-    only_names = p.keys == [(_index_of(p.atoms, "refname"), False, False)] and not any(
-        p.atoms[k].arg for k, _, _ in p.keys
-    )
-    if not only_names or count is None:
-        ev.prefetch(selected)
-    if only_names:
-        # the listing is in name order already: no values are needed to sort, and --count stops early
-        rows = ((r.name, r) for r in selected)
-        if count is not None:
-            rows = (row for _, row in zip(range(count), rows, strict=False))
-        for _, r in rows:
-            yield from _line(p.format, ev.values(r), omit_empty, escape)
-        return
-    rows = [(r.name, ev.values(r), r) for r in selected]
-    sort_rows(rows, p.keys, numeric)
+    by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]
+    if by_name and count is not None:
+        selected = selected[:count]  # the listing is in name order already: nothing else to read
+    ev.prefetch(selected)
+    cols = ev.columns(selected)
+    order = list(range(len(selected))) if by_name else sort_order(len(selected), cols, p.keys, numeric)
     if count is not None:
-        rows = rows[:count]
-    for _, vals, _ in rows:
-        yield from _line(p.format, vals, omit_empty, escape)
+        order = order[:count]
+    yield from _lines(p.format, cols, order, omit_empty, escape)
 
 
 def _index_of(atoms: list[Atom], text: str) -> int:
@@ -115,13 +105,30 @@ def _index_of(atoms: list[Atom], text: str) -> int:
     return -1
 
 
-def _line(f: Format, vals, omit_empty: bool, escape) -> Iterator[bytes]:
-    if escape is None:
-        out = b"".join(piece if isinstance(piece, bytes) else vals[piece].s for piece in f.pieces)
-    else:
-        out = b"".join(piece if isinstance(piece, bytes) else escape(vals[piece].s) for piece in f.pieces)
-    if out or not omit_empty:
-        yield out + b"\n"
+def _lines(f: Format, cols, order: list[int], omit_empty: bool, escape) -> Iterator[bytes]:
+    """The output lines in ``order``, a chunk at a time: the format becomes one ``%`` template (its text
+    with ``%`` doubled), filled from the value columns."""
+    template = b"".join(
+        piece.replace(b"%", b"%%") if isinstance(piece, bytes) else b"%s" for piece in f.pieces
+    )
+    template += b"\n"
+    used = [piece for piece in f.pieces if not isinstance(piece, bytes)]
+    strs = []
+    for k in used:
+        col = [v.s for v in cols[k]]
+        strs.append(col if escape is None else [escape(x) for x in col])
+    step = 4096
+    for lo in range(0, len(order), step):
+        part = order[lo : lo + step]
+        rows = (
+            zip(*[list(map(col.__getitem__, part)) for col in strs], strict=True)
+            if strs
+            else ((),) * len(part)
+        )
+        lines = [template % row for row in rows]
+        if omit_empty:
+            lines = [ln for ln in lines if ln != b"\n"]
+        yield b"".join(lines)
 
 
 def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list[Ref]:

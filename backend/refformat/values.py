@@ -268,34 +268,52 @@ class Evaluator:
                     peeled.append(r.peeled or self._peel(r.oid, got, r.name))
             self.objects.prefetch(peeled)
 
-    def values(self, ref: Ref) -> list[Value]:
-        out = [f(ref) for f in self._fns]
+    def columns(self, refs: list[Ref]) -> list[list[Value]]:
+        """Every atom's values for ``refs``, one column per atom: the object atoms' values are made once
+        per object id and spread over the refs with C-level lookups -- at a million refs the per-ref work
+        is what costs, and here it is one list lookup per atom."""
+        cols: list[list[Value]] = []
+        for fn in self._fns:
+            cols.append([fn(r) for r in refs])
         if not self._wants_object:
-            return out
-        oid = ref.oid
-        got = self.objects.read(oid)
-        if got is None:
-            raise RefscopeError(
-                None, f"missing object {oid.decode()} for {ref.name.decode('utf-8', 'replace')}"
-            )
-        vals = self._by_oid.get(oid)
-        if vals is None:
-            vals = self._by_oid[oid] = self._object_values(oid, got, False, ref.name)
-        for k, v in zip(self._plain, vals, strict=True):
-            out[k] = v
-        if self._deref and got[0] == "tag":
-            peeled = ref.peeled or self._peel(oid, got, ref.name)
-            pgot = self.objects.read(peeled)
-            if pgot is None:
+            return cols
+        by_oid = self._by_oid
+        read = self.objects.read
+        for r in refs:
+            oid = r.oid
+            if oid in by_oid:
+                continue
+            got = read(oid)
+            if got is None:
                 raise RefscopeError(
-                    None, f"missing object {peeled.decode()} for {ref.name.decode('utf-8', 'replace')}"
+                    None, f"missing object {oid.decode()} for {r.name.decode('utf-8', 'replace')}"
                 )
-            vals = self._by_peeled.get(peeled)
-            if vals is None:
-                vals = self._by_peeled[peeled] = self._object_values(peeled, pgot, True, ref.name)
-            for k, v in zip(self._deref, vals, strict=True):
-                out[k] = v
-        return out
+            by_oid[oid] = self._object_values(oid, got, False, r.name)
+        oids = [r.oid for r in refs]
+        for j, k in enumerate(self._plain):
+            per = {o: vs[j] for o, vs in by_oid.items()}
+            cols[k] = list(map(per.__getitem__, oids))
+        if self._deref:
+            keys = []
+            for r in refs:
+                got = read(r.oid)
+                if got[0] != "tag":
+                    keys.append(None)
+                    continue
+                peeled = r.peeled or self._peel(r.oid, got, r.name)
+                if peeled not in self._by_peeled:
+                    pgot = read(peeled)
+                    if pgot is None:
+                        raise RefscopeError(
+                            None, f"missing object {peeled.decode()} for {r.name.decode('utf-8', 'replace')}"
+                        )
+                    self._by_peeled[peeled] = self._object_values(peeled, pgot, True, r.name)
+                keys.append(peeled)
+            for j, k in enumerate(self._deref):
+                per = {o: vs[j] for o, vs in self._by_peeled.items()}
+                per[None] = EMPTY
+                cols[k] = list(map(per.__getitem__, keys))
+        return cols
 
     def _peel(self, oid: bytes, got, refname: bytes) -> bytes:
         hops = 0
