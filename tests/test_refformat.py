@@ -148,6 +148,9 @@ def test_reachability_filters_match_git(tmp_path, graph):
     repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
     if graph:
         git(repo, "commit-graph", "write", "--reachable")
+        git(
+            repo, "commit", "-q", "--allow-empty", "-m", "newer than the graph"
+        )  # walked by id, parents by position
     rev = lambda name: git(repo, "rev-parse", name).strip()  # noqa: E731
     cases = [
         (Filters(merged=(rev("main"),)), ["--merged=main"]),

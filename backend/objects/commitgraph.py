@@ -83,6 +83,21 @@ class CommitGraph:
                 return layer.base + i
         return None
 
+    def position_map(self) -> dict[bytes, int]:
+        """{raw id: position} of every commit: one dict for a caller about to look up many."""
+        out: dict[bytes, int] = {}
+        w = self.rawsz
+        for layer in self.layers:
+            data = bytes(layer.data[layer.oids : layer.oids + layer.count * w])
+            out.update(
+                zip(
+                    (data[i : i + w] for i in range(0, len(data), w)),
+                    range(layer.base, layer.base + layer.count),
+                    strict=True,
+                )
+            )
+        return out
+
     def _at(self, pos: int) -> tuple[_Layer, int]:
         for layer in self.layers:
             if pos < layer.base + layer.count:

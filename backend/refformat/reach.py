@@ -1,9 +1,10 @@
 """Reachability for ``--merged``, ``--no-merged``, ``--contains`` and ``--no-contains``: which ref tips
 the named commits reach, and which tips reach them.
 
-Parents come from the commit-graph when it has the commit (no object is inflated), else from the
-commit's own ``parent`` lines. Each walk is iterative and visits a commit once, so the cost is the
-history's size once, whatever the number of refs.
+A commit in the commit-graph is walked by its position there (parents are positions: no object is
+inflated, no id is converted); one outside it (newer than the graph, or no graph at all) by its id, from
+its own ``parent`` lines. Each walk is iterative and visits a commit once, so the cost is the history's
+size once, whatever the number of refs.
 """
 
 from __future__ import annotations
@@ -16,11 +17,26 @@ class Graph:
     def __init__(self, objects: Objects, commit_graph=None) -> None:
         self.objects = objects
         self.cg = commit_graph
-        self._parents: dict[bytes, tuple[bytes, ...]] = {}
+        self._parents: dict = {}
+        self._positions: dict[bytes, int] | None = None
+
+    def _position(self, oid: bytes) -> int | None:
+        if self.cg is None:
+            return None
+        if self._positions is None:
+            self._positions = self.cg.position_map()
+        return self._positions.get(bytes.fromhex(oid.decode()))
+
+    def node(self, oid: bytes):
+        """The walk's name for commit ``oid``: its commit-graph position, else the id itself."""
+        pos = self._position(oid)
+        return oid if pos is None else pos
 
     def commit_of(self, oid: bytes) -> bytes | None:
         """lookup_commit_reference_gently: the commit ``oid`` is or peels to, or None."""
         for _ in range(64):
+            if self._position(oid) is not None:
+                return oid  # the graph holds commits only
             got = self.objects.read(oid)
             if got is None:
                 return None
@@ -34,28 +50,25 @@ class Graph:
                 return None
         return None
 
-    def parents(self, oid: bytes) -> tuple[bytes, ...]:
-        hit = self._parents.get(oid)
+    def parents(self, node) -> tuple:
+        hit = self._parents.get(node)
         if hit is not None:
             return hit
-        if self.cg is not None:
-            pos = self.cg.position(bytes.fromhex(oid.decode()))
-            if pos is not None:
-                _, ps, _ = self.cg.commit(pos)
-                hit = tuple(self.cg.oid(p).hex().encode() for p in ps)
-                self._parents[oid] = hit
-                return hit
-        got = self.objects.read(oid)
-        if got is None or got[0] != "commit":
-            raise RefscopeError(None, f"unable to parse commit {oid.decode()}")
-        _, parents = object_headers("commit", got[1], oid, b"")
-        hit = self._parents[oid] = tuple(parents)
+        if isinstance(node, int):
+            hit = self.cg.commit(node)[1]
+        else:
+            got = self.objects.read(node)
+            if got is None or got[0] != "commit":
+                raise RefscopeError(None, f"unable to parse commit {node.decode()}")
+            _, parents = object_headers("commit", got[1], node, b"")
+            hit = tuple(self.node(p) for p in parents)
+        self._parents[node] = hit
         return hit
 
-    def ancestors(self, tips: list[bytes]) -> set[bytes]:
-        """Every commit reachable from ``tips``, themselves included."""
-        seen: set[bytes] = set()
-        todo = list(tips)
+    def ancestors(self, tips: list[bytes]) -> set:
+        """The walk names of every commit reachable from ``tips``, themselves included."""
+        seen: set = set()
+        todo = [self.node(t) for t in tips]
         while todo:
             c = todo.pop()
             if c in seen:
@@ -64,10 +77,10 @@ class Graph:
             todo.extend(p for p in self.parents(c) if p not in seen)
         return seen
 
-    def containing(self, targets: set[bytes], tips: list[bytes]) -> set[bytes]:
-        """The commits of ``tips`` from which some commit of ``targets`` is reachable."""
-        known: dict[bytes, bool] = {t: True for t in targets}
-        for tip in tips:
+    def containing(self, targets: list[bytes], nodes: list) -> set:
+        """Those of the walk names ``nodes`` from which some commit of ``targets`` is reachable."""
+        known: dict = {self.node(t): True for t in targets}
+        for tip in nodes:
             if tip in known:
                 continue
             stack = [(tip, iter(self.parents(tip)))]
@@ -84,11 +97,9 @@ class Graph:
                 if got is True:
                     for n, _ in stack:
                         known[n] = True
-                    for n, _ in stack:
-                        on_path.discard(n)
                     stack.clear()
                     break
                 if got is None and nxt not in on_path:
                     stack.append((nxt, iter(self.parents(nxt))))
                     on_path.add(nxt)
-        return {t for t in tips if known.get(t)}
+        return {t for t in nodes if known.get(t)}

@@ -142,14 +142,14 @@ def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list
     for r in refs:
         c = graph.commit_of(r.oid)
         if c is not None:
-            commits[r.name] = c
+            commits[r.name] = graph.node(c)
     refs = [r for r in refs if r.name in commits]
     tips = list(dict.fromkeys(commits.values()))
     if f.contains:
-        keep = graph.containing(set(f.contains), tips)
+        keep = graph.containing(list(f.contains), tips)
         refs = [r for r in refs if commits[r.name] in keep]
     if f.no_contains:
-        drop = graph.containing(set(f.no_contains), tips)
+        drop = graph.containing(list(f.no_contains), tips)
         refs = [r for r in refs if commits[r.name] not in drop]
     if f.merged:
         reach = graph.ancestors(list(f.merged))
