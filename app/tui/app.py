@@ -9,42 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from refscope.backend.errors import RefscopeError
 from refscope.backend.stores.seq import is_older
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.message import Message
 from textual.reactive import reactive
 from textual.signal import Signal
 
+from .messages import SnapshotUpdate, WatchEvent
+from .meter import Meter, as_meter
 from .widgets.palette import RefJumpProvider
 from .widgets.queue import Queue
 from .workers import work
-
-
-class SnapshotUpdate(NamedTuple):
-    """Published on ``app.snapshot_changed``: the new snapshot and what changed (diff may be None)."""
-
-    snapshot: Any
-    previous: Any
-    kind: str  # "open", "refresh", "watch", "commit"
-    diff: Any = None
-    event: Any = None
-
-
-class RealMeter:
-    """The backend meter behind the small interface the app uses (``measure``, ``adopt``)."""
-
-    def measure(self, name: str, children: bool = False):
-        from refscope.backend.meter import measure
-
-        return measure(name, children=children)
-
-    def adopt(self, report):
-        return report
 
 
 class RefscopeApp(App[None]):
@@ -60,12 +38,6 @@ class RefscopeApp(App[None]):
 
     engine: reactive[str] = reactive("native")
     live: reactive[str] = reactive("off")
-
-    @dataclass
-    class WatchEvent(Message):
-        """Posted from the watcher thread; carries the backend's event."""
-
-        event: Any
 
     def __init__(
         self,
@@ -88,7 +60,7 @@ class RefscopeApp(App[None]):
         self.repo = repo if repo is not None else getattr(store, "repo", None)
         self.repo_path = repo_path
         self.snapshot = snapshot
-        self.meter = meter if meter is not None else RealMeter()
+        self.meter: Meter = as_meter(meter)
         self.queue = Queue()
         self.watch_enabled = watch and store is not None
         self.watcher = None
@@ -131,16 +103,13 @@ class RefscopeApp(App[None]):
         self.record_op(m.report)
 
     def start_watcher(self) -> None:
-        try:
-            from refscope.backend.watch import Watcher
-        except ImportError:
-            self.live = "off (no watcher)"
-            return
+        from refscope.backend.watch import Watcher
+
         try:
             # the watcher refreshes from the app's own snapshot: the new snapshot then shares its tables /
             # packed-refs, and with them the row index already built (a refresh re-indexes only the change)
             self.watcher = Watcher(
-                self.store, lambda ev: self.post_message(self.WatchEvent(ev)), snapshot=self.snapshot
+                self.store, lambda ev: self.post_message(WatchEvent(ev)), snapshot=self.snapshot
             )
             self.watcher.start()
         except Exception as err:  # the app keeps running without live updates
@@ -285,7 +254,7 @@ class RefscopeApp(App[None]):
         self.snapshot_changed.publish(SnapshotUpdate(snapshot, previous, kind, diff, event))
         return True
 
-    def on_refscope_app_watch_event(self, message: WatchEvent) -> None:
+    def on_watch_event(self, message: WatchEvent) -> None:
         event = message.event
         error = getattr(event, "error", None)
         if getattr(event, "report", None) is not None:

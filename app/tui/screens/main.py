@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from itertools import islice
 
 from refscope.backend.display import escape_name
@@ -26,11 +25,11 @@ from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
+from ..messages import CommitProgress, FilterProgress, SnapshotUpdate
 from ..widgets import columns, filtering
 from ..widgets.filter_input import FilterInput
 from ..widgets.headline import HeadLine
@@ -134,25 +133,6 @@ class MainScreen(Screen):
         Binding("escape", "clear_filter", "Clear filter", show=False, priority=True),
         Binding("enter", "submit_filter", show=False, priority=True),
     ]
-
-    @dataclass
-    class FilterProgress(Message):
-        generation: int
-        done: int
-        total: int
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, MainScreen.FilterProgress)
-
-    @dataclass
-    class CommitProgress(Message):
-        """Posted by the commit worker as it enters a phase (``done`` steps of ``COMMIT_TOTAL``)."""
-
-        phase: str
-        done: float
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, MainScreen.CommitProgress)
 
     def __init__(self) -> None:
         super().__init__()
@@ -280,10 +260,10 @@ class MainScreen(Screen):
                 now = time.monotonic()
                 if now - last[0] > 0.05:
                     last[0] = now
-                    self.post_message(self.FilterProgress(generation, done, total))
+                    self.post_message(FilterProgress(generation, done, total))
 
             if pattern.kind != "prefix":
-                self.post_message(self.FilterProgress(generation, 0, 1))
+                self.post_message(FilterProgress(generation, 0, 1))
             with app.meter.measure("filter") as m:
                 view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress)
             reports.append(m.report)
@@ -315,7 +295,7 @@ class MainScreen(Screen):
     def on_ref_list_layout_changed(self, message: RefList.LayoutChanged) -> None:
         self.query_one(ListHeader).set_layout(message.needs, self.ref_list.scrollable_content_region.width)
 
-    def on_main_screen_filter_progress(self, message: FilterProgress) -> None:
+    def on_filter_progress(self, message: FilterProgress) -> None:
         if message.generation == self.generation and message.total:
             bar = self.query_one("#filter-progress", ProgressBar)
             bar.display = True
@@ -379,7 +359,7 @@ class MainScreen(Screen):
         self.prepare(app.snapshot, self.pattern, self.generation, keep)
 
     # -- following snapshots ----------------------------------------------------------------------------
-    def _on_snapshot_changed(self, update) -> None:
+    def _on_snapshot_changed(self, update: SnapshotUpdate) -> None:
         """A new snapshot (watcher, refresh, commit): keep showing the old one until the new one is
         counted and filtered in the worker, then swap it in with the cursor on the same name."""
         self.generation += 1
@@ -654,9 +634,9 @@ class MainScreen(Screen):
             for start in range(0, n, QUEUE_CHUNK):  # (200k names take seconds to check: show them going)
                 chunk = entries[start : start + QUEUE_CHUNK]
                 txn.delete_many([(entry.name, entry.old_oid) for entry in chunk])
-                self.post_message(self.CommitProgress("queue", (start + len(chunk)) / n))
-            result = txn.commit(on_phase=lambda phase: self.post_message(self.CommitProgress(phase, 0)))
-            self.post_message(self.CommitProgress("refresh", 0))
+                self.post_message(CommitProgress("queue", (start + len(chunk)) / n))
+            result = txn.commit(on_phase=lambda phase: self.post_message(CommitProgress(phase, 0)))
+            self.post_message(CommitProgress("refresh", 0))
             try:
                 fresh = app.store.refresh(app.snapshot)
             except RefscopeError as err:  # committed all the same: the result says so, the status says this
@@ -665,7 +645,7 @@ class MainScreen(Screen):
             adopt(fresh)
         app.call_from_thread(self._committed, result, fresh)
 
-    def on_main_screen_commit_progress(self, message: CommitProgress) -> None:
+    def on_commit_progress(self, message: CommitProgress) -> None:
         if self.app.commit_running:
             self._commit_progress(message.phase, message.done)
 

@@ -30,7 +30,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ..views.base import ViewScreen, adopt, measure_fn, short_path
+from ..meter import as_meter
+from ..views.base import ViewScreen, short_path
 from ..views.chart import size_chart
 from ..views.fmt import count, size
 from ..views.report import report_text
@@ -132,8 +133,8 @@ class StackScreen(ViewScreen):
         super().__init__(title="reftable stack")
         self.store = store
         self.snapshot = snapshot
-        self.meter = meter
-        self.measure = measure_fn(meter)
+        self.meter = as_meter(meter)
+        self.measure = self.meter.measure
         self.follow = follow and store is not None
         self.summaries: list[TableSummary] = []
         self.feed: list[Text] = []
@@ -420,7 +421,7 @@ class StackScreen(ViewScreen):
     def _compacted(
         self, segment: tuple[int, int], report: Any, before: list, after: list, fresh: Any
     ) -> None:
-        report = adopt(self.meter, report)
+        report = self.meter.adopt(report)
         self.last_report = report
         record = getattr(self.app, "record_op", None)
         if record is not None:
