@@ -57,7 +57,7 @@ def visible(view, row: int) -> bool:
     """``row`` is on the screen of ``view`` (below a RowsView's header line)."""
     top = round(view.scroll_y)
     height = view.scrollable_content_region.height
-    if isinstance(view, RowsView) and view._has_header:
+    if isinstance(view, RowsView) and view.header_rows:
         height -= 1
     return top <= row < top + height
 

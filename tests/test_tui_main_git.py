@@ -156,7 +156,7 @@ async def test_external_change_flags_queue_entry_stale_live(tmp_path: Path, ref_
         new_oid = git(path, "rev-parse", "HEAD").strip()
         await wait_for(pilot, lambda: app.queue[b"refs/heads/topic/002"].stale is not None)
         reflist = app.screen.query_one(RefList)
-        reflist.go_to(0)
+        reflist.move_to(0)
         await wait_for(pilot, lambda: reflist.current_ref().oid == new_oid)  # the row shows the new value
         await wait_for(pilot, lambda: app.snapshot.lookup(b"refs/heads/new-one") is not None)
         assert "1 stale" in app.screen.query_one("#queue").border_title

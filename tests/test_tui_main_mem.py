@@ -164,7 +164,7 @@ async def test_mark_unmark_and_queue_survives_filter() -> None:
         await pilot.press("escape")
         await pilot.pause()
         reflist = app.screen.query_one(RefList)
-        reflist.go_to(0)
+        reflist.move_to(0)
         await pilot.press("space")  # unmark
         assert list(app.queue) == [b"refs/heads/feature/0001"]
 

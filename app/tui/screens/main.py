@@ -451,7 +451,7 @@ class MainScreen(Screen):
         self.app.queue.toggle(ref)
         self.ref_list.refresh_name(ref.name)
         self.query_one(QueuePanel).sync()
-        self.ref_list.go_to(self.ref_list.cursor + 1, center=False)
+        self.ref_list.move_to(self.ref_list.cursor + 1)
 
     @work(exclusive=True, group="mark", description="mark all shown")
     async def action_mark_all(self) -> None:

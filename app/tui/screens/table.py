@@ -166,10 +166,10 @@ class TableScreen(ViewScreen):
                     return i
         return 0
 
-    def on_rows_view_cursor_moved(self, message: RowsView.CursorMoved) -> None:
+    def on_line_list_cursor_moved(self, message: RowsView.CursorMoved) -> None:
         """Decode the block under the cursor once the cursor rests (30 ms): holding pagedown over a
         30,000-block table then only repaints the block list, not every block passed on the way."""
-        if message.view is not self.blocks_view or message.row == self._shown_block:
+        if message.line_list is not self.blocks_view or message.row == self._shown_block:
             return
         self._pending_block = message.row
         if self._block_timer is not None:
