@@ -236,7 +236,7 @@ async def test_packed_refs_checked_while_the_dialog_is_open(
     """A native commit on a big packed-refs has the file checked while the confirmation is open (an
     operation of its own), so the commit finds it checked. A damaged file is left for the commit to refuse:
     nothing changes and the queue is kept."""
-    from refscope.app.tui.screens import main
+    from refscope.app.tui.screens import commit as main  # (where the constant lives)
 
     monkeypatch.setattr(main, "PRECHECK_MIN", 0)  # (the threshold keeps tiny files, as the demo's, out of it)
     path = make_repo(tmp_path / "r", "files", n=5)

@@ -183,7 +183,7 @@ async def test_mark_all_shown_and_unmark_all() -> None:
 
 
 async def test_mark_all_above_threshold_asks_with_count() -> None:
-    from refscope.app.tui.screens import main
+    from refscope.app.tui.screens import marking as main  # (where the constant lives)
     from refscope.app.tui.screens.dialogs import Confirm
 
     old = main.MARK_ALL_CONFIRM
