@@ -88,7 +88,7 @@ async def test_second_commit_refused_while_one_runs(tmp_path: Path, ref_format: 
         await pilot.press("c", "y")
         await pilot.press("space", "u")
         app.action_switch_engine()  # the command palette's entries call the actions past check_action
-        app._main_action("commit")
+        app.main_action("commit")
         await pilot.pause()
         assert app.screen is main and app.engine == engine
         assert not any(w.group == "commit-dialog" for w in app.workers if w.is_running)

@@ -13,7 +13,7 @@ from typing import Any
 
 from refscope.backend.errors import RefscopeError
 from refscope.backend.stores.seq import is_older
-from textual.app import App, SystemCommand
+from textual.app import App
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.signal import Signal
@@ -329,89 +329,46 @@ class RefscopeApp(App[None]):
             self.jump_to(result)
 
     def get_system_commands(self, screen):
-        yield from super().get_system_commands(screen)
-        other = "git" if self.engine == "native" else "native"
-        yield SystemCommand(
-            f"Engine: switch to {other}", "Commit through the other engine", self.action_switch_engine
-        )
-        yield SystemCommand("View: main", "The ref list, queue and operations", self._to_main)
-        for name, help_text in (
-            ("stack", "The reftable stack (or packed-refs in a files repository)"),
-            ("packed", "The packed-refs records"),
-            ("reflog", "The reflog of the ref under the cursor"),
-        ):
-            yield SystemCommand(f"View: {name}", help_text, lambda n=name: self.action_view(n))
-        yield SystemCommand("Filter refs", "Focus the filter", lambda: self._main_action("filter"))
-        yield SystemCommand(
-            "Commit queue", "Delete every queued ref in one transaction", lambda: self._main_action("commit")
-        )
-        yield SystemCommand(
-            "Bench queue",
-            "Run the queued transaction through both engines",
-            lambda: self._main_action("bench"),
-        )
-        yield SystemCommand("Refresh", "Re-read the ref storage now", lambda: self._main_action("refresh"))
-        yield SystemCommand(
-            "Queue: export to a file",
-            "Write the queue as refscope delete --stdin lines (REF OLD_OID)",
-            lambda: self._main_action("export_queue"),
-        )
-        yield SystemCommand(
-            "Queue: load from a file",
-            "Add the refs of a refscope delete --stdin file to the queue",
-            lambda: self._main_action("load_queue"),
-        )
-        yield SystemCommand(
-            "Reflog of HEAD", "HEAD's reflog (git keeps it apart from refs/)", lambda: self._head_reflog()
-        )
-        for label, what in (("name", "name"), ("oid", "oid")):
-            yield SystemCommand(
-                f"Copy ref {label}",
-                f"The {label} of the ref under the cursor, into the clipboard (y / Y)",
-                lambda w=what: self._main_call(lambda s: s.action_copy(w)),
-            )
-        yield SystemCommand(
-            "Open in git log",
-            "git log of the ref under the cursor, in git's pager (o)",
-            lambda: self._main_call(lambda s: s.action_git_log()),
-        )
-        yield SystemCommand(
-            "Toggle panels",
-            "Hide or show the queue and operations panels (z)",
-            lambda: self._main_call(lambda s: s.action_toggle_panels()),
-        )
+        from .widgets.palette import system_commands
 
-    def _to_main(self) -> None:
+        yield from super().get_system_commands(screen)
+        yield from system_commands(self)
+
+    # -- routing to the main screen (the palette's commands, a view's "jump back") ------------------------
+    def to_main(self) -> None:
+        """Close the screens above the main one (the palette's "View: main")."""
         from .screens.main import MainScreen
 
         while len(self.screen_stack) > 2 and not isinstance(self.screen, MainScreen):
             self.pop_screen()
 
-    def _main_call(self, fn) -> None:
+    def call_on_main(self, fn) -> None:
+        """``fn(main_screen)`` once the main screen is in front."""
         from .screens.main import MainScreen
 
-        self._to_main()
+        self.to_main()
         if isinstance(self.screen, MainScreen):
             fn(self.screen)
 
-    def _head_reflog(self) -> None:
+    def head_reflog(self) -> None:
         from .screens.main import MainScreen
         from .screens.reflog import ReflogScreen
 
-        self._to_main()
+        self.to_main()
         if isinstance(self.screen, MainScreen) and self.snapshot is not None:
             self.push_screen(ReflogScreen(self.snapshot, b"HEAD"))
 
-    def _main_action(self, name: str) -> None:
+    def main_action(self, name: str) -> None:
+        """Run the main screen's ``action_<name>`` once it is in front."""
         from .screens.main import MainScreen
 
-        self._to_main()
+        self.to_main()
         if isinstance(self.screen, MainScreen):
             self.screen.run_action_by_name(name)
 
     def jump_to(self, name: bytes) -> None:
         from .screens.main import MainScreen
 
-        self._to_main()
+        self.to_main()
         if isinstance(self.screen, MainScreen):
             self.screen.jump_to(name)
