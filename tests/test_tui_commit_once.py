@@ -20,7 +20,7 @@ from refscope.app.tui.screens.dialogs import ConfirmCommit
 from refscope.app.tui.screens.dialogs import Message as MessageDialog
 from refscope.app.tui.screens.main import MainScreen
 from refscope.app.tui.screens.operations import OperationScreen
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
 
 from tests.gitutil import for_each_ref, git
 from tests.test_tui_main_git import make_app, make_repo, set_filter

@@ -141,7 +141,7 @@ def damage_newest_table(path: Path) -> Path:
 
 async def test_stack_view_failure_shown_in_its_status(tmp_path: Path) -> None:
     """The stack view's summaries worker over a damaged table (it used to keep its error to itself)."""
-    from refscope.app.tui.views.stack_model import full_summary
+    from refscope.app.tui.models.stack_rows import full_summary
 
     path = make_repo(tmp_path / "r", "reftable", n=3)
     damage_newest_table(path)

@@ -15,8 +15,8 @@ from refscope.app.tui.screens.help import HelpScreen, help_table
 from refscope.app.tui.screens.packed import PackedScreen
 from refscope.app.tui.screens.reflog import ReflogScreen
 from refscope.app.tui.screens.table import TableScreen
-from refscope.app.tui.views.rows import RowsView
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
+from refscope.app.tui.widgets.rows import RowsView
 from rich.console import Console
 
 from tests.gitutil import for_each_ref, git, init_repo

@@ -14,7 +14,7 @@ from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.dialogs import ConfirmCommit
 from refscope.app.tui.screens.dialogs import Message as MessageDialog
 from refscope.app.tui.screens.operations import OperationScreen
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from refscope.app.tui.app import RefscopeApp
 from refscope.app.tui.fake_meter import FakeMeter
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
 
 from tests.test_tui_main_support import sample, wait_for
 
@@ -84,7 +84,7 @@ async def test_filter_exact_counts() -> None:
 
 @pytest.mark.parametrize(("text", "expected", "kind"), FILTERS)
 def test_filter_views_match_brute_force(text: str, expected: int, kind: str) -> None:
-    from refscope.app.tui.widgets import filtering
+    from refscope.app.tui.models import filtering
     from refscope.backend.refpattern import ForEachRefPatterns
 
     snap = sample()

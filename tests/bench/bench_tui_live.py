@@ -109,7 +109,7 @@ async def until(pred, t_start: float) -> float:
 
 async def bench(path: str, rounds: int, out: dict) -> None:
     from refscope.app import cmd_tui
-    from refscope.app.tui.widgets.reflist import RefList
+    from refscope.app.tui.widgets.ref_list import RefList
 
     if VERBOSE:  # where the time goes: delivery by the watcher, arrival in the app, swap into the list
         from refscope.app.tui.app import RefscopeApp

@@ -33,7 +33,7 @@ def render_visible(reflist) -> None:
 
 async def bench(path: str, out: dict) -> None:
     from refscope.app import cmd_tui
-    from refscope.app.tui.widgets.reflist import RefList
+    from refscope.app.tui.widgets.ref_list import RefList
 
     out["import_ms"] = (time.perf_counter() - T0) * 1e3
     args = cmd_tui.parse(["-C", path, "--no-watch"])

@@ -22,10 +22,10 @@ from textual.widgets import Input, Label, ProgressBar
 from textual.worker import get_current_worker
 
 from ..messages import FilterProgress, SnapshotUpdate
-from ..widgets import filtering
+from ..models import filtering
 from ..widgets.headline import HeadLine
 from ..widgets.queue import QueuePanel
-from ..widgets.reflist import RefList
+from ..widgets.ref_list import RefList
 from ..widgets.status import StatusLine
 from ..workers import work
 

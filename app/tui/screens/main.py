@@ -23,12 +23,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Label, ProgressBar, Static
 
-from ..widgets import columns, filtering
+from ..models import filtering
+from ..widgets import columns
 from ..widgets.filter_input import FilterInput
 from ..widgets.headline import HeadLine
 from ..widgets.ops import OpsPanel
 from ..widgets.queue import QueuePanel
-from ..widgets.reflist import RefList
+from ..widgets.ref_list import RefList
 from ..widgets.status import StatusLine
 from ..workers import Failure, failure_line
 from .commit import COMMIT_LOCKED, COMMIT_TOTAL, QueueTransaction

@@ -27,11 +27,11 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from ..views.base import ViewScreen, short_path
-from ..views.fmt import count, field, size
-from ..views.packed_model import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
-from ..views.rows import ListSource, RowsView
+from ..models.format import count, field, size
+from ..models.packed_rows import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
+from ..widgets.rows import ListSource, RowsView
 from ..workers import work
+from .base import ViewScreen, short_path
 
 
 class PackedScreen(ViewScreen):

@@ -31,13 +31,13 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ..meter import as_meter
-from ..views.base import ViewScreen, short_path
-from ..views.chart import size_chart
-from ..views.fmt import count, size
-from ..views.report import report_text
-from ..views.rows import ListSource, RowsView
-from ..views.stack_model import TableSummary, forecast, full_summary, quick_summary
+from ..models.format import count, size
+from ..models.report import report_text
+from ..models.stack_rows import TableSummary, forecast, full_summary, quick_summary
+from ..widgets.chart import size_chart
+from ..widgets.rows import ListSource, RowsView
 from ..workers import work
+from .base import ViewScreen, short_path
 
 
 def storage_screen(

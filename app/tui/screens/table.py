@@ -22,11 +22,11 @@ from textual.containers import Horizontal
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from ..views.base import ViewScreen, short_path
-from ..views.fmt import count, size
-from ..views.rows import RowsView
-from ..views.table_model import BlockSource, RecordSource, decode_block
+from ..models.format import count, size
+from ..models.table_rows import BlockSource, RecordSource, decode_block
+from ..widgets.rows import RowsView
 from ..workers import work
+from .base import ViewScreen, short_path
 
 BLOCK_SETTLE_S = 0.03
 HEADER_SIZE = {1: 24, 2: 28}

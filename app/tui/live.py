@@ -130,7 +130,7 @@ class Follower:
         stack); the same failure twice in a row is shown on the screen (``..workers``), once."""
         from refscope.backend.stores.seq import is_older
 
-        from ..workers import Failure, failure_line, report
+        from .workers import Failure, failure_line, report
 
         last: str | None = None
         shown = False

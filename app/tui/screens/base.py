@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..widgets.filter_input import FilterInput
-from .rows import RowsView
+from ..widgets.rows import RowsView
 
 
 def short_path(gitdir: str) -> Shown:
@@ -179,7 +179,7 @@ class ViewScreen(Screen):
     ) -> Any:
         """Live updates: from the app's ``snapshot_changed`` signal when the app runs a watcher (TUI-MAIN's
         RefscopeApp), else from our own Follower. Lock files are always looked for by our poller."""
-        from .live import Follower
+        from ..live import Follower
 
         if not follow or store is None:
             return None

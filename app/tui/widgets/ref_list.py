@@ -15,8 +15,8 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
 
+from ..models.filtering import View, index_of
 from . import columns
-from .filtering import View, index_of
 from .line_list import LineList
 
 

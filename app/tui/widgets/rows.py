@@ -27,9 +27,9 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from ..widgets import filtering
-from ..widgets.line_list import LineList
+from ..models import filtering
 from ..workers import work
+from .line_list import LineList
 
 FLASH_SECONDS = 2.0
 SEARCH_CHUNK = 4096  # rows between cancellation checks of a search
