@@ -1,5 +1,4 @@
-"""Widgets and models behind the storage views (packed-refs records, reftable stack, table internals, reflogs).
-
-Owned by TUI-VIEWS. Screens live in ``app/tui/screens/{packed,stack,table,reflog}.py``; everything here is
-reusable by them and holds no app state.
+"""What the screens show, without Textual widgets: the filter (``filtering``), the row sources of the storage
+views (``packed_rows``, ``stack_rows``, ``table_rows``: one-line rows for ``widgets.rows.RowsView``), and the
+text formats every screen shares (``format``, ``report``). Nothing here holds app state or reads a key.
 """
