@@ -60,8 +60,8 @@ def test_every_worker_goes_through_the_one_error_path() -> None:
             if isinstance(node, ast.Attribute) and node.attr == "Thread":
                 threads.add(rel)
     assert offenders == []
-    assert threads == {"views/live.py"}
-    assert "report(self.screen, Failure(" in (TUI / "views" / "live.py").read_text()
+    assert threads == {"live.py"}
+    assert "report(self.screen, Failure(" in (TUI / "live.py").read_text()
 
 
 # ---- each kind of job, failing for real ------------------------------------------------------------------
