@@ -263,8 +263,8 @@ class RefListing(Screen):
             self._show_view(None, range(0))
         diff = update.diff
         if diff is not None:
-            changed = set(getattr(diff, "added", ()) or ()) | set(getattr(diff, "changed", ()) or ())
-            self._show_changed_values(update.snapshot, getattr(diff, "changed", ()) or ())
+            changed = {*diff.added, *diff.changed}
+            self._show_changed_values(update.snapshot, diff.changed)
             if changed:
                 self.ref_list.set_changed(changed)
                 if self._flash_timer is not None:
