@@ -439,6 +439,13 @@ def checked_out_worktrees(repo) -> list[tuple[bytes, str]]:
     return [(branch, _worktree_path(gitdir)) for gitdir, branch in checked_out_branches(repo)]
 
 
+def checked_out_among(repo, names) -> list[tuple[bytes, str]]:
+    """(branch, working tree path) for each of ``names`` checked out in a worktree of ``repo``: the
+    deletions a no-deref transaction refuses unless ``allow_checked_out`` (what a confirmation warns of)."""
+    queued = names if isinstance(names, (set, frozenset, dict)) else set(names)
+    return [(branch, path) for branch, path in checked_out_worktrees(repo) if branch in queued]
+
+
 def snapshot_symrefs(snapshot) -> dict[bytes, bytes]:
     """name -> target of every symref of ``snapshot`` (HEAD included), as the snapshot resolves names.
 

@@ -43,7 +43,7 @@ def test_printers_accept_only_shown(value) -> None:
     with pytest.raises(TypeError):
         display.emit([value], io.StringIO())
     pytest.importorskip("rich")
-    from refscope.app.tui.views.fmt import field
+    from refscope.app.tui.models.format import field
     from rich.text import Text
 
     if isinstance(value, bytes):  # bytes are escaped on the way in

@@ -237,7 +237,7 @@ import asyncio, sys
 from refscope.app.cmd_tui import build_app, parse
 from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.stack import StackScreen
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
 
 want_refs, want_tables = int(sys.argv[2]), int(sys.argv[3])
 SHOWN = []

@@ -20,7 +20,7 @@ from refscope.app.tui.screens.dialogs import ConfirmCommit
 from refscope.app.tui.screens.dialogs import Message as MessageDialog
 from refscope.app.tui.screens.main import MainScreen
 from refscope.app.tui.screens.operations import OperationScreen
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
 
 from tests.gitutil import for_each_ref, git
 from tests.test_tui_main_git import make_app, make_repo, set_filter
@@ -88,7 +88,7 @@ async def test_second_commit_refused_while_one_runs(tmp_path: Path, ref_format: 
         await pilot.press("c", "y")
         await pilot.press("space", "u")
         app.action_switch_engine()  # the command palette's entries call the actions past check_action
-        app._main_action("commit")
+        app.main_action("commit")
         await pilot.pause()
         assert app.screen is main and app.engine == engine
         assert not any(w.group == "commit-dialog" for w in app.workers if w.is_running)

@@ -60,8 +60,8 @@ def test_every_worker_goes_through_the_one_error_path() -> None:
             if isinstance(node, ast.Attribute) and node.attr == "Thread":
                 threads.add(rel)
     assert offenders == []
-    assert threads == {"views/live.py"}
-    assert "report(self.screen, Failure(" in (TUI / "views" / "live.py").read_text()
+    assert threads == {"live.py"}
+    assert "report(self.screen, Failure(" in (TUI / "live.py").read_text()
 
 
 # ---- each kind of job, failing for real ------------------------------------------------------------------
@@ -141,7 +141,7 @@ def damage_newest_table(path: Path) -> Path:
 
 async def test_stack_view_failure_shown_in_its_status(tmp_path: Path) -> None:
     """The stack view's summaries worker over a damaged table (it used to keep its error to itself)."""
-    from refscope.app.tui.views.stack_model import full_summary
+    from refscope.app.tui.models.stack_rows import full_summary
 
     path = make_repo(tmp_path / "r", "reftable", n=3)
     damage_newest_table(path)

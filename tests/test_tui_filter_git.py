@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from refscope.app.tui.widgets import filtering
+from refscope.app.tui.models import filtering
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 

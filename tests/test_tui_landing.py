@@ -15,8 +15,8 @@ from refscope.app.tui.screens.help import HelpScreen, help_table
 from refscope.app.tui.screens.packed import PackedScreen
 from refscope.app.tui.screens.reflog import ReflogScreen
 from refscope.app.tui.screens.table import TableScreen
-from refscope.app.tui.views.rows import RowsView
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
+from refscope.app.tui.widgets.rows import RowsView
 from rich.console import Console
 
 from tests.gitutil import for_each_ref, git, init_repo
@@ -57,7 +57,7 @@ def visible(view, row: int) -> bool:
     """``row`` is on the screen of ``view`` (below a RowsView's header line)."""
     top = round(view.scroll_y)
     height = view.scrollable_content_region.height
-    if isinstance(view, RowsView) and view._has_header:
+    if isinstance(view, RowsView) and view.header_rows:
         height -= 1
     return top <= row < top + height
 

@@ -14,7 +14,7 @@ from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.dialogs import ConfirmCommit
 from refscope.app.tui.screens.dialogs import Message as MessageDialog
 from refscope.app.tui.screens.operations import OperationScreen
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
@@ -156,7 +156,7 @@ async def test_external_change_flags_queue_entry_stale_live(tmp_path: Path, ref_
         new_oid = git(path, "rev-parse", "HEAD").strip()
         await wait_for(pilot, lambda: app.queue[b"refs/heads/topic/002"].stale is not None)
         reflist = app.screen.query_one(RefList)
-        reflist.go_to(0)
+        reflist.move_to(0)
         await wait_for(pilot, lambda: reflist.current_ref().oid == new_oid)  # the row shows the new value
         await wait_for(pilot, lambda: app.snapshot.lookup(b"refs/heads/new-one") is not None)
         assert "1 stale" in app.screen.query_one("#queue").border_title
@@ -236,7 +236,7 @@ async def test_packed_refs_checked_while_the_dialog_is_open(
     """A native commit on a big packed-refs has the file checked while the confirmation is open (an
     operation of its own), so the commit finds it checked. A damaged file is left for the commit to refuse:
     nothing changes and the queue is kept."""
-    from refscope.app.tui.screens import main
+    from refscope.app.tui.screens import commit as main  # (where the constant lives)
 
     monkeypatch.setattr(main, "PRECHECK_MIN", 0)  # (the threshold keeps tiny files, as the demo's, out of it)
     path = make_repo(tmp_path / "r", "files", n=5)

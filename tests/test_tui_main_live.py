@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
 
 from tests.gitutil import for_each_ref, git
 from tests.test_tui_main_git import make_app, make_repo

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from refscope.app.tui.app import RefscopeApp
 from refscope.app.tui.fake_meter import FakeMeter
-from refscope.app.tui.widgets.reflist import RefList
+from refscope.app.tui.widgets.ref_list import RefList
 
 from tests.test_tui_main_support import sample, wait_for
 
@@ -84,7 +84,7 @@ async def test_filter_exact_counts() -> None:
 
 @pytest.mark.parametrize(("text", "expected", "kind"), FILTERS)
 def test_filter_views_match_brute_force(text: str, expected: int, kind: str) -> None:
-    from refscope.app.tui.widgets import filtering
+    from refscope.app.tui.models import filtering
     from refscope.backend.refpattern import ForEachRefPatterns
 
     snap = sample()
@@ -164,7 +164,7 @@ async def test_mark_unmark_and_queue_survives_filter() -> None:
         await pilot.press("escape")
         await pilot.pause()
         reflist = app.screen.query_one(RefList)
-        reflist.go_to(0)
+        reflist.move_to(0)
         await pilot.press("space")  # unmark
         assert list(app.queue) == [b"refs/heads/feature/0001"]
 
@@ -183,7 +183,7 @@ async def test_mark_all_shown_and_unmark_all() -> None:
 
 
 async def test_mark_all_above_threshold_asks_with_count() -> None:
-    from refscope.app.tui.screens import main
+    from refscope.app.tui.screens import marking as main  # (where the constant lives)
     from refscope.app.tui.screens.dialogs import Confirm
 
     old = main.MARK_ALL_CONFIRM

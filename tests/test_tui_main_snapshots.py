@@ -145,7 +145,7 @@ def test_refusal_message(snap_compare) -> None:
 
 
 def test_mark_all_confirmation(snap_compare) -> None:
-    from refscope.app.tui.screens import main
+    from refscope.app.tui.screens import marking as main  # (where the constant lives)
 
     async def run_before(pilot) -> None:
         main.MARK_ALL_CONFIRM = 10

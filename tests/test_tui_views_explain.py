@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from refscope.app.tui.models.table_rows import RecordSource, _value_text, decode_block
 from refscope.app.tui.screens.operations import BenchScreen
 from refscope.app.tui.screens.reflog import ReflogScreen
-from refscope.app.tui.views.table_model import RecordSource, _value_text, decode_block
 from refscope.app.tui.widgets import columns
 from refscope.app.tui.widgets.headline import HeadLine
 from refscope.backend.engines.git import git_binary

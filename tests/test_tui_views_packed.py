@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from refscope.app.tui.screens.packed import PackedScreen
-from refscope.app.tui.views.rows import RowsView
+from refscope.app.tui.widgets.rows import RowsView
 
 from tests.gitutil import git, init_repo
 from tests.test_tui_views_common import Host, create_refs, open_store, until

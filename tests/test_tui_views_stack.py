@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from refscope.app.tui.fake_meter import FakeMeter
+from refscope.app.tui.models.stack_rows import forecast
 from refscope.app.tui.screens.stack import StackScreen
 from refscope.app.tui.screens.table import TableScreen
-from refscope.app.tui.views.rows import RowsView
-from refscope.app.tui.views.stack_model import forecast
+from refscope.app.tui.widgets.rows import RowsView
 
 from tests.gitutil import for_each_ref, git
 from tests.test_tui_views_common import Host, git_noauto, open_store, stacked_repo, tables_list, until
@@ -244,7 +244,7 @@ async def test_table_view_obj_and_index_blocks(tmp_path: Path, git_bin: str) -> 
 async def test_big_tables_count_log_records_on_demand(
     stack_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from refscope.app.tui.views import stack_model
+    from refscope.app.tui.models import stack_rows as stack_model
 
     stack_model._cache.clear()
     monkeypatch.setattr(stack_model, "DEEP_LIMIT", 0)  # every table counts as big here

@@ -9,42 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from refscope.backend.errors import RefscopeError
 from refscope.backend.stores.seq import is_older
-from textual.app import App, SystemCommand
+from textual.app import App
 from textual.binding import Binding
-from textual.message import Message
 from textual.reactive import reactive
 from textual.signal import Signal
 
+from .messages import SnapshotUpdate, WatchEvent
+from .meter import Meter, as_meter
 from .widgets.palette import RefJumpProvider
 from .widgets.queue import Queue
 from .workers import work
-
-
-class SnapshotUpdate(NamedTuple):
-    """Published on ``app.snapshot_changed``: the new snapshot and what changed (diff may be None)."""
-
-    snapshot: Any
-    previous: Any
-    kind: str  # "open", "refresh", "watch", "commit"
-    diff: Any = None
-    event: Any = None
-
-
-class RealMeter:
-    """The backend meter behind the small interface the app uses (``measure``, ``adopt``)."""
-
-    def measure(self, name: str, children: bool = False):
-        from refscope.backend.meter import measure
-
-        return measure(name, children=children)
-
-    def adopt(self, report):
-        return report
 
 
 class RefscopeApp(App[None]):
@@ -60,12 +38,6 @@ class RefscopeApp(App[None]):
 
     engine: reactive[str] = reactive("native")
     live: reactive[str] = reactive("off")
-
-    @dataclass
-    class WatchEvent(Message):
-        """Posted from the watcher thread; carries the backend's event."""
-
-        event: Any
 
     def __init__(
         self,
@@ -88,7 +60,7 @@ class RefscopeApp(App[None]):
         self.repo = repo if repo is not None else getattr(store, "repo", None)
         self.repo_path = repo_path
         self.snapshot = snapshot
-        self.meter = meter if meter is not None else RealMeter()
+        self.meter: Meter = as_meter(meter)
         self.queue = Queue()
         self.watch_enabled = watch and store is not None
         self.watcher = None
@@ -131,16 +103,13 @@ class RefscopeApp(App[None]):
         self.record_op(m.report)
 
     def start_watcher(self) -> None:
-        try:
-            from refscope.backend.watch import Watcher
-        except ImportError:
-            self.live = "off (no watcher)"
-            return
+        from refscope.backend.watch import Watcher
+
         try:
             # the watcher refreshes from the app's own snapshot: the new snapshot then shares its tables /
             # packed-refs, and with them the row index already built (a refresh re-indexes only the change)
             self.watcher = Watcher(
-                self.store, lambda ev: self.post_message(self.WatchEvent(ev)), snapshot=self.snapshot
+                self.store, lambda ev: self.post_message(WatchEvent(ev)), snapshot=self.snapshot
             )
             self.watcher.start()
         except Exception as err:  # the app keeps running without live updates
@@ -299,8 +268,8 @@ class RefscopeApp(App[None]):
         self.snapshot_changed.publish(SnapshotUpdate(snapshot, previous, kind, diff, event))
         return True
 
-    def on_refscope_app_watch_event(self, message: WatchEvent) -> None:
-        from .views.live import publish_event
+    def on_watch_event(self, message: WatchEvent) -> None:
+        from .live import publish_event
 
         event = message.event
         publish_event(self, event)  # its lock files to the views; its snapshot once it is taken, below
@@ -376,89 +345,46 @@ class RefscopeApp(App[None]):
             self.jump_to(result)
 
     def get_system_commands(self, screen):
-        yield from super().get_system_commands(screen)
-        other = "git" if self.engine == "native" else "native"
-        yield SystemCommand(
-            f"Engine: switch to {other}", "Commit through the other engine", self.action_switch_engine
-        )
-        yield SystemCommand("View: main", "The ref list, queue and operations", self._to_main)
-        for name, help_text in (
-            ("stack", "The reftable stack (or packed-refs in a files repository)"),
-            ("packed", "The packed-refs records"),
-            ("reflog", "The reflog of the ref under the cursor"),
-        ):
-            yield SystemCommand(f"View: {name}", help_text, lambda n=name: self.action_view(n))
-        yield SystemCommand("Filter refs", "Focus the filter", lambda: self._main_action("filter"))
-        yield SystemCommand(
-            "Commit queue", "Delete every queued ref in one transaction", lambda: self._main_action("commit")
-        )
-        yield SystemCommand(
-            "Bench queue",
-            "Run the queued transaction through both engines",
-            lambda: self._main_action("bench"),
-        )
-        yield SystemCommand("Refresh", "Re-read the ref storage now", lambda: self._main_action("refresh"))
-        yield SystemCommand(
-            "Queue: export to a file",
-            "Write the queue as refscope delete --stdin lines (REF OLD_OID)",
-            lambda: self._main_action("export_queue"),
-        )
-        yield SystemCommand(
-            "Queue: load from a file",
-            "Add the refs of a refscope delete --stdin file to the queue",
-            lambda: self._main_action("load_queue"),
-        )
-        yield SystemCommand(
-            "Reflog of HEAD", "HEAD's reflog (git keeps it apart from refs/)", lambda: self._head_reflog()
-        )
-        for label, what in (("name", "name"), ("oid", "oid")):
-            yield SystemCommand(
-                f"Copy ref {label}",
-                f"The {label} of the ref under the cursor, into the clipboard (y / Y)",
-                lambda w=what: self._main_call(lambda s: s.action_copy(w)),
-            )
-        yield SystemCommand(
-            "Open in git log",
-            "git log of the ref under the cursor, in git's pager (o)",
-            lambda: self._main_call(lambda s: s.action_git_log()),
-        )
-        yield SystemCommand(
-            "Toggle panels",
-            "Hide or show the queue and operations panels (z)",
-            lambda: self._main_call(lambda s: s.action_toggle_panels()),
-        )
+        from .widgets.palette import system_commands
 
-    def _to_main(self) -> None:
+        yield from super().get_system_commands(screen)
+        yield from system_commands(self)
+
+    # -- routing to the main screen (the palette's commands, a view's "jump back") ------------------------
+    def to_main(self) -> None:
+        """Close the screens above the main one (the palette's "View: main")."""
         from .screens.main import MainScreen
 
         while len(self.screen_stack) > 2 and not isinstance(self.screen, MainScreen):
             self.pop_screen()
 
-    def _main_call(self, fn) -> None:
+    def call_on_main(self, fn) -> None:
+        """``fn(main_screen)`` once the main screen is in front."""
         from .screens.main import MainScreen
 
-        self._to_main()
+        self.to_main()
         if isinstance(self.screen, MainScreen):
             fn(self.screen)
 
-    def _head_reflog(self) -> None:
+    def head_reflog(self) -> None:
         from .screens.main import MainScreen
         from .screens.reflog import ReflogScreen
 
-        self._to_main()
+        self.to_main()
         if isinstance(self.screen, MainScreen) and self.snapshot is not None:
             self.push_screen(ReflogScreen(self.snapshot, b"HEAD"))
 
-    def _main_action(self, name: str) -> None:
+    def main_action(self, name: str) -> None:
+        """Run the main screen's ``action_<name>`` once it is in front."""
         from .screens.main import MainScreen
 
-        self._to_main()
+        self.to_main()
         if isinstance(self.screen, MainScreen):
             self.screen.run_action_by_name(name)
 
     def jump_to(self, name: bytes) -> None:
         from .screens.main import MainScreen
 
-        self._to_main()
+        self.to_main()
         if isinstance(self.screen, MainScreen):
             self.screen.jump_to(name)

@@ -1,8 +1,8 @@
 """A deterministic meter for snapshot tests and screenshots: fixed timings and syscall counts.
 
-Same shape as ``backend.meter``: ``measure(name, children=False)`` is a context manager yielding an object
-whose ``.report`` (an OpReport) is set on exit; ``adopt(report)`` maps a report made elsewhere (a commit's,
-measured by the real meter inside the transaction) to a fixed one, so SVGs do not change run to run.
+The app's meter interface (``.meter.Meter``): ``measure(name, children=False)`` is a context manager yielding
+an object whose ``.report`` (an OpReport) is set on exit; ``adopt(report)`` maps a report made elsewhere (a
+commit's, measured by the real meter inside the transaction) to a fixed one, so SVGs do not change run to run.
 """
 
 from __future__ import annotations
@@ -62,5 +62,7 @@ class FakeMeter:
         finally:
             m.report = self.report(name, children)
 
-    def adopt(self, report) -> OpReport:
-        return self.report(getattr(report, "name", "other"), getattr(report, "children", False))
+    def adopt(self, report: OpReport | None) -> OpReport | None:
+        if report is None:
+            return None
+        return self.report(report.name, report.children)

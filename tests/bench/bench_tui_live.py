@@ -109,7 +109,7 @@ async def until(pred, t_start: float) -> float:
 
 async def bench(path: str, rounds: int, out: dict) -> None:
     from refscope.app import cmd_tui
-    from refscope.app.tui.widgets.reflist import RefList
+    from refscope.app.tui.widgets.ref_list import RefList
 
     if VERBOSE:  # where the time goes: delivery by the watcher, arrival in the app, swap into the list
         from refscope.app.tui.app import RefscopeApp
@@ -206,7 +206,7 @@ async def bench(path: str, rounds: int, out: dict) -> None:
             jumps.append(timed(lambda p=prefix: screen.apply_filter(p)))
             timed(lambda: screen.apply_filter(""))
         out["prefix_jump_ms"] = f"median {statistics.median(jumps):.1f}  max {max(jumps):.1f}"
-        out["jump_end_ms"] = f"{timed(reflist.action_jump_end):.1f}"
+        out["jump_end_ms"] = f"{timed(lambda: reflist.action_edge(1)):.1f}"
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ def render_visible(reflist) -> None:
 
 async def bench(path: str, out: dict) -> None:
     from refscope.app import cmd_tui
-    from refscope.app.tui.widgets.reflist import RefList
+    from refscope.app.tui.widgets.ref_list import RefList
 
     out["import_ms"] = (time.perf_counter() - T0) * 1e3
     args = cmd_tui.parse(["-C", path, "--no-watch"])
@@ -59,8 +59,8 @@ async def bench(path: str, out: dict) -> None:
             render_visible(reflist)
             return (time.perf_counter() - t) * 1e3
 
-        out["jump_end_ms"] = timed(reflist.action_jump_end)
-        out["jump_home_ms"] = timed(reflist.action_jump_home)
+        out["jump_end_ms"] = timed(lambda: reflist.action_edge(1))
+        out["jump_home_ms"] = timed(lambda: reflist.action_edge(0))
         out["page_down_ms"] = timed(lambda: reflist.action_page(1))
         out["prefix_jump_ms"] = timed(lambda: screen.apply_filter("refs/heads/branch/500/"))
         out["prefix_shown"] = len(reflist.view)

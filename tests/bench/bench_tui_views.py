@@ -23,7 +23,7 @@ from refscope.app.tui.screens.packed import PackedScreen  # noqa: E402
 from refscope.app.tui.screens.reflog import ReflogScreen  # noqa: E402
 from refscope.app.tui.screens.stack import StackScreen  # noqa: E402
 from refscope.app.tui.screens.table import TableScreen  # noqa: E402
-from refscope.app.tui.views.rows import RowsView  # noqa: E402
+from refscope.app.tui.widgets.rows import RowsView  # noqa: E402
 
 from tests.gitutil import git, init_repo  # noqa: E402
 from tests.test_tui_views_common import Host, open_store, until  # noqa: E402

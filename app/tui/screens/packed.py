@@ -5,12 +5,12 @@ Constructor (for TUI-MAIN):
         snapshot: a files-store snapshot (its ``commondir``/packed-refs is shown);
         focus_name: put the cursor on this ref's record (or where it would be, if it is not packed);
         store: the FilesStore; with ``follow`` the view refreshes itself when git rewrites packed-refs
-        (the app's one live feed, ``views.live``) and the change feed says which records appeared, vanished or changed and which loose refs shadow records.
+        (the app's one live feed, ``live``) and the change feed says which records appeared, vanished or changed and which loose refs shadow records.
     The screen dismisses with the name (bytes) of the record under the cursor, so
     ``app.push_screen(PackedScreen(...), callback)`` can move the main list back to it ("jump back").
     ``apply_snapshot(snapshot)`` lets an app that already watches push newer snapshots in.
 Keys: escape back (returns the name under the cursor); n/N next/previous shadowed record (after a ``/``
-search: next/previous match); r reload; the movement keys and ``/`` of every list (``views.rows``).
+search: next/previous match); r reload; the movement keys and ``/`` of every list (``widgets.rows``).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from ..views.base import ViewScreen, short_path
-from ..views.fmt import count, field, size
-from ..views.live import follow
-from ..views.packed_model import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
-from ..views.rows import ListSource, RowsView
+from ..live import follow
+from ..models.format import count, field, size
+from ..models.packed_rows import PackedIndex, PackedSource, PreviewIndex, packed_of, packed_path, shadowing
+from ..widgets.rows import ListSource, RowsView
 from ..workers import work
+from .base import ViewScreen, short_path
 
 
 class PackedScreen(ViewScreen):

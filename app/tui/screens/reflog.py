@@ -15,10 +15,10 @@ from refscope.backend.display import line
 from rich.text import Text
 from textual.app import ComposeResult
 
-from ..views.base import ViewScreen
-from ..views.fmt import bytes_text, field, git_date, hexstr, name_text
-from ..views.rows import ListSource, RowsView
+from ..models.format import bytes_text, field, git_date, hexstr, name_text
+from ..widgets.rows import ListSource, RowsView
 from ..workers import work
+from .base import ViewScreen
 
 OID_W = 12
 

@@ -6,7 +6,7 @@ Constructors (for TUI-MAIN):
         store: the ReftableStore (refresh, compaction, config); snapshot: its current snapshot;
         meter: the app's meter object (``.measure``/``.adopt``, e.g. FakeMeter) or ``backend.meter.measure``;
         it measures the view's own loading (status line) and adopts the compaction's OpReport.
-        ``follow``: follow the app's one live feed (``views.live``: its watcher's snapshots and lock
+        ``follow``: follow the app's one live feed (``live``: its watcher's snapshots and lock
         files, or the watcher started for an app that runs none).
         ``apply_snapshot(snapshot)`` accepts newer snapshots from anywhere.
     storage_screen(store, snapshot, meter=None, *, follow=True, focus_name=None) -> Screen
@@ -30,14 +30,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ..views.base import ViewScreen, adopt, measure_fn, short_path
-from ..views.chart import size_chart
-from ..views.fmt import count, size
-from ..views.live import follow
-from ..views.report import report_text
-from ..views.rows import ListSource, RowsView
-from ..views.stack_model import TableSummary, forecast, full_summary, quick_summary
+from ..live import follow
+from ..meter import as_meter
+from ..models.format import count, size
+from ..models.report import report_text
+from ..models.stack_rows import TableSummary, forecast, full_summary, quick_summary
+from ..widgets.chart import size_chart
+from ..widgets.rows import ListSource, RowsView
 from ..workers import work
+from .base import ViewScreen, short_path
 
 
 def storage_screen(
@@ -133,8 +134,8 @@ class StackScreen(ViewScreen):
         super().__init__(title="reftable stack")
         self.store = store
         self.snapshot = snapshot
-        self.meter = meter
-        self.measure = measure_fn(meter)
+        self.meter = as_meter(meter)
+        self.measure = self.meter.measure
         self.follow = follow and store is not None
         self.summaries: list[TableSummary] = []
         self.feed: list[Text] = []
@@ -425,7 +426,7 @@ class StackScreen(ViewScreen):
     def _compacted(
         self, segment: tuple[int, int], report: Any, before: list, after: list, fresh: Any
     ) -> None:
-        report = adopt(self.meter, report)
+        report = self.meter.adopt(report)
         self.last_report = report
         record = getattr(self.app, "record_op", None)
         if record is not None:

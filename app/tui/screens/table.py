@@ -22,11 +22,11 @@ from textual.containers import Horizontal
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from ..views.base import ViewScreen, short_path
-from ..views.fmt import count, size
-from ..views.rows import RowsView
-from ..views.table_model import BlockSource, RecordSource, decode_block
+from ..models.format import count, size
+from ..models.table_rows import BlockSource, RecordSource, decode_block
+from ..widgets.rows import RowsView
 from ..workers import work
+from .base import ViewScreen, short_path
 
 BLOCK_SETTLE_S = 0.03
 HEADER_SIZE = {1: 24, 2: 28}
@@ -166,10 +166,10 @@ class TableScreen(ViewScreen):
                     return i
         return 0
 
-    def on_rows_view_cursor_moved(self, message: RowsView.CursorMoved) -> None:
+    def on_line_list_cursor_moved(self, message: RowsView.CursorMoved) -> None:
         """Decode the block under the cursor once the cursor rests (30 ms): holding pagedown over a
         30,000-block table then only repaints the block list, not every block passed on the way."""
-        if message.view is not self.blocks_view or message.row == self._shown_block:
+        if message.line_list is not self.blocks_view or message.row == self._shown_block:
             return
         self._pending_block = message.row
         if self._block_timer is not None:

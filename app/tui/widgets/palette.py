@@ -1,12 +1,18 @@
-"""Command-palette provider: jump to a ref by name (prefix search on the snapshot, no scan)."""
+"""The command palette: jump to a ref by name (prefix search on the snapshot, no scan), and the app's commands."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import partial
+from typing import TYPE_CHECKING
 
 from refscope.backend.display import escape_name
 from rich.text import Text
+from textual.app import SystemCommand
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from ..app import RefscopeApp
 
 MAX_HITS = 20
 _ROOTS = (b"refs/heads/", b"refs/tags/", b"refs/remotes/", b"refs/")
@@ -39,3 +45,57 @@ class RefJumpProvider(Provider):
                 seen += 1
             if seen >= MAX_HITS:
                 return
+
+
+def system_commands(app: RefscopeApp) -> Iterator[SystemCommand]:
+    """The app's own entries of the command palette (beside Textual's: theme, keys, quit...)."""
+    other = "git" if app.engine == "native" else "native"
+    yield SystemCommand(
+        f"Engine: switch to {other}", "Commit through the other engine", app.action_switch_engine
+    )
+    yield SystemCommand("View: main", "The ref list, queue and operations", app.to_main)
+    for name, help_text in (
+        ("stack", "The reftable stack (or packed-refs in a files repository)"),
+        ("packed", "The packed-refs records"),
+        ("reflog", "The reflog of the ref under the cursor"),
+    ):
+        yield SystemCommand(f"View: {name}", help_text, lambda n=name: app.action_view(n))
+    yield SystemCommand("Filter refs", "Focus the filter", lambda: app.main_action("filter"))
+    yield SystemCommand(
+        "Commit queue", "Delete every queued ref in one transaction", lambda: app.main_action("commit")
+    )
+    yield SystemCommand(
+        "Bench queue",
+        "Run the queued transaction through both engines",
+        lambda: app.main_action("bench"),
+    )
+    yield SystemCommand("Refresh", "Re-read the ref storage now", lambda: app.main_action("refresh"))
+    yield SystemCommand(
+        "Queue: export to a file",
+        "Write the queue as refscope delete --stdin lines (REF OLD_OID)",
+        lambda: app.main_action("export_queue"),
+    )
+    yield SystemCommand(
+        "Queue: load from a file",
+        "Add the refs of a refscope delete --stdin file to the queue",
+        lambda: app.main_action("load_queue"),
+    )
+    yield SystemCommand(
+        "Reflog of HEAD", "HEAD's reflog (git keeps it apart from refs/)", lambda: app.head_reflog()
+    )
+    for label, what in (("name", "name"), ("oid", "oid")):
+        yield SystemCommand(
+            f"Copy ref {label}",
+            f"The {label} of the ref under the cursor, into the clipboard (y / Y)",
+            lambda w=what: app.call_on_main(lambda s: s.action_copy(w)),
+        )
+    yield SystemCommand(
+        "Open in git log",
+        "git log of the ref under the cursor, in git's pager (o)",
+        lambda: app.call_on_main(lambda s: s.action_git_log()),
+    )
+    yield SystemCommand(
+        "Toggle panels",
+        "Hide or show the queue and operations panels (z)",
+        lambda: app.call_on_main(lambda s: s.action_toggle_panels()),
+    )

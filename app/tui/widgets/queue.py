@@ -16,14 +16,12 @@ from typing import NamedTuple
 from refscope.backend.display import escape_name, line, show
 from rich.text import Text
 from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from .columns import overlay
+from .line_list import LineList
 
 
 class Entry(NamedTuple):
@@ -122,7 +120,7 @@ class Queue(dict):
         return turned
 
 
-class QueuePanel(ScrollView, can_focus=True):
+class QueuePanel(LineList):
     """The queued deletions, one line each: name, value seen at, stale flag. ``delete``/``x`` removes one."""
 
     COMPONENT_CLASSES = {"queue--cursor", "queue--stale", "queue--oid"}
@@ -133,13 +131,7 @@ class QueuePanel(ScrollView, can_focus=True):
     QueuePanel > .queue--stale { color: $error; text-style: bold; }
     QueuePanel > .queue--oid { color: $text-muted; }
     """
-    BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("delete,x,backspace", "remove", "Remove"),
-    ]
-
-    cursor: reactive[int] = reactive(0, repaint=False)
+    BINDINGS = [Binding("delete,x,backspace", "remove", "Remove")]  # (and the line list's keys)
 
     @dataclass
     class Removed(Message):
@@ -148,8 +140,6 @@ class QueuePanel(ScrollView, can_focus=True):
     def __init__(self, queue: Queue, **kwargs) -> None:
         super().__init__(**kwargs)
         self.queue = queue
-        self._cache: LRUCache[tuple, Strip] = LRUCache(256)
-        self._version = -1
 
     def sync(self) -> None:
         """The queue changed: resize and repaint."""
@@ -167,18 +157,9 @@ class QueuePanel(ScrollView, can_focus=True):
             return None
         return True
 
-    def watch_cursor(self, old: int, new: int) -> None:
-        self._cache.clear()
-        self.refresh()
-        height = max(1, self.scrollable_content_region.height)
-        if new < self.scroll_offset.y:
-            self.scroll_to(y=new, animate=False, immediate=True)
-        elif new >= self.scroll_offset.y + height:
-            self.scroll_to(y=new - height + 1, animate=False, immediate=True)
-
-    def action_cursor(self, delta: int) -> None:
-        if len(self.queue):
-            self.cursor = max(0, min(len(self.queue) - 1, self.cursor + delta))
+    @property
+    def row_count(self) -> int:
+        return len(self.queue)
 
     def action_remove(self) -> None:
         names = self.queue.names()
@@ -197,12 +178,10 @@ class QueuePanel(ScrollView, can_focus=True):
         names = self.queue.names()
         if index >= len(names):
             if not names and y == 0:
-                hint = Text(
-                    "  nothing queued: space marks a ref", style=self.get_component_rich_style("queue--oid")
-                )
+                hint = Text("  nothing queued: space marks a ref", style=self._style("queue--oid"))
                 hint.truncate(width, pad=True)
-                return Strip(list(hint.render(self.app.console))).apply_style(self.rich_style)
-            return Strip.blank(width, self.rich_style)
+                return Strip(list(hint.render(self.app.console))).apply_style(self._style("base"))
+            return Strip.blank(width, self._style("base"))
         key = (index, width, index == self.cursor, self.queue.version)
         strip = self._cache.get(key)
         if strip is not None:
@@ -212,7 +191,7 @@ class QueuePanel(ScrollView, can_focus=True):
         text = Text(no_wrap=True)
         text.append(
             "! " if entry.stale else "• ",
-            self.get_component_rich_style("queue--stale") if entry.stale else "",
+            self._style("queue--stale") if entry.stale else "",
         )
         value = (
             line("→ ", escape_name(seen.target)) if seen.target is not None else show((seen.oid or b"")[:8])
@@ -221,18 +200,10 @@ class QueuePanel(ScrollView, can_focus=True):
         name = Text(escape_name(entry.name), no_wrap=True)
         name.truncate(max(4, width - 2 - len(tail)), overflow="ellipsis")
         text.append_text(name)
-        text.append(tail, self.get_component_rich_style("queue--stale" if entry.stale else "queue--oid"))
+        text.append(tail, self._style("queue--stale" if entry.stale else "queue--oid"))
         text.truncate(width, overflow="ellipsis", pad=True)
-        strip = Strip(list(text.render(self.app.console))).apply_style(self.rich_style)
+        strip = Strip(list(text.render(self.app.console))).apply_style(self._style("base"))
         if index == self.cursor:
-            strip = overlay(strip, self.get_component_rich_style("queue--cursor"))
+            strip = overlay(strip, self._style("queue--cursor"))
         self._cache[key] = strip
         return strip
-
-    def on_focus(self) -> None:
-        self._cache.clear()
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self._cache.clear()
-        self.refresh()

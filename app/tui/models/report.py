@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
-from .fmt import size
+from .format import size
 
 
 def report_text(report: Any, label: str | None = None) -> Text:

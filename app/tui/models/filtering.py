@@ -70,7 +70,7 @@ def parse(text: str) -> Pattern:
 
 def matcher(pattern: Pattern) -> Callable[[bytes], bool]:
     """The one test of a name against ``pattern``, negation included: ``compute``'s scan and ``/`` in
-    the views (``views.rows``) both use it. A glob matches as git's wildmatch; anything else is a
+    the views (``widgets.rows``) both use it. A glob matches as git's wildmatch; anything else is a
     substring (a prefix pattern, which ``compute`` answers by binary search, too, since a view's rows
     may be any text)."""
     negated = pattern.negated

@@ -14,7 +14,7 @@ from refscope.backend.display import line
 from refscope.backend.formats.reftable.record import split_log_key
 from rich.text import Text
 
-from .fmt import bytes_text, field, git_date, hexstr
+from .format import bytes_text, field, git_date, hexstr
 
 BLOCK_NAMES = {"r": "ref", "g": "log", "o": "obj", "i": "index"}
 

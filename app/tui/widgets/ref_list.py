@@ -1,4 +1,4 @@
-"""The ref list: a Line-API ScrollView over a lazy snapshot.
+"""The ref list: a line list (``.line_list``) over a lazy snapshot.
 
 Nothing is materialised per ref: ``render_line(y)`` asks the snapshot for row ``view[scroll_offset.y + y]``
 and caches the resulting Strip in an LRU cache. The view is a ``range`` (all refs, or a prefix) or an index
@@ -11,19 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.style import Style
-from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..models.filtering import View, index_of
 from . import columns
-from .filtering import View, index_of
+from .line_list import LineList
 
 
-class RefList(ScrollView, can_focus=True):
+class RefList(LineList):
     """Every ref of the current view, one line each; a cursor row; marks from the queue."""
 
     COMPONENT_CLASSES = {
@@ -56,23 +53,7 @@ class RefList(ScrollView, can_focus=True):
     RefList > .reflist--error { color: $error; text-style: bold; }
     """
 
-    BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home,g", "jump_home", "Top", show=False),
-        Binding("end,G", "jump_end", "Bottom", show=False),
-    ]
-
-    cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
-
-    @dataclass
-    class CursorMoved(Message):
-        """The cursor is on a new row (``ref`` is None for an empty view)."""
-
-        ref_list: RefList
-        index: int
+    page_overlap = 1
 
     @dataclass
     class AboveTop(Message):
@@ -97,10 +78,7 @@ class RefList(ScrollView, can_focus=True):
         self.overrides: dict[bytes, object] = {}
         self.queue = queue if queue is not None else {}
         self.changed: set[bytes] = set()
-        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
-        self._styles: columns.Styles | None = None
-        self._extra: tuple | None = None  # (marked, changed, cursor) styles, looked up once per style change
-        self._base = None
+        self._columns: columns.Styles | None = None
         # the column widths the rows shown so far asked for: grown as rows come on screen, reset when
         # the view is swapped (so columns move at most when a longer row first shows, never back and forth)
         self.needs: columns.Needs = columns.NONE
@@ -118,7 +96,7 @@ class RefList(ScrollView, can_focus=True):
             self.cursor = index_of(snapshot, view, keep)
         else:
             self.cursor = min(self.cursor, max(0, len(view) - 1))
-        self._scroll_cursor_into_view(center=keep is not None)
+        self.scroll_cursor_into_view(center=keep is not None)
         self._measure(reset=True)
         self.refresh()
 
@@ -133,6 +111,10 @@ class RefList(ScrollView, can_focus=True):
         self.cursor = min(self.cursor, max(0, len(refs) - 1))
         self._measure(reset=True)
         self.refresh()
+
+    @property
+    def row_count(self) -> int:
+        return len(self.view)
 
     def _ref_at(self, index: int):
         ref = self.preview[index] if self.preview is not None else self.snapshot.row(self.view[index])
@@ -182,57 +164,11 @@ class RefList(ScrollView, can_focus=True):
         self._cache.clear()
         self.refresh()
 
-    def go_to(self, index: int, center: bool = True) -> None:
-        if not len(self.view):
-            return
-        self.cursor = max(0, min(index, len(self.view) - 1))
-        self._scroll_cursor_into_view(center=center)
-
-    # -- cursor ----------------------------------------------------------------------------------------------
-    def watch_cursor(self, old: int, new: int) -> None:
-        self.refresh_line(old)
-        self.refresh_line(new)
-        self.post_message(self.CursorMoved(self, new))
-
-    def _scroll_cursor_into_view(self, center: bool = False) -> None:
-        """Now, and again once the layout has caught up: a list that has just been given a longer view has
-        no scrollbar yet, and Textual refuses to scroll it (``allow_vertical_scroll``), which left a jump's
-        cursor off screen with the list at the top. So the scroll is forced and checked after the refresh."""
-        self._reveal_cursor(center)
-        self.call_after_refresh(self._reveal_cursor, center)
-
-    def _reveal_cursor(self, center: bool) -> None:
-        height = max(1, self.scrollable_content_region.height)
-        top = self.scroll_offset.y
-        if top <= self.cursor < top + height:
-            return
-        if center:
-            y = max(0, self.cursor - height // 2)
-        elif self.cursor < top:
-            y = self.cursor
-        else:
-            y = self.cursor - height + 1
-        self.scroll_to(y=y, animate=False, immediate=True, force=True)
-
     def action_cursor(self, delta: int) -> None:
         if delta < 0 and self.cursor == 0:
             self.post_message(self.AboveTop(self))
             return
-        self.go_to(self.cursor + delta, center=False)
-
-    def action_page(self, direction: int) -> None:
-        self.go_to(self.cursor + direction * max(1, self.scrollable_content_region.height - 1), center=False)
-
-    def action_jump_home(self) -> None:
-        self.go_to(0, center=False)
-
-    def action_jump_end(self) -> None:
-        self.go_to(len(self.view) - 1, center=False)
-
-    def on_click(self, event) -> None:
-        row = self.scroll_offset.y + event.y
-        if 0 <= row < len(self.view):
-            self.go_to(row, center=False)
+        super().action_cursor(delta)
 
     # -- column widths --------------------------------------------------------------------------------
     def _measure(self, reset: bool = False, resized: bool = False) -> None:
@@ -261,25 +197,14 @@ class RefList(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self.view))
         self._measure(resized=True)
 
-    def on_focus(self) -> None:
-        self._extra = None
-        self.refresh_rows()
-
-    def on_blur(self) -> None:
-        self._extra = None
-        self.refresh_rows()
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._styles = None
-        self._extra = None
-        self._base = None
-        self._cache.clear()
+    def _restyle(self) -> None:
+        super()._restyle()
+        self._columns = None
 
     def _get_styles(self) -> columns.Styles:
-        if self._styles is None:
-            get = self.get_component_rich_style
-            self._styles = columns.Styles(
+        if self._columns is None:
+            get = self._style
+            self._columns = columns.Styles(
                 mark=get("reflist--mark"),
                 name=Style(),
                 oid=get("reflist--oid"),
@@ -288,14 +213,12 @@ class RefList(ScrollView, can_focus=True):
                 location=get("reflist--location"),
                 error=get("reflist--error"),
             )
-        return self._styles
+        return self._columns
 
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
-        if self._base is None:
-            self._base = self.rich_style  # inherited background etc.: computed once per style change
-        base = self._base
+        base = self._style("base")  # inherited background etc.
         if self.snapshot is None or index >= len(self.view):
             return Strip.blank(width, base)
         row = self.view[index] if self.preview is None else -1 - index
@@ -314,21 +237,15 @@ class RefList(ScrollView, can_focus=True):
             marked = ref.name in self.queue
             text = columns.row_text(ref, width, marked, styles, self.needs)
             extra = Style()
-            if self._extra is None:
-                get = self.get_component_rich_style
-                self._extra = (get("reflist--marked"), get("reflist--changed"), get("reflist--cursor"))
             if marked:
-                extra += self._extra[0]
+                extra += self._style("reflist--marked")
             if ref.name in self.changed:
-                extra += self._extra[1]
+                extra += self._style("reflist--changed")
         segments = list(text.render(self.app.console))
         strip = Strip(segments).crop_extend(0, width, None).apply_style(base)
         if extra:
             strip = columns.overlay(strip, extra)
         if selected:
-            if self._extra is None:
-                get = self.get_component_rich_style
-                self._extra = (get("reflist--marked"), get("reflist--changed"), get("reflist--cursor"))
-            strip = columns.overlay(strip, self._extra[2])
+            strip = columns.overlay(strip, self._style("reflist--cursor"))
         self._cache[key] = strip
         return strip

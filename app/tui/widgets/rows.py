@@ -1,8 +1,5 @@
-"""RowsView: a Line-API list for any number of one-line rows (packed-refs records, blocks, records, feeds).
-
-Why not DataTable: it measures every cell and keeps per-row offsets, which costs seconds and hundreds of MiB
-at 100k-1M rows (see the house style notes). Here a row is rendered only when it is on screen: ``render_line``
-asks the source for that one row's ``rich.text.Text`` and caches the resulting Strip in an LRU cache.
+"""RowsView: a line list (``widgets.line_list``) of any number of one-line rows (packed-refs records,
+blocks, records, feeds): ``render_line`` asks the source for the one row's ``rich.text.Text``.
 
 A source is any object with ``__len__``, ``row_text(i) -> Text`` and a ``width`` attribute (cells of the widest
 row, an estimate is fine); optionally ``header -> Text`` (a sticky first line), ``row_key(i)`` (a stable key
@@ -25,16 +22,14 @@ from rich.style import Style
 from rich.text import Text
 from textual.actions import SkipAction
 from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from ..widgets import filtering
+from ..models import filtering
 from ..workers import work
+from .line_list import LineList
 
 FLASH_SECONDS = 2.0
 SEARCH_CHUNK = 4096  # rows between cancellation checks of a search
@@ -89,7 +84,7 @@ class ListSource:
         return self.keys[i] if self.keys is not None else i
 
 
-class RowsView(ScrollView, can_focus=True):
+class RowsView(LineList):
     """A scrolling, cursor-driven view over a row source; the optional header line stays on top."""
 
     DEFAULT_CSS = """
@@ -117,35 +112,12 @@ class RowsView(ScrollView, can_focus=True):
     }
     """
     COMPONENT_CLASSES = {"rows--header", "rows--cursor", "rows--flash", "rows--mark"}
-    # The main list's keys (``widgets.reflist.RefList``), so every list of the app moves the same way; n/N
-    # step through the matches of a ``/`` search (``RowSearch``) and leave the keys to the screen otherwise.
+    # The line list's keys, and n/N: they step through the matches of a ``/`` search (``RowSearch``) and
+    # leave the keys to the screen otherwise.
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home,g", "edge(0)", "First", show=False),
-        Binding("end,G", "edge(1)", "Last", show=False),
         Binding("n", "search_step(1)", "Next match"),
         Binding("N", "search_step(-1)", "Prev match", show=False),
     ]
-
-    cursor: reactive[int] = reactive(0, always_update=True, init=False)
-
-    class CursorMoved(Message):
-        """The cursor moved to ``row`` (posted for every move; the newest replaces older ones)."""
-
-        def __init__(self, view: RowsView, row: int) -> None:
-            super().__init__()
-            self.view = view
-            self.row = row
-
-        @property
-        def control(self) -> RowsView:
-            return self.view
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, RowsView.CursorMoved) and message.view is self.view
 
     def __init__(
         self,
@@ -157,21 +129,18 @@ class RowsView(ScrollView, can_focus=True):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.source = source if source is not None else ListSource()
-        self._cache: LRUCache[int, tuple[Strip, Any]] = LRUCache(1024)
         self._flash: dict[Any, float] = {}
         self.marked: set[Any] = set()
         self._flash_timer = None
-        self._styles: dict[str, Style] = {}
         self._widest = 0
         self._header_cache: Strip | None = None
         self._header_source: Any = None
-        self._center_next = False
         self.search: RowSearch | None = None  # the last ``/`` search over this view's rows
 
     # ---- data -------------------------------------------------------------------------------------------
     @property
-    def _has_header(self) -> bool:
-        return getattr(self.source, "header", None) is not None
+    def header_rows(self) -> int:
+        return 1 if getattr(self.source, "header", None) is not None else 0
 
     @property
     def row_count(self) -> int:
@@ -191,7 +160,7 @@ class RowsView(ScrollView, can_focus=True):
         """Width: the widest row rendered so far (or the header), so a horizontal scrollbar appears only
         when something on screen is actually cut; sources' ``width`` is only the first estimate. It only
         grows (a shrink and regrow on every source swap would cost two layout passes)."""
-        height = len(self.source) + (1 if self._has_header else 0)
+        height = len(self.source) + self.header_rows
         header = getattr(self.source, "header", None)
         width = max(self._widest, header.cell_len if header is not None else 0)
         if not width:
@@ -231,64 +200,8 @@ class RowsView(ScrollView, can_focus=True):
     def flashing(self) -> set[Any]:
         return set(self._flash)
 
-    # ---- cursor -----------------------------------------------------------------------------------------
-    @property
-    def _page(self) -> int:
-        """Rows on screen: the region inside the scrollbars (a wide row's horizontal scrollbar hides the
-        bottom line of ``size``), less the header."""
-        return max(1, self.scrollable_content_region.height - (1 if self._has_header else 0))
-
-    def watch_cursor(self, old: int, new: int) -> None:
-        center, self._center_next = self._center_next, False
-        self.scroll_to_row(new, center=center)
-        self.refresh()
-        self.post_message(self.CursorMoved(self, new))
-
-    def move_to(self, row: int, *, center: bool = False) -> None:
-        """Put the cursor on ``row`` (clamped) and scroll it into view (``center``: in the middle of the
-        page when it has to scroll, as a jump to a named record does)."""
-        n = len(self.source)
-        self._center_next = center
-        self.cursor = max(0, min(row, n - 1)) if n else 0
-
-    def scroll_to_row(self, row: int, *, center: bool = False) -> None:
-        """Scroll ``row`` into view now, and again once the layout has caught up.
-
-        A view that has just received a bigger source (or was just mounted) has no scrollbar yet and the
-        wrong height: Textual then refuses the scroll (``allow_vertical_scroll`` is False until the next
-        layout), which left a jump's cursor far below the screen. So the scroll is forced, and checked
-        again after the refresh with the real page height.
-        """
-        self._reveal(row, center)
-        self.call_after_refresh(self._reveal, None, center)
-
-    def _reveal(self, row: int | None, center: bool) -> None:
-        """Scroll ``row`` (None: wherever the cursor is by now) into view unless it is on the page."""
-        if row is None:
-            row = self.cursor
-        top = round(self.scroll_y)
-        page = self._page
-        if top <= row < top + page:
-            return
-        if center:
-            y = max(0, row - page // 2)
-        elif row < top:
-            y = row
-        else:
-            y = row - page + 1
-        self.scroll_to(y=y, animate=False, immediate=True, force=True)
-
     def on_resize(self) -> None:
-        self._reveal(None, False)
-
-    def action_cursor(self, delta: int) -> None:
-        self.move_to(self.cursor + delta)
-
-    def action_page(self, direction: int) -> None:
-        self.move_to(self.cursor + direction * self._page)
-
-    def action_edge(self, end: int) -> None:
-        self.move_to(len(self.source) - 1 if end else 0)
+        self._reveal(False)
 
     # ---- search ---------------------------------------------------------------------------------------
     class Searched(Message):
@@ -392,38 +305,10 @@ class RowsView(ScrollView, can_focus=True):
         self.move_to(matches[k], center=True)
         self.post_message(self.Searched(self, search, matches[k], wrapped))
 
-    def on_click(self, event: Any) -> None:
-        y = event.y - (1 if self._has_header else 0)
-        if y >= 0:
-            self.move_to(round(self.scroll_y) + y)
-
     # ---- rendering --------------------------------------------------------------------------------------
-    def _style(self, name: str) -> Style:
-        """Component styles are CSS lookups (costly per line): cached until focus or styles change."""
-        style = self._styles.get(name)
-        if style is None:
-            style = self._styles[name] = (
-                self.rich_style if name == "base" else self.get_component_rich_style(name)
-            )
-        return style
-
     def _restyle(self) -> None:
-        """Styles changed (theme, focus): cached strips carry the old base style."""
-        self._styles.clear()
-        self._cache.clear()
+        super()._restyle()
         self._header_cache = None
-
-    def notify_style_update(self) -> None:
-        self._restyle()
-        super().notify_style_update()
-
-    def on_focus(self) -> None:
-        self._restyle()
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self._restyle()
-        self.refresh()
 
     def _row_strip(self, row: int) -> tuple[Strip, Any]:
         """The row's Strip, already in the widget's base style, and its key (both cached: a key may cost a
@@ -461,7 +346,7 @@ class RowsView(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         width = self.size.width
         base = self._style("base")
-        if self._has_header:
+        if self.header_rows:
             if y == 0:
                 style = base + self._style("rows--header")
                 return self._header_strip().crop_extend(scroll_x, scroll_x + width, style)

@@ -16,7 +16,7 @@ from typing import Any
 from refscope.backend.display import escape_name
 from rich.text import Text
 
-from .fmt import hexstr, name_text
+from .format import hexstr, name_text
 
 
 def packed_path(snapshot: Any) -> str:

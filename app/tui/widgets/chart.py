@@ -7,7 +7,7 @@ import math
 
 from rich.text import Text
 
-from .fmt import size as human
+from ..models.format import size as human
 
 
 def size_chart(

@@ -154,7 +154,7 @@ class Follower:
     def failed(self, error: Exception) -> None:
         """(any thread) No watcher could be started: the view stays as it is and its status line says why
         (``..workers``: logged, and shown on the UI thread)."""
-        from ..workers import Failure, report
+        from .workers import Failure, report
 
         report(self.screen, Failure("follow", "follow the store", error))
 

@@ -1,12 +1,10 @@
 """What every storage view screen shares: a title line, ``escape`` to go back, ``/`` to search the rows of
-the focused list (n / N: next / previous match), the footer, meter access."""
+the focused list (n / N: next / previous match), the footer. Screens measure through ``..meter``."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from bisect import bisect_left
-from collections.abc import Callable
 from typing import Any
 
 from refscope.backend.display import Shown, path_text
@@ -18,23 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..widgets.filter_input import FilterInput
-from .rows import RowsView
-
-
-def default_meter() -> Callable[[str], Any]:
-    """The backend's ``measure``; a no-op stand-in only when the meter module has not landed."""
-    try:
-        from refscope.backend.meter import measure
-    except ImportError:  # pragma: no cover - only before METER's module exists
-
-        @contextlib.contextmanager
-        def measure(name: str, children: bool = False):  # type: ignore[misc]
-            class _M:
-                report = None
-
-            yield _M()
-
-    return measure
+from ..widgets.rows import RowsView
 
 
 def short_path(gitdir: str) -> Shown:
@@ -45,19 +27,6 @@ def short_path(gitdir: str) -> Shown:
     if os.path.basename(gitdir) == ".git":
         return path_text(os.path.join(os.path.basename(parent), ".git"))
     return path_text(os.path.basename(gitdir))
-
-
-def measure_fn(meter: Any) -> Callable[..., Any]:
-    """``measure(name)`` from a meter given as the backend's function or as the app's meter object
-    (``.measure``/``.adopt``, e.g. TUI-MAIN's FakeMeter); the backend's when none is given."""
-    if meter is None:
-        return default_meter()
-    return meter.measure if hasattr(meter, "measure") else meter
-
-
-def adopt(meter: Any, report: Any) -> Any:
-    """A report measured elsewhere (inside the engine) through the app's meter (fixed when fake)."""
-    return meter.adopt(report) if hasattr(meter, "adopt") and report is not None else report
 
 
 class ViewScreen(Screen):
