@@ -365,14 +365,15 @@ def _second_half(snap, as_json: bool, way: str, mid: bytes, escape: bool):
     return write
 
 
-def list_refs(snap, patterns: list[bytes], as_json: bool, escape: bool) -> None:
+def list_refs(snap, patterns: list[bytes], as_json: bool, escape: bool, out: Out | None = None) -> None:
     """Write ``snap``'s refs matching ``patterns`` (every ref when empty) to fd 1, as ``refscope list``
     does: the files or columns fast path over name intervals, split over two cores when the listing is
     whole and big; stderr warns of reftable records a NUL byte kept out of it. ``escape``: plain text to
-    a terminal (names through the display function)."""
+    a terminal (names through the display function). ``out``: collect into it instead (one process)."""
     from .parallel import may_fork
 
-    out = Out()
+    keep = out is not None
+    out = out or Out()
     pats = None
     if patterns:
         from .refpattern import ForEachRefPatterns
@@ -389,7 +390,7 @@ def list_refs(snap, patterns: list[bytes], as_json: bool, escape: bool) -> None:
             way = "columns"
         if way is not None:
             split = None
-            if pats is None and may_fork():
+            if pats is None and not keep and may_fork():
                 split = snap.split_name(SPLIT_MIN)
             if split is not None:
                 split_listing(snap, as_json, out, split, way, escape)

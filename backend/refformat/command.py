@@ -59,7 +59,12 @@ def run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]
     ctx = context(repo, snap)
     lines = for_each_ref(
         p,
-        listed_refs(snap, patterns, locations=any(a.name == "flag" for a in p.atoms)),
+        listed_refs(
+            snap,
+            patterns,
+            locations=any(a.name == "flag" for a in p.atoms),
+            plain=not any(a.deref or a.name == "symref" for a in p.atoms),
+        ),
         odb,
         head=ctx.head,
         worktrees=ctx.worktrees,

@@ -83,15 +83,31 @@ def resolved(snap, ref):
     return None
 
 
-def listed_refs(snap, patterns: list[bytes], locations: bool = False):
+def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: bool = False):
     """The refs ``refscope list PATTERN...`` prints (git's for-each-ref set, in its order), each
     ``resolved``: the input of a format. The store's own iteration decides what is hidden, as for the
     listing; a pattern's glob is matched here with the one matcher. Read in the store's batches unless
-    ``locations`` are wanted (``%(flag)``: packed or not), which only the per-ref iteration carries."""
+    ``locations`` are wanted (``%(flag)``: packed or not), which only the per-ref iteration carries.
+    ``plain``: names and ids are all the format needs (no symref target, no recorded peeled value): then
+    they are the listing's own output, its fast paths and all, split back into columns."""
     import bisect
 
     from ..model import Ref
     from ..refpattern import ForEachRefPatterns
+
+    if plain and not locations:
+        from ..listing import Out, list_refs
+
+        out = Out(keep=True)
+        list_refs(snap, patterns, False, False, out=out)
+        lines = b"".join(out.parts).split(b"\n")
+        lines.pop()
+        if lines:
+            w = lines[0].index(b" ")
+            oids = [ln[:w] for ln in lines]
+            names = [ln[w + 1 :] for ln in lines]
+            yield from map(Ref, names, oids, _nones(len(names)), _nones(len(names)), _nones(len(names)))
+        return
 
     pats = ForEachRefPatterns(patterns) if patterns else None
     intervals = pats.intervals() if pats is not None else [(b"", None)]
