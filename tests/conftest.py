@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import git_binary, init_repo
+from tests.support.git import git_binary, init_repo
 
 
 @pytest.fixture(scope="session")

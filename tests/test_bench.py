@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import for_each_ref, git, git_env, init_repo, tree_bytes
+from tests.support.git import for_each_ref, git, git_env, init_repo, tree_bytes
 
 N_REFS = 200
 

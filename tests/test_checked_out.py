@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from refscope.backend.repo import checked_out_branches, discover
 
-from tests.gitutil import git, git_binary, git_env, init_repo, tree_bytes
+from tests.support.git import git, git_binary, git_env, init_repo, tree_bytes
 
 
 def refscope_delete(cwd: Path, *args: str) -> subprocess.CompletedProcess:

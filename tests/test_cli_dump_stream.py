@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import git, init_repo
+from tests.support.git import git, init_repo
 
 N = 40_000  # refs (and as many reflog entries) of the table: its whole description is ~250 MB; and 5 * N
 # packed-refs records

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from refscope.app import cli, help
 
-from tests.gitutil import init_repo
+from tests.support.git import init_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import git, git_env, init_repo
+from tests.support.git import git, git_env, init_repo
 
 
 def refscope(

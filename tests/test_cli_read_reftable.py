@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import for_each_ref, git, init_repo
+from tests.support.git import for_each_ref, git, init_repo
 from tests.test_files_list import ODD_NAMES, assert_same, list_json
 
 

@@ -14,8 +14,8 @@ import pytest
 from refscope.backend.errors import TransactionRefused
 from refscope.backend.txn import Transaction
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
-from tests.test_txn_support import leftovers, open_txn_store
+from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.txn import leftovers, open_txn_store
 
 N_TXNS = 100
 DEADLINE_S = 20.0

@@ -1,4 +1,4 @@
-"""Every corruption of tests/corruptions.py, against verify, list and delete.
+"""Every corruption of tests/support/corruptions.py, against verify, list and delete.
 
 For each case: ``refscope verify`` exits 1 and names the damaged file; ``refscope list`` either reports
 one line ``refscope: <file>: ...`` with exit 1 (and never a traceback), or (where git just hides a broken
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from refscope.app.cli import main
 
-from tests import corruptions
-from tests.gitutil import git_binary, git_env, tree_bytes
+from tests.support import corruptions
+from tests.support.git import git_binary, git_env, tree_bytes
 
 CASES = corruptions.all_cases()
 HAVE_DELETE = importlib.util.find_spec("refscope.app.cmd_delete") is not None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import create_refs, for_each_ref, git, init_repo, tree_bytes
+from tests.support.git import create_refs, for_each_ref, git, init_repo, tree_bytes
 from tests.test_txn_cli import refscope
 
 

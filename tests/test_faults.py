@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import faultutil
-from tests.faultutil import FAULTS, WHY, fingerprint, make_fault, unprivileged
-from tests.gitutil import git, git_binary, git_env, init_repo
+from tests.support import faults as faultutil
+from tests.support.faults import FAULTS, WHY, fingerprint, make_fault, unprivileged
+from tests.support.git import git, git_binary, git_env, init_repo
 
 COMMANDS = ("list", "stack", "verify", "delete", "dump")
 KINDS = {"files": ("packed-refs", "loose ref"), "reftable": ("tables.list", "table")}

@@ -32,7 +32,7 @@ from refscope.backend.refname import check_refname
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
 
 SORTED = b"# pack-refs with: peeled fully-peeled sorted \n"
 

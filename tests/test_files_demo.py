@@ -9,7 +9,7 @@ from refscope.backend.demo import BIDI_NAME, C1_NAME, build_demo
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests.gitutil import for_each_ref, git
+from tests.support.git import for_each_ref, git
 
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])

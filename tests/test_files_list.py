@@ -24,8 +24,8 @@ from refscope.backend.model import LOOSE, PACKED
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests.gitutil import create_refs, for_each_ref, git, git_binary, git_env, init_repo
-from tests.listing import listed
+from tests.support.git import create_refs, for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.listing import listed
 
 LONG = b"refs/heads/long/" + b"/".join(
     [b"x" * 97] * 7 + [b"x" * 98]

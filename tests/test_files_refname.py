@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from refscope.backend.refname import all_valid_and_safe, check_refname, is_safe_refname, is_valid_refname
 
-from tests.gitutil import git_binary, git_env
+from tests.support.git import git_binary, git_env
 
 CURATED = [
     b"refs/heads/main", b"HEAD", b"@", b"a@b", b"a@{b", b"refs/heads/a..b", b"refs/heads/.a", b"refs/heads/a.",

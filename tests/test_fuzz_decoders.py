@@ -26,7 +26,7 @@ from refscope.backend.errors import CorruptStore, UnsupportedFormat
 from refscope.backend.formats.packed import PackedRefs
 from refscope.backend.formats.reftable.table import Table
 
-from tests.gitutil import git, init_repo
+from tests.support.git import git, init_repo
 
 # The typed errors a decoder may raise on bad input (an unknown reftable version is UnsupportedFormat).
 TYPED = (CorruptStore, UnsupportedFormat)

@@ -13,7 +13,7 @@ import pytest
 from refscope.app import cmd_bench, cmd_tui
 from refscope.backend.display import escape_name
 
-from tests.gitutil import git, git_binary, git_env, init_repo, tree_bytes
+from tests.support.git import git, git_binary, git_env, init_repo, tree_bytes
 
 
 def refscope(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import git, git_binary, git_env, init_repo, tree_bytes
-from tests.ptyrun import run_tty
+from tests.support.git import git, git_binary, git_env, init_repo, tree_bytes
+from tests.support.terminal import run_tty
 
 OSC = b"\x1b]0;PWNED\x07"
 CSI = b"\x1b[5;31m"
@@ -411,7 +411,7 @@ def screen_text(app) -> str:
 
 
 async def _settle(pilot, app) -> None:
-    from tests.test_tui_views_common import until
+    from tests.support.tui import until
 
     await pilot.pause()
     await until(pilot, lambda: not any(w.is_running for w in app.workers), timeout=20)
@@ -447,7 +447,7 @@ async def test_every_tui_view_is_safe(hostile: Path, tmp_path: Path) -> None:
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
-    from tests.test_tui_views_common import until
+    from tests.support.tui import until
 
     path = tmp_path / os.fsdecode(DIR)
     shutil.copytree(hostile, path, symlinks=True)

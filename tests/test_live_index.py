@@ -18,7 +18,7 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.backend.stores import reftable as rt
 
-from tests.gitutil import for_each_ref, git, init_repo
+from tests.support.git import for_each_ref, git, init_repo
 
 N = 3000
 

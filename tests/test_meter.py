@@ -22,7 +22,7 @@ import pytest
 from refscope.backend import meter
 from refscope.backend.meter import measure, parse_strace_summary
 
-from tests.gitutil import for_each_ref, git, git_env, init_repo
+from tests.support.git import for_each_ref, git, git_env, init_repo
 
 BEGIN = "/refscope-meter-marker-begin"
 END = "/refscope-meter-marker-end"

@@ -33,8 +33,8 @@ from refscope.backend.refname import is_valid_refname
 from refscope.backend.repo import discover
 from refscope.backend.stores.reftable import ReftableStore, _block_names_suspect, _pairs_plain, _ref_from
 
-from tests.gitutil import git, git_binary, git_env, init_repo
-from tests.listing import listed
+from tests.support.git import git, git_binary, git_env, init_repo
+from tests.support.listing import listed
 
 _HS = {"sha1": 20, "sha256": 32}
 

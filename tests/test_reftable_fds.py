@@ -24,8 +24,8 @@ from refscope.backend.formats.reftable.record import VALUE_DELETION, VALUE_VAL1,
 from refscope.backend.formats.reftable.table import _READ_UP_TO
 from refscope.backend.formats.reftable.writer import write_table
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo, tree_bytes
-from tests.test_txn_support import leftovers
+from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo, tree_bytes
+from tests.support.txn import leftovers
 
 SMALL = 1100  # one-ref tables over the large ones
 LARGE = 3  # tables bigger than _READ_UP_TO (mapped, not read)

@@ -38,7 +38,7 @@ from refscope.backend.formats.reftable.stack import (
 from refscope.backend.formats.reftable.table import Table
 from refscope.backend.formats.reftable.writer import write_table
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
 
 # --- varints ---------------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import git, git_binary, git_env, init_repo, tree_bytes
+from tests.support.git import git, git_binary, git_env, init_repo, tree_bytes
 
 
 def refscope(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -105,7 +105,7 @@ def test_split_listing_warns_once_for_what_its_child_found(tmp_path: Path, capfd
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
-    from tests.listing import listed
+    from tests.support.listing import listed
 
     repo = init_repo(tmp_path / "repo", fmt="reftable")
     names = [b"refs/heads/b%03d" % i for i in range(60)] + [b"refs/heads/zzXc"]

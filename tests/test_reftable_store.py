@@ -22,7 +22,7 @@ from refscope.backend.refname import is_valid_refname
 from refscope.backend.repo import discover
 from refscope.backend.stores.reftable import ReftableStore, _block_names_suspect
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
 
 
 def _rows(snap) -> list[tuple[bytes, bytes, bytes, bytes]]:

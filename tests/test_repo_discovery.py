@@ -11,13 +11,13 @@ from refscope.backend.config import Config, parse_bool, parse_config, parse_int
 from refscope.backend.errors import DubiousOwnership, NotARepository, UnsupportedFormat
 from refscope.backend.repo import discover
 
-from tests.gitutil import git, git_env, init_repo
+from tests.support.git import git, git_env, init_repo
 
 
 def rev_parse(cwd: Path, env: dict | None = None) -> tuple[str, str, str]:
     import subprocess
 
-    from tests.gitutil import git_binary
+    from tests.support.git import git_binary
 
     out = subprocess.run(
         [git_binary(), "rev-parse", "--absolute-git-dir", "--git-common-dir", "--is-bare-repository"],
@@ -87,7 +87,7 @@ def test_not_a_repository_wording(tmp_path: Path) -> None:
     assert exc.value.what == "not a git repository (or any of the parent directories): .git"
     import subprocess
 
-    from tests.gitutil import git_binary
+    from tests.support.git import git_binary
 
     proc = subprocess.run([git_binary(), "rev-parse"], cwd=d, capture_output=True, env=env)
     assert proc.stderr.decode().strip() == "fatal: " + exc.value.what

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import create_refs, for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import create_refs, for_each_ref, git, git_binary, git_env, init_repo
 
 N = 10_000
 NAMES = [b"refs/heads/k%05d" % i for i in range(N)]
@@ -321,7 +321,7 @@ from refscope.app.tui.screens.dialogs import ConfirmCommit
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from tests.test_tui_main_git import set_filter
-from tests.test_tui_main_support import wait_for
+from tests.support.memsnapshot import wait_for
 
 async def main():
     repo = discover(sys.argv[1])
@@ -392,7 +392,7 @@ def test_registry_is_empty_after_every_outcome(tmp_path: Path, ref_format: str, 
     from refscope.backend import lockfile
     from refscope.backend.errors import LockBusy, StaleValue
 
-    from tests.test_txn_support import build_repo, open_txn_store
+    from tests.support.txn import build_repo, open_txn_store
 
     repo = build_repo(tmp_path / "r", ref_format, "sha1", worktree=False)
     zero_ish = b"1" * 40

@@ -17,8 +17,8 @@ from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.stack import StackScreen
 from refscope.backend.formats.reftable.stack import forecast_write
 
-from tests.gitutil import git, init_repo
-from tests.test_tui_views_common import Host, create_refs, git_noauto, open_store, tables_list, until
+from tests.support.git import git, init_repo
+from tests.support.tui import Host, create_refs, git_noauto, open_store, tables_list, until
 
 pytestmark = pytest.mark.anyio
 

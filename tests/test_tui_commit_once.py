@@ -22,9 +22,9 @@ from refscope.app.tui.screens.main import MainScreen
 from refscope.app.tui.screens.operations import OperationScreen
 from refscope.app.tui.widgets.reflist import RefList
 
-from tests.gitutil import for_each_ref, git
+from tests.support.git import for_each_ref, git
+from tests.support.memsnapshot import wait_for
 from tests.test_tui_main_git import make_app, make_repo, set_filter
-from tests.test_tui_main_support import wait_for
 
 pytestmark = pytest.mark.anyio
 N = 120  # topic refs queued (make_repo's topic/000..)

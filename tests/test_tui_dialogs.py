@@ -26,8 +26,8 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from textual.widgets import Button, Input, Static
 
-from tests.gitutil import create_refs, for_each_ref, git, git_env, init_repo, tree_bytes
-from tests.test_tui_main_support import wait_for
+from tests.support.git import create_refs, for_each_ref, git, git_env, init_repo, tree_bytes
+from tests.support.memsnapshot import wait_for
 
 pytestmark = pytest.mark.anyio
 

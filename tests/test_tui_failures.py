@@ -24,9 +24,9 @@ from refscope.app.tui.screens.main import MainScreen
 from refscope.app.tui.workers import failure_line
 from refscope.backend.errors import RefscopeError
 
-from tests.gitutil import ROOT, for_each_ref, git_env, tree_bytes
+from tests.support.git import ROOT, for_each_ref, git_env, tree_bytes
+from tests.support.memsnapshot import wait_for
 from tests.test_tui_main_git import make_app, make_repo, set_filter
-from tests.test_tui_main_support import wait_for
 
 pytestmark = pytest.mark.anyio
 TUI = ROOT / "app" / "tui"
@@ -182,7 +182,7 @@ async def test_packed_view_reload_failure_shown_in_its_status(tmp_path: Path) ->
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 6 MiB tmpfs of our own, unmounted afterwards."""
-    from tests.faultutil import small_tmpfs
+    from tests.support.faults import small_tmpfs
 
     with small_tmpfs(tmp_path / "disk", "6m") as mount:
         yield mount
@@ -250,7 +250,7 @@ def test_unreadable_store_exits_with_one_line(tmp_path: Path, fmt: str, unreadab
     target.chmod(0)
     before = tree_bytes(gitdir)
     env = dict(git_env(), TEXTUAL_DRIVER="textual.drivers.headless_driver:HeadlessDriver")
-    from tests.faultutil import unprivileged
+    from tests.support.faults import unprivileged
 
     argv = unprivileged()
     argv += [sys.executable, "-m", "refscope.app", "-C", str(path), "--no-watch"]

@@ -12,7 +12,7 @@ from refscope.app.tui.widgets import filtering
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests.gitutil import create_refs, git, init_repo
+from tests.support.git import create_refs, git, init_repo
 
 NAMES = [  # beside init_repo's refs/heads/main
     "refs/heads/feat/a",

@@ -19,10 +19,10 @@ from refscope.app.tui.views.rows import RowsView
 from refscope.app.tui.widgets.reflist import RefList
 from rich.console import Console
 
-from tests.gitutil import for_each_ref, git, init_repo
+from tests.support.git import for_each_ref, git, init_repo
+from tests.support.memsnapshot import wait_for
+from tests.support.tui import Host, open_store, until
 from tests.test_tui_main_git import make_app
-from tests.test_tui_main_support import wait_for
-from tests.test_tui_views_common import Host, open_store, until
 from tests.test_tui_views_packed import file_records
 
 pytestmark = pytest.mark.anyio

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import git
+from tests.support.git import git
+from tests.support.memsnapshot import wait_for
 from tests.test_tui_main_git import make_app, make_repo
-from tests.test_tui_main_support import wait_for
 
 pytestmark = pytest.mark.anyio
 

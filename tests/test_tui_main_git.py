@@ -18,8 +18,8 @@ from refscope.app.tui.widgets.reflist import RefList
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests.gitutil import for_each_ref, git, init_repo, tree_bytes
-from tests.test_tui_main_support import wait_for
+from tests.support.git import for_each_ref, git, init_repo, tree_bytes
+from tests.support.memsnapshot import wait_for
 
 pytestmark = pytest.mark.anyio
 

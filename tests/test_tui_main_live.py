@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from refscope.app.tui.widgets.reflist import RefList
 
-from tests.gitutil import for_each_ref, git
+from tests.support.git import for_each_ref, git
+from tests.support.memsnapshot import wait_for
 from tests.test_tui_main_git import make_app, make_repo
-from tests.test_tui_main_support import wait_for
 
 pytestmark = pytest.mark.anyio
 

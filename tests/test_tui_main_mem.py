@@ -7,7 +7,7 @@ from refscope.app.tui.app import RefscopeApp
 from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.widgets.reflist import RefList
 
-from tests.test_tui_main_support import sample, wait_for
+from tests.support.memsnapshot import sample, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -233,7 +233,7 @@ async def test_names_are_escaped_never_markup() -> None:
         b"refs/heads/raw\x9bbyte",  # invalid UTF-8 byte 0x9b
     ]
     refs = [Ref(n, b"a" * 40, None, None, Location(PACKED, "p", i)) for i, n in enumerate(evil)]
-    from tests.test_tui_main_support import MemSnapshot
+    from tests.support.memsnapshot import MemSnapshot
 
     app = make_app(MemSnapshot(refs))
     async with app.run_test(size=(100, 30)) as pilot:

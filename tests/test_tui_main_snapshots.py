@@ -10,7 +10,7 @@ from refscope.app.tui.fake_meter import FakeMeter
 from refscope.backend.model import LOOSE, PACKED, TABLE, Location, Ref
 from textual.widgets import Input
 
-from tests.test_tui_main_support import MemSnapshot, oid, sample, wait_for
+from tests.support.memsnapshot import MemSnapshot, oid, sample, wait_for
 
 SIZE = (100, 30)
 

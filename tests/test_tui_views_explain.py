@@ -18,10 +18,10 @@ from refscope.app.tui.widgets.headline import HeadLine
 from refscope.backend.engines.git import git_binary
 from rich.text import Text
 
-from tests.gitutil import git, init_repo
+from tests.support.git import git, init_repo
+from tests.support.memsnapshot import wait_for
+from tests.support.tui import Host, open_store, until
 from tests.test_tui_main_git import make_app, make_repo
-from tests.test_tui_main_support import wait_for
-from tests.test_tui_views_common import Host, open_store, until
 
 pytestmark = pytest.mark.anyio
 

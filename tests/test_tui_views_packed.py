@@ -9,8 +9,8 @@ import pytest
 from refscope.app.tui.screens.packed import PackedScreen
 from refscope.app.tui.views.rows import RowsView
 
-from tests.gitutil import git, init_repo
-from tests.test_tui_views_common import Host, create_refs, open_store, until
+from tests.support.git import git, init_repo
+from tests.support.tui import Host, create_refs, open_store, until
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from refscope.app.tui.screens.reflog import ReflogScreen
 
-from tests.gitutil import git
-from tests.test_tui_views_common import Host, open_store, until
+from tests.support.git import git
+from tests.support.tui import Host, open_store, until
 
 pytestmark = pytest.mark.anyio
 

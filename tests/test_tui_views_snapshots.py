@@ -1,5 +1,5 @@
 """SVG snapshots of each storage view (TUI-VIEWS): fixed size, fake meter, watchers off, deterministic repos
-(git's dates are fixed by tests.gitutil; table names are renamed to fixed random parts)."""
+(git's dates are fixed by tests.support.git; table names are renamed to fixed random parts)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from refscope.app.tui.screens.reflog import ReflogScreen
 from refscope.app.tui.screens.stack import StackScreen
 from refscope.app.tui.screens.table import TableScreen
 
-from tests.gitutil import git
-from tests.test_tui_views_common import Host, fixed_table_names, open_store, stacked_repo, until
+from tests.support.git import git
+from tests.support.tui import Host, fixed_table_names, open_store, stacked_repo, until
 
 SIZE = (130, 42)
 
@@ -73,8 +73,8 @@ def test_snapshot_reflog_view(fixed_stack: Path, snap_compare) -> None:
 def test_snapshot_packed_view(tmp_path: Path, git_bin: str, snap_compare) -> None:
     from refscope.app.tui.screens.packed import PackedScreen
 
-    from tests.gitutil import init_repo
-    from tests.test_tui_views_common import create_refs
+    from tests.support.git import init_repo
+    from tests.support.tui import create_refs
 
     repo = init_repo(tmp_path / "repo", fmt="files")
     git(repo, "tag", "-a", "-m", "annotated", "v1.0")

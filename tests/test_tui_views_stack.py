@@ -13,8 +13,8 @@ from refscope.app.tui.screens.table import TableScreen
 from refscope.app.tui.views.rows import RowsView
 from refscope.app.tui.views.stack_model import forecast
 
-from tests.gitutil import for_each_ref, git
-from tests.test_tui_views_common import Host, git_noauto, open_store, stacked_repo, tables_list, until
+from tests.support.git import for_each_ref, git
+from tests.support.tui import Host, git_noauto, open_store, stacked_repo, tables_list, until
 
 pytestmark = pytest.mark.anyio
 
@@ -195,7 +195,7 @@ async def test_compaction_action_shows_report_and_before_after(stack_repo: Path)
 
 
 async def test_table_view_obj_and_index_blocks(tmp_path: Path, git_bin: str) -> None:
-    from tests.gitutil import init_repo
+    from tests.support.git import init_repo
 
     repo = init_repo(tmp_path / "repo", fmt="reftable")
     git(repo, "config", "reftable.blockSize", "512")  # several ref blocks: git writes an index and obj blocks

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from refscope.backend.engines.compaction import compact
 
-from tests.gitutil import create_refs, for_each_ref, git, git_env, init_repo, tree_bytes
-from tests.test_txn_support import copy_repo, leftovers, open_txn_store, reflogs
+from tests.support.git import create_refs, for_each_ref, git, git_env, init_repo, tree_bytes
+from tests.support.txn import copy_repo, leftovers, open_txn_store, reflogs
 
 
 def refscope(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -158,7 +158,7 @@ def test_big_reftable_delete_reads_logs_on_the_side(tmp_path: Path, with_symref:
     """From 1,000 names the CLI reads the reflog entries in a forked child while it checks the names: the
     repository ends exactly as after git's own transaction (a symref among the names, whose target's log
     the child did not read, is read in-process)."""
-    from tests.test_txn_support import copy_repo, git_delete, reftable_files
+    from tests.support.txn import copy_repo, git_delete, reftable_files
 
     repo = init_repo(tmp_path / "repo", fmt="reftable")
     oid = create_refs(repo, [b"refs/heads/n%04d" % i for i in range(1500)])
@@ -184,7 +184,7 @@ def test_side_reads_reach_the_transaction(tmp_path: Path) -> None:
     from refscope.backend.engines.reftable import read_ahead
     from refscope.backend.txn import Transaction
 
-    from tests.test_txn_support import open_txn_store
+    from tests.support.txn import open_txn_store
 
     repo = init_repo(tmp_path / "repo", fmt="reftable")
     create_refs(repo, [b"refs/heads/s%03d" % i for i in range(300)])

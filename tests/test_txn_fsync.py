@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from refscope.backend.txn import Transaction
 
-from tests.gitutil import git, init_repo
-from tests.test_txn_support import open_txn_store
+from tests.support.git import git, init_repo
+from tests.support.txn import open_txn_store
 
 
 @pytest.mark.parametrize("setting", [None, "reference", "committed", "none", "pack,index"])

@@ -17,8 +17,8 @@ from refscope.backend.errors import LockBusy, TransactionRefused
 from refscope.backend.meter import measure
 from refscope.backend.txn import Transaction
 
-from tests.gitutil import create_refs, for_each_ref, git, init_repo, tree_bytes
-from tests.test_txn_support import git_delete, open_txn_store
+from tests.support.git import create_refs, for_each_ref, git, init_repo, tree_bytes
+from tests.support.txn import git_delete, open_txn_store
 
 
 # -- lockfile.py -------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import create_refs, for_each_ref, git, git_env, init_repo
-from tests.test_txn_support import leftovers
+from tests.support.git import create_refs, for_each_ref, git, git_env, init_repo
+from tests.support.txn import leftovers
 
 N = 1000
 CHILD = r"""

@@ -10,7 +10,7 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.backend.txn import Transaction
 
-from tests.gitutil import git, init_repo
+from tests.support.git import git, init_repo
 
 
 def test_unsorted_packed_refs_rewrite_matches_git(tmp_path: Path) -> None:

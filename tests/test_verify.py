@@ -19,7 +19,7 @@ from refscope.backend import verify as V
 from refscope.backend.errors import LockBusy, TransactionRefused
 from refscope.backend.repo import discover
 
-from tests.gitutil import create_refs, git, git_binary, git_env, init_repo, tree_bytes
+from tests.support.git import create_refs, git, git_binary, git_env, init_repo, tree_bytes
 
 OBEYED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -316,7 +316,7 @@ def test_hostile_names_are_escaped_in_verify(hostile_repo, capfd):
 
 def test_hostile_names_are_escaped_in_list(hostile_repo):
     # on a terminal (into a pipe, plain `list` prints git's raw bytes: tests/test_hostile_output.py)
-    from tests.ptyrun import run_tty
+    from tests.support.terminal import run_tty
 
     rc, raw_out, err = run_tty("list", "-C", str(hostile_repo), env=git_env())
     out = raw_out.decode("utf-8", "surrogateescape")

@@ -12,8 +12,8 @@ from refscope.app.tui.fake_meter import FakeMeter
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests import corruptions
-from tests.gitutil import git, init_repo, tree_bytes
+from tests.support import corruptions
+from tests.support.git import git, init_repo, tree_bytes
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,8 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.backend.watch import Watcher, iter_events
 
-from tests.gitutil import git, git_env, init_repo
-from tests.test_watch_util import (
+from tests.support.git import git, git_env, init_repo
+from tests.support.watch import (
     NO_AUTOCOMPACT,
     Collector,
     git_rows,
@@ -280,7 +280,7 @@ def test_storm_of_1000_transactions_loses_nothing(tmp_path, ref_format):
 
 
 def git_binary_path() -> str:
-    from tests.gitutil import git_binary
+    from tests.support.git import git_binary
 
     return git_binary()
 

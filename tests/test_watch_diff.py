@@ -166,7 +166,7 @@ def test_loose_name_and_changes():
 
 
 def _git_set(repo) -> dict[bytes, tuple[bytes, bytes]]:
-    from tests.gitutil import for_each_ref
+    from tests.support.git import for_each_ref
 
     return {n: (b"" if t else o, t) for n, o, _p, t in for_each_ref(repo)}
 
@@ -175,7 +175,7 @@ def test_full_and_candidate_diffs_match_git(repo, ref_format):
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
-    from tests.gitutil import git
+    from tests.support.git import git
 
     oid = git(repo, "rev-parse", "HEAD").strip().decode()
     git(repo, "commit", "-q", "--allow-empty", "-m", "two")

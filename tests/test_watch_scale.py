@@ -29,8 +29,8 @@ from refscope.backend.stores import files as files_mod
 from refscope.backend.stores import reftable as reftable_mod
 from refscope.backend.watch import Watcher
 
-from tests.gitutil import for_each_ref, git, git_env, init_repo
-from tests.test_watch_util import NO_AUTOCOMPACT, Collector, run_git, settle
+from tests.support.git import for_each_ref, git, git_env, init_repo
+from tests.support.watch import NO_AUTOCOMPACT, Collector, run_git, settle
 
 N = 3000  # refs: ~20 reftable blocks, ~120 KiB of packed-refs, quick to build and to walk
 DEBOUNCE = 80

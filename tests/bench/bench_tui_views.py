@@ -25,8 +25,8 @@ from refscope.app.tui.screens.stack import StackScreen  # noqa: E402
 from refscope.app.tui.screens.table import TableScreen  # noqa: E402
 from refscope.app.tui.views.rows import RowsView  # noqa: E402
 
-from tests.gitutil import git, init_repo  # noqa: E402
-from tests.test_tui_views_common import Host, open_store, until  # noqa: E402
+from tests.support.git import git, init_repo  # noqa: E402
+from tests.support.tui import Host, open_store, until  # noqa: E402
 
 ROOT = Path("/tmp/refscope-bench-views")
 N = int(os.environ.get("BENCH_REFS", "1000000"))

@@ -15,7 +15,7 @@ from typing import Any
 
 from textual.app import App
 
-from tests.gitutil import git, git_binary, git_env, init_repo
+from tests.support.git import git, git_binary, git_env, init_repo
 
 
 class Host(App[None]):

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
 
 LEFTOVER_SUFFIXES = (".lock", ".new")
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from refscope.backend.verify import table_blocks
 
-from tests.gitutil import git, init_repo
+from tests.support.git import git, init_repo
 
 BASES = ("files", "reftable", "reftable256")
 MISSING_TABLE = "0x0000000000ff-0x0000000000ff-0badf00d.ref"

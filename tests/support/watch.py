@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.gitutil import for_each_ref, git_binary, git_env
+from tests.support.git import for_each_ref, git_binary, git_env
 
 
 def run_git(cwd: Path | str, *args: str, input: bytes | None = None, env: dict | None = None) -> bytes:
