@@ -7,6 +7,12 @@ import pytest
 from tests.support.git import git_binary, init_repo
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """The Pilot tests (``pytest.mark.anyio``) run on asyncio, Textual's loop."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def git_bin() -> str:
     """Path of the reftable-capable git used as the oracle."""

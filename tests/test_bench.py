@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import refscope
 from tests.support.git import for_each_ref, git, git_env, init_repo, tree_bytes
 
 N_REFS = 200
@@ -39,10 +38,10 @@ def snapshot_state(repo: Path) -> tuple[dict[str, bytes], dict[str, tuple[int, i
 
 def run_bench(repo: Path, *args: str, stdin: bytes | None = None, scratch: Path | None = None, **env_extra):
     env = dict(git_env(), REFSCOPE_GIT=os.environ["REFSCOPE_GIT"], **env_extra)
-    argv = [sys.executable, "-m", "refscope.app.cli", "bench", "-C", str(repo), *args]
+    argv = ["bench", "-C", str(repo), *args]
     if scratch is not None:
         argv += ["--scratch", str(scratch)]
-    return subprocess.run(argv, input=stdin, capture_output=True, env=env)
+    return refscope(*argv, stdin=stdin, env=env)
 
 
 def test_table_rows_and_real_repo_untouched(bench_repo: Path, git_bin: str, tmp_path: Path) -> None:

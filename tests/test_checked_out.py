@@ -8,26 +8,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from refscope.backend.repo import checked_out_branches, discover
 
-from tests.support.git import git, git_binary, git_env, init_repo, tree_bytes
-
-
-def refscope_delete(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "refscope.app.cli", "delete", *args],
-        cwd=cwd,
-        capture_output=True,
-        env=git_env(),
-    )
-
-
-def fingerprint(gitdir: Path) -> dict[str, bytes]:
-    return {k: v for k, v in tree_bytes(gitdir).items() if not k.startswith("objects/")}
+from tests.support.cli import refscope
+from tests.support.git import git, git_binary, git_env, init_repo, ref_storage
 
 
 def git_checked_out(cwd: Path) -> set[bytes]:
@@ -54,11 +41,11 @@ def bare(tmp_path: Path, ref_format: str) -> Path:
 def test_bare_clone_deletes_its_head_branch(bare: Path) -> None:
     assert git_checked_out(bare) == set()
     assert checked_out_branches(discover(str(bare), git_env())) == []
-    proc = refscope_delete(bare, "refs/heads/master")
+    proc = refscope("delete", "refs/heads/master", cwd=bare)
     assert proc.returncode == 0, proc.stderr
     assert git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/master") == b""
     git(bare, "refs", "verify")
-    proc = refscope_delete(bare.parent, "-C", "b.git", "refs/heads/side")  # -C finds it the same way
+    proc = refscope("delete", "-C", "b.git", "refs/heads/side", cwd=bare.parent)  # -C finds it the same way
     assert proc.returncode == 0, proc.stderr
     assert git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/side") == b""
     git(bare, "refs", "verify")
@@ -78,16 +65,16 @@ def test_linked_worktree_of_bare_protects_its_branch(bare: Path, where: str) -> 
     )
     assert probe.returncode == 1
     assert probe.stderr == f"error: cannot delete branch 'side' used by worktree at '{wt}'\n".encode()
-    before = fingerprint(bare)
-    proc = refscope_delete(cwd, "refs/heads/side")
+    before = ref_storage(bare)
+    proc = refscope("delete", "refs/heads/side", cwd=cwd)
     assert proc.returncode == 1
     assert proc.stderr.decode() == (
         f"refscope: {gitdir}: cannot delete branch 'side' used by worktree at '{wt}'\n"
     )
     assert proc.stdout == b""
-    assert fingerprint(bare) == before
+    assert ref_storage(bare) == before
     # the bare main worktree's HEAD protects nothing, from either side
-    proc = refscope_delete(cwd, "refs/heads/master")
+    proc = refscope("delete", "refs/heads/master", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     assert (
         git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/")
@@ -114,13 +101,13 @@ def test_non_bare_main_still_protected(tmp_path: Path, ref_format: str) -> None:
     assert {b for _gd, b in checked_out_branches(discover(str(repo / "wt"), git_env()))} == git_checked_out(
         repo
     )
-    before = fingerprint(repo / ".git")
+    before = ref_storage(repo / ".git")
     for cwd in (repo, repo / "wt"):
         gitdir = discover(str(cwd), git_env()).gitdir
-        proc = refscope_delete(cwd, "refs/heads/main")
+        proc = refscope("delete", "refs/heads/main", cwd=cwd)
         assert proc.returncode == 1
         assert (
             proc.stderr.decode()
             == f"refscope: {gitdir}: cannot delete branch 'main' used by worktree at '{repo}'\n"
         )
-    assert fingerprint(repo / ".git") == before
+    assert ref_storage(repo / ".git") == before

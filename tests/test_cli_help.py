@@ -6,22 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from refscope.app import cli, help
 
-from tests.support.git import init_repo
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def refscope(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "refscope.app", *args], capture_output=True, cwd=cwd, timeout=60
-    )
+from tests.support.cli import refscope
+from tests.support.git import ROOT, init_repo
 
 
 def test_top_help_lists_every_command() -> None:

@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import refscope
 from tests.support.git import git, git_env, init_repo
-
-
-def refscope(
-    *args: str, cwd: str | Path | None = None, env: dict | None = None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "refscope.app", *args], cwd=cwd, capture_output=True, env=env or git_env()
-    )
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.git import for_each_ref, git, init_repo
-from tests.test_files_list import ODD_NAMES, assert_same, list_json
+from tests.support.listing import ODD_NAMES, assert_same, list_json
 
 
 @pytest.fixture(scope="module", params=["sha1", "sha256"])

@@ -20,8 +20,8 @@ from refscope.backend.repo import discover
 from refscope.backend.txn import Transaction
 from refscope.backend.verify import stale_locks
 
-from tests.support.git import for_each_ref, git, git_env
-from tests.support.txn import build_repo, copy_repo, git_delete, open_txn_store
+from tests.support.git import copy_repo, for_each_ref, git, git_env
+from tests.support.txn import build_repo, git_delete, open_txn_store
 
 BATCH = [
     b"refs/heads/p02",  # packed only

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import refscope_delete
 from tests.support.git import create_refs, for_each_ref, git, init_repo, tree_bytes
-from tests.test_txn_cli import refscope
 
 
 @pytest.fixture
@@ -25,14 +25,14 @@ def repo5(tmp_path: Path, ref_format: str) -> Path:
 
 @pytest.mark.parametrize("engine", ["native", "git"])
 def test_missing_refs_are_reported(repo5: Path, engine: str) -> None:
-    proc = refscope(repo5, "--engine", engine, "refs/heads/b0", "refs/heads/nope", "refs/heads/alias")
+    proc = refscope_delete(repo5, "--engine", engine, "refs/heads/b0", "refs/heads/nope", "refs/heads/alias")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.decode().splitlines()
     assert lines[0].startswith(f"refscope delete: 2 deleted, 1 not found ({engine}); commit ")
     assert lines[1:] == ["refscope delete: not found: refs/heads/nope"]  # alias deleted b4: not missing
     names = {r[0] for r in for_each_ref(repo5)}
     assert b"refs/heads/b0" not in names and b"refs/heads/b4" not in names
-    proc = refscope(
+    proc = refscope_delete(
         repo5,
         "--engine",
         engine,
@@ -49,7 +49,7 @@ def test_missing_refs_are_reported(repo5: Path, engine: str) -> None:
 
 def test_many_missing_are_counted_not_all_listed(repo5: Path) -> None:
     stdin = b"".join(b"refs/heads/none%02d\n" % i for i in range(25))
-    proc = refscope(repo5, "--stdin", stdin=stdin)
+    proc = refscope_delete(repo5, "--stdin", stdin=stdin)
     assert proc.returncode == 0
     lines = proc.stderr.decode().splitlines()
     assert lines[0].startswith("refscope delete: 0 deleted, 25 not found (native)")
@@ -62,7 +62,7 @@ def test_many_missing_are_counted_not_all_listed(repo5: Path) -> None:
 )
 def test_short_name_suggests_the_full_one(repo5: Path, short: str, meant: str) -> None:
     before = tree_bytes(repo5 / ".git")
-    proc = refscope(repo5, short)
+    proc = refscope_delete(repo5, short)
     assert proc.returncode == 1 and proc.stdout == b""
     assert proc.stderr.decode() == (
         f"refscope: {repo5 / '.git'}: refusing to update ref with bad name '{short}'; did you mean '{meant}'?\n"
@@ -71,7 +71,7 @@ def test_short_name_suggests_the_full_one(repo5: Path, short: str, meant: str) -
 
 
 def test_short_name_without_a_match_gets_git_s_line(repo5: Path) -> None:
-    proc = refscope(repo5, "nothing")
+    proc = refscope_delete(repo5, "nothing")
     assert proc.returncode == 1
     assert (
         proc.stderr.decode()

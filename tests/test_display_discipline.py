@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ast
 import io
-from pathlib import Path
 
 import pytest
 from refscope.backend import display
 
-APP = Path(__file__).resolve().parent.parent / "app"
+from tests.support.git import ROOT
+
+APP = ROOT / "app"
 
 
 def _calls(attr: str) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import faults as faultutil
+from tests.support.cli import refscope
 from tests.support.faults import FAULTS, WHY, fingerprint, make_fault, unprivileged
 from tests.support.git import git, git_binary, git_env, init_repo
 
@@ -66,12 +67,7 @@ def _argv(cmd: str, repo: Path, target: Path) -> list[str]:
 
 
 def _run(prefix: list[str], *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*prefix, sys.executable, "-m", "refscope.app", *argv],
-        capture_output=True,
-        env=git_env(),
-        timeout=TIMEOUT,
-    )
+    return refscope(*argv, prefix=prefix, timeout=TIMEOUT)
 
 
 @pytest.mark.parametrize(
@@ -242,13 +238,7 @@ def test_huge_sparse_packed_refs_under_an_address_space_limit(tmp_path: Path) ->
     packed = repo / ".git" / "packed-refs"
     with open(packed, "r+b") as f:
         f.truncate(2 << 30)
-    out = subprocess.run(
-        [sys.executable, "-m", "refscope.app", "list", "-C", str(repo)],
-        capture_output=True,
-        env=git_env(),
-        timeout=TIMEOUT,
-        preexec_fn=_limited(3_000_000 * 1024),
-    )
+    out = refscope("list", "-C", str(repo), timeout=TIMEOUT, preexec_fn=_limited(3_000_000 * 1024))
     with open(packed, "rb") as f:
         start = len(f.read(4096).split(b"\0", 1)[0])  # where the zeros begin: the bad line
     zeros = "\\x00" * 75  # the first 75 bytes of the bad line, escaped, and "..."
@@ -270,21 +260,11 @@ def test_huge_loose_ref_is_read_bounded(tmp_path: Path) -> None:
         f.truncate(0)
         f.truncate(2 << 30)
     head = git(repo, "rev-parse", "HEAD").strip()
-    out = subprocess.run(
-        [sys.executable, "-m", "refscope.app", "list", "-C", str(repo)],
-        capture_output=True,
-        env=git_env(),
-        timeout=TIMEOUT,
-        preexec_fn=_limited(1 << 30),
-    )
+    out = refscope("list", "-C", str(repo), timeout=TIMEOUT, preexec_fn=_limited(1 << 30))
     assert (out.returncode, out.stderr) == (0, b"")
     assert out.stdout == b"%s refs/heads/huge\n%s refs/heads/main\n" % (head, head)
-    deleted = subprocess.run(
-        [sys.executable, "-m", "refscope.app", "delete", "-C", str(repo), "refs/heads/huge"],
-        capture_output=True,
-        env=git_env(),
-        timeout=TIMEOUT,
-        preexec_fn=_limited(1 << 30),
+    deleted = refscope(
+        "delete", "-C", str(repo), "refs/heads/huge", timeout=TIMEOUT, preexec_fn=_limited(1 << 30)
     )
     assert deleted.returncode == 0, deleted.stderr
     assert not (heads / "huge").exists()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -32,13 +31,9 @@ from refscope.backend.refname import check_refname
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo, run_git
 
 SORTED = b"# pack-refs with: peeled fully-peeled sorted \n"
-
-
-def _run_git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([git_binary(), *args], cwd=repo, capture_output=True, env=git_env())
 
 
 def _git_names(repo: Path, *patterns: str) -> list[bytes]:
@@ -64,11 +59,6 @@ def base(tmp_path_factory) -> tuple[Path, list[bytes]]:
     return path, oids
 
 
-def _copy(base: Path, dest: Path) -> Path:
-    shutil.copytree(base, dest, symlinks=True)
-    return dest
-
-
 # -- 1. racy refresh ------------------------------------------------------------------------------------
 
 
@@ -87,7 +77,7 @@ def _rewrite_keeping_identity(path: Path, rewrite) -> os.stat_result:
 
 
 def test_refresh_rereads_loose_ref_rewritten_with_same_identity(base, tmp_path) -> None:
-    repo = _copy(base[0], tmp_path / "r")
+    repo = copy_repo(base[0], tmp_path / "r")
     a, b, c = base[1][:3]
     git(repo, "update-ref", "refs/heads/x", a.decode())
     store = _store(repo)
@@ -106,7 +96,7 @@ def test_refresh_rereads_loose_ref_rewritten_with_same_identity(base, tmp_path) 
 
 
 def test_refresh_rereads_packed_refs_and_head_rewritten_with_same_identity(base, tmp_path) -> None:
-    repo = _copy(base[0], tmp_path / "r")
+    repo = copy_repo(base[0], tmp_path / "r")
     oids = base[1]
     git(repo, "update-ref", "refs/heads/p", oids[0].decode())
     git(repo, "pack-refs", "--all")
@@ -135,7 +125,7 @@ def test_refresh_rereads_packed_refs_and_head_rewritten_with_same_identity(base,
 def test_refresh_many_rewrites_in_one_git_process(base, tmp_path) -> None:
     """The real race: one ``git update-ref --stdin`` rewrites a ref twice in microseconds after each
     snapshot (same tick, reused inode); every refresh must show what git shows."""
-    repo = _copy(base[0], tmp_path / "r")
+    repo = copy_repo(base[0], tmp_path / "r")
     oids = base[1]
     proc = subprocess.Popen(
         [git_binary(), "update-ref", "--stdin"],
@@ -169,7 +159,7 @@ def test_refresh_many_rewrites_in_one_git_process(base, tmp_path) -> None:
 
 
 def test_refresh_of_files_written_long_ago_reads_nothing(base, tmp_path) -> None:
-    repo = _copy(base[0], tmp_path / "r")
+    repo = copy_repo(base[0], tmp_path / "r")
     oids = base[1]
     lines = b"".join(b"create refs/heads/l%d %s\n" % (i, oids[i % 4]) for i in range(5))
     git(repo, "update-ref", "--stdin", input=lines)
@@ -252,7 +242,7 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def test_rows_hide_what_git_hides(base, tmp_path) -> None:
-    repo = _copy(base[0], tmp_path / "r")
+    repo = copy_repo(base[0], tmp_path / "r")
     o = base[1][0]
     z = b"0" * 40
     gd = repo / ".git"
@@ -319,7 +309,7 @@ ENTRY = st.tuples(
 @given(st.lists(ENTRY, min_size=1, max_size=14, unique_by=lambda e: e[0]), st.booleans())
 def test_rows_match_git_property(base, tmp_path_factory, entries, sorted_trait) -> None:
     """Random mixes of packed and loose refs with broken names and values: rows == iteration == git."""
-    repo = _copy(base[0], tmp_path_factory.mktemp("prop") / "r")
+    repo = copy_repo(base[0], tmp_path_factory.mktemp("prop") / "r")
     oids = base[1]
     gd = repo / ".git"
     (gd / "refs/heads/main").unlink()
@@ -395,7 +385,7 @@ def test_hidden_prescan_never_misses_a_broken_name(records) -> None:
 
 
 def test_unsorted_sorted_file_agrees_with_git(base, tmp_path) -> None:
-    repo = _copy(base[0], tmp_path / "r")
+    repo = copy_repo(base[0], tmp_path / "r")
     o = base[1][0]
     gd = repo / ".git"
     (gd / "refs/heads/main").unlink()
@@ -411,9 +401,9 @@ def test_unsorted_sorted_file_agrees_with_git(base, tmp_path) -> None:
     _write(gd / "packed-refs", SORTED + body)
     snap = _store(repo).snapshot()
     for name in [*names, b"refs/heads/none", b"refs/tags/zz"]:
-        ok = _run_git(repo, "show-ref", "--verify", "-q", name.decode()).returncode == 0
+        ok = run_git(repo, "show-ref", "--verify", "-q", name.decode()).returncode == 0
         assert (snap.lookup(name) is not None) == ok, name
-    verify = _run_git(repo, "refs", "verify")
+    verify = run_git(repo, "refs", "verify")
     assert verify.returncode != 0
     want = verify.stderr.decode().splitlines()[0].removeprefix("error: ")
     offset = len(SORTED) + (42 + len(names[0])) + (42 + len(names[1]))  # the third record
@@ -445,12 +435,12 @@ def test_duplicate_names_in_sorted_file_are_refused(base) -> None:
 
 
 def test_dangerous_packed_name_refused_by_every_sequence_operation(base, tmp_path) -> None:
-    repo = _copy(base[0], tmp_path / "r")
+    repo = copy_repo(base[0], tmp_path / "r")
     o = base[1][0]
     gd = repo / ".git"
     (gd / "refs/heads/main").unlink()
     _write(gd / "packed-refs", SORTED + o + b" refs/heads/../evil\n" + o + b" refs/heads/a\n")
-    proc = _run_git(repo, "for-each-ref")
+    proc = run_git(repo, "for-each-ref")
     assert proc.returncode == 128
     want = proc.stderr.decode().strip().removeprefix("fatal: ")
     assert want == "packed refname is dangerous: refs/heads/../evil"

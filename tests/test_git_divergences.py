@@ -5,33 +5,16 @@ symref chains at git's depth limit, ``-C`` (cumulative, ``-C ''`` a no-op, befor
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from refscope.app import cmd_bench, cmd_tui
 from refscope.backend.display import escape_name
 
-from tests.support.git import git, git_binary, git_env, init_repo, tree_bytes
-
-
-def refscope(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "refscope.app.cli", *args], cwd=cwd, capture_output=True, env=env or git_env()
-    )
-
-
-def run_git(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([git_binary(), *args], cwd=cwd, capture_output=True, env=env or git_env())
-
+from tests.support.cli import refscope
+from tests.support.git import git, git_env, init_repo, ref_storage, run_git
 
 FORMAT = "--format=%(objectname) %(refname)"
-
-
-def fingerprint(gitdir: Path) -> dict[str, bytes]:
-    """Every file under the git dir but objects/ (git's background maintenance may write there)."""
-    return {k: v for k, v in tree_bytes(gitdir).items() if not k.startswith("objects/")}
 
 
 @pytest.fixture
@@ -51,9 +34,9 @@ def test_symref_chains_stop_where_gits_do(chain: Path) -> None:
     assert theirs.returncode == 0
     names = [line.split(b" ")[1] for line in theirs.stdout.splitlines()]
     assert b"refs/heads/s4" in names and b"refs/heads/s5" not in names  # git: 5 reads at most
-    proc = refscope(chain, "list")
+    proc = refscope("list", cwd=chain)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, theirs.stdout, b"")
-    proc = refscope(chain, "list", "--json")
+    proc = refscope("list", "--json", cwd=chain)
     assert [json.loads(line)["name"].encode() for line in proc.stdout.splitlines()] == names
 
 
@@ -88,7 +71,7 @@ def test_dash_c_is_cumulative_and_empty_is_a_no_op(nested: Path, dirs: list[str]
     else:
         cut = 2 if dirs[0] == "-C" else 1
         argv = [*dirs[:cut], "list", *dirs[cut:]]
-    proc = refscope(nested, *argv)
+    proc = refscope(*argv, cwd=nested)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, theirs.stdout, b"")
 
 
@@ -96,17 +79,17 @@ def test_dash_c_is_cumulative_and_empty_is_a_no_op(nested: Path, dirs: list[str]
 def test_every_command_takes_dash_c_as_git_does(nested: Path, command: str) -> None:
     repo = nested / "a" / "repo"
     extra = ["refs/heads/x"] if command == "delete" else []
-    before = fingerprint(repo / ".git")
+    before = ref_storage(repo / ".git")
     # a step that is not a directory: the one line names that step, as git's "cannot change to"
     assert run_git(nested, "-C", "a", "-C", "nope", "status").stderr == (
         b"fatal: cannot change to 'nope': No such file or directory\n"
     )
     for argv in ([command, "-C", "a", "-C", "nope", *extra], ["-C", "a", "-C", "nope", command, *extra]):
-        proc = refscope(nested, *argv)
+        proc = refscope(*argv, cwd=nested)
         assert (proc.returncode, proc.stdout) == (1, b"")
         assert proc.stderr == b"refscope: nope: cannot change to 'nope': No such file or directory\n"
-    assert fingerprint(repo / ".git") == before
-    proc = refscope(nested, "-C", "a", command, "-C", "", "-C", "repo", *extra)
+    assert ref_storage(repo / ".git") == before
+    proc = refscope("-C", "a", command, "-C", "", "-C", "repo", *extra, cwd=nested)
     assert proc.returncode == 0, proc.stderr
     if command == "delete":
         assert git(repo, "for-each-ref", "--format=%(refname)", "refs/heads/x") == b""
@@ -134,10 +117,10 @@ def test_empty_git_dir_is_not_a_repository(tmp_path: Path, ref_format: str, comm
     env = {**git_env(), "GIT_DIR": ""}
     theirs = run_git(repo, "for-each-ref", env=env)
     assert (theirs.returncode, theirs.stderr) == (128, b"fatal: not a git repository: ''\n")
-    before = fingerprint(repo / ".git")
-    proc = refscope(repo, command, *(["refs/heads/main"] if command == "delete" else []), env=env)
+    before = ref_storage(repo / ".git")
+    proc = refscope(command, *(["refs/heads/main"] if command == "delete" else []), env=env, cwd=repo)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, b"", b"refscope: not a git repository: ''\n")
-    assert fingerprint(repo / ".git") == before
+    assert ref_storage(repo / ".git") == before
 
 
 # Characters to try in a name: what the display escapes (C1, bidi, line/paragraph separators, zero-width,
@@ -170,7 +153,7 @@ def test_verify_warns_exactly_about_what_the_display_escapes(tmp_path: Path, ref
     repo = init_repo(tmp_path / "repo", fmt=ref_format)
     names = [f"refs/heads/n{i:02d}-{ch}-x".encode() for i, ch in enumerate(CHARS)]
     git(repo, "update-ref", "--stdin", input=b"".join(b"create %s HEAD\n" % n for n in names))
-    proc = refscope(repo, "verify", "--json")
+    proc = refscope("verify", "--json", cwd=repo)
     assert proc.returncode == 0, proc.stdout
     warned = {
         f["message"].split("'")[1]

@@ -28,8 +28,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import refscope
 from tests.support.git import git, git_binary, git_env, init_repo, tree_bytes
-from tests.support.terminal import run_tty
+from tests.support.terminal import pump, raw_pty, run_tty
 
 OSC = b"\x1b]0;PWNED\x07"
 CSI = b"\x1b[5;31m"
@@ -165,14 +166,6 @@ def dump_targets(repo: Path) -> list[Path]:
     return [d / "packed-refs"]
 
 
-def refscope_pipe(
-    *args: str, stdin: bytes | None = None, env: dict | None = None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "refscope.app", *args], capture_output=True, input=stdin, env=env or git_env()
-    )
-
-
 def read_commands(repo: Path) -> list[tuple[str, ...]]:
     """Every read-only command, with its arguments (one ``dump`` per file)."""
     r = str(repo)
@@ -200,7 +193,7 @@ def test_every_read_command_on_a_terminal_is_safe(hostile: Path) -> None:
 
 def test_every_read_command_into_a_pipe_is_safe_except_list_which_is_gits_bytes(hostile: Path) -> None:
     for cmd in read_commands(hostile):
-        proc = refscope_pipe(*cmd)
+        proc = refscope(*cmd)
         assert proc.returncode in (0, 1), (cmd, proc.stderr)
         assert_terminal_safe(proc.stderr, f"{cmd[0]} stderr")
         if cmd[0] == "list":
@@ -215,7 +208,7 @@ def test_every_read_command_into_a_pipe_is_safe_except_list_which_is_gits_bytes(
 def test_every_read_command_as_json_is_strict(hostile: Path) -> None:
     hostile_logs = 0
     for cmd in read_commands(hostile):
-        proc = refscope_pipe(cmd[0], "--json", *cmd[1:])
+        proc = refscope(cmd[0], "--json", *cmd[1:])
         assert proc.returncode in (0, 1), (cmd, proc.stderr)
         assert_terminal_safe(proc.stderr, f"{cmd[0]} --json stderr")
         objs = strict_json_lines(proc.stdout, f"{cmd[0]} --json")
@@ -265,19 +258,17 @@ def test_list_into_delete_stdin_deletes_the_raw_name(tmp_path: Path, fmt: str) -
     for name in (b"refs/heads/caf\xe9", b"refs/heads/na\xefve"):
         _git_raw(repo, "update-ref", name, oid)
     # plain: the pipe carries git's bytes
-    listed = refscope_pipe("list", "-C", str(repo), "refs/heads/caf*").stdout
+    listed = refscope("list", "-C", str(repo), "refs/heads/caf*").stdout
     assert listed == oid + b" refs/heads/caf\xe9\n"
     names = b"".join(line.split(b" ", 1)[1] + b"\n" for line in listed.splitlines())
-    proc = refscope_pipe("delete", "-C", str(repo), "--stdin", stdin=names)
+    proc = refscope("delete", "-C", str(repo), "--stdin", stdin=names)
     assert proc.returncode == 0, proc.stderr
     assert b"refs/heads/caf\xe9" not in git(repo, "for-each-ref", "--format=%(refname)")
     # JSON: jq-style strict parse, the exact name from name_b64
-    (obj,) = strict_json_lines(
-        refscope_pipe("list", "--json", "-C", str(repo), "refs/heads/na*").stdout, "json"
-    )
+    (obj,) = strict_json_lines(refscope("list", "--json", "-C", str(repo), "refs/heads/na*").stdout, "json")
     assert obj["name"] == "refs/heads/na\ufffdve"
     exact = base64.b64decode(obj["name_b64"])
-    proc = refscope_pipe("delete", "-C", str(repo), "--stdin", "--json", stdin=exact + b" " + oid + b"\n")
+    proc = refscope("delete", "-C", str(repo), "--stdin", "--json", stdin=exact + b" " + oid + b"\n")
     assert proc.returncode == 0, proc.stderr
     (res,) = strict_json_lines(proc.stdout, "delete --json")
     assert res["committed"] and base64.b64decode(res["deleted_b64"][0]) == exact
@@ -305,7 +296,7 @@ def test_delete_text_json_and_its_errors_are_safe(tmp_path: Path) -> None:
                 rc, out, _ = run_tty(*cmd, env=git_env(), stderr_tty=True, stdin=stdin)
                 text = assert_terminal_safe(out, "delete refusal")
                 assert rc == 1 and text.count("refscope: ") == 1, text
-                proc = refscope_pipe(*cmd, stdin=stdin)
+                proc = refscope(*cmd, stdin=stdin)
                 assert proc.returncode == 1, proc.stderr
                 err = assert_terminal_safe(proc.stderr, "delete refusal stderr")
                 assert err.startswith("refscope: ") and err.count("\n") == 1, err
@@ -316,7 +307,7 @@ def test_delete_text_json_and_its_errors_are_safe(tmp_path: Path) -> None:
         rc, out, _ = run_tty("delete", "-C", r, os.fsdecode(NAMES[1]), env=git_env(), stderr_tty=True)
         assert rc == 0, out
         assert_terminal_safe(out, "delete")
-        proc = refscope_pipe("delete", "-C", r, "--json", os.fsdecode(NAMES[4]), os.fsdecode(NAMES[0]))
+        proc = refscope("delete", "-C", r, "--json", os.fsdecode(NAMES[4]), os.fsdecode(NAMES[0]))
         assert proc.returncode == 0, proc.stderr
         (res,) = strict_json_lines(proc.stdout, "delete --json")
         assert NAMES[4].decode() in res["deleted"] and "refs/heads/caf\ufffd" in res["deleted"]
@@ -333,7 +324,7 @@ def test_bench_text_and_json_are_safe(hostile: Path) -> None:
         assert "\\x1b]0;PWNED\\x07" in text
         return
     assert rc == 0 and "refs/heads/csi-\\x9b31m" in text, text
-    proc = refscope_pipe(*args[:1], "--json", *args[1:])
+    proc = refscope(*args[:1], "--json", *args[1:])
     assert proc.returncode == 0, proc.stderr
     (obj,) = strict_json_lines(proc.stdout, "bench --json")
     assert base64.b64decode(obj["deletions"][0]["name_b64"]) == NAMES[1]
@@ -342,16 +333,9 @@ def test_bench_text_and_json_are_safe(hostile: Path) -> None:
 def _watch_one_event(repo: Path, fmt: str, as_json: bool, tty: bool) -> tuple[bytes, bytes]:
     """Start ``refscope watch``, make one hostile change with git, return (stdout bytes of the first event,
     stderr)."""
-    import pty
-    import select
-    import termios
-
     args = [sys.executable, "-m", "refscope.app", "watch", "-C", str(repo)] + (["--json"] if as_json else [])
     if tty:
-        master, slave = pty.openpty()
-        attrs = termios.tcgetattr(slave)
-        attrs[1] &= ~termios.OPOST
-        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        master, slave = raw_pty()
         proc = subprocess.Popen(args, stdout=slave, stderr=subprocess.PIPE, env=git_env())
         os.close(slave)
         out_fd = master
@@ -365,17 +349,10 @@ def _watch_one_event(repo: Path, fmt: str, as_json: bool, tty: bool) -> tuple[by
         name = "refs/heads/new-\u202e-\u2028-\u009b".encode() + (b"\xff" if "reftable" in fmt else b"")
         name += b"-%d%d" % (as_json, tty)  # a new ref each time
         _git_raw(repo, "update-ref", "-m", MESSAGE, name, oid, env=_git_env_hostile())
-        got = b""
-        deadline = time.monotonic() + 20
-        while b"\n" not in got and time.monotonic() < deadline:
-            ready, _, _ = select.select([out_fd], [], [], 0.2)
-            if ready:
-                chunk = os.read(out_fd, 65536)
-                if not chunk:
-                    break
-                got += chunk
+        got = bytearray()
+        pump(out_fd, got, time.monotonic() + 20, until=lambda: b"\n" in got)
         assert b"\n" in got, got
-        return got, err
+        return bytes(got), err
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=10)
@@ -411,10 +388,10 @@ def screen_text(app) -> str:
 
 
 async def _settle(pilot, app) -> None:
-    from tests.support.tui import until
+    from tests.support.tui import wait_for
 
     await pilot.pause()
-    await until(pilot, lambda: not any(w.is_running for w in app.workers), timeout=20)
+    await wait_for(pilot, lambda: not any(w.is_running for w in app.workers), timeout=20)
     await pilot.pause()
 
 
@@ -447,7 +424,7 @@ async def test_every_tui_view_is_safe(hostile: Path, tmp_path: Path) -> None:
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
-    from tests.support.tui import until
+    from tests.support.tui import wait_for
 
     path = tmp_path / os.fsdecode(DIR)
     shutil.copytree(hostile, path, symlinks=True)
@@ -455,18 +432,20 @@ async def test_every_tui_view_is_safe(hostile: Path, tmp_path: Path) -> None:
     repo = discover(str(path))
     app = RefscopeApp(open_store(repo), repo=repo, repo_path=str(path), meter=FakeMeter(), watch=False)
     async with app.run_test(size=(200, 50)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.is_ready(), timeout=20)
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.is_ready(), timeout=20
+        )
         text = await _shown(pilot, app, "main")
         assert "refs/heads/caf\\xe9" in text and "refs/heads/bidi-\\u202egnp.exe" in text
 
         # the storage view of the format
         await pilot.press("s")
-        await until(pilot, lambda: not isinstance(app.screen, MainScreen), timeout=20)
+        await wait_for(pilot, lambda: not isinstance(app.screen, MainScreen), timeout=20)
         if files:
             screen = app.screen
             assert isinstance(screen, PackedScreen)
             # the 0x9B trait does not stop the indexing worker: records are indexed and shown
-            await until(pilot, lambda: screen.index is not None and screen.index.done, timeout=20)
+            await wait_for(pilot, lambda: screen.index is not None and screen.index.done, timeout=20)
             text = await _shown(pilot, app, "packed-refs")
             assert MARKUP.decode() in text and LINK.decode()[:20] in text  # literal, not interpreted
             assert "\\x1b]0;PWNED\\x07" in text and "\\x9b" in text
@@ -483,7 +462,7 @@ async def test_every_tui_view_is_safe(hostile: Path, tmp_path: Path) -> None:
                 app.screen.query_one("#stack-tables").move_to(t)
                 await pilot.pause()
                 await pilot.press("enter")
-                await until(pilot, lambda: isinstance(app.screen, TableScreen), timeout=20)
+                await wait_for(pilot, lambda: isinstance(app.screen, TableScreen), timeout=20)
                 table = app.screen
                 await _settle(pilot, app)
                 for i in range(len(table.blocks)):
@@ -494,32 +473,32 @@ async def test_every_tui_view_is_safe(hostile: Path, tmp_path: Path) -> None:
                     ):
                         assert "n-\\x1b[5;31m-\\x9b-[red]x[/]" in text, text
                 await pilot.press("escape")
-                await until(pilot, lambda: isinstance(app.screen, StackScreen), timeout=20)
+                await wait_for(pilot, lambda: isinstance(app.screen, StackScreen), timeout=20)
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
 
         # packed-refs (files), the reflog of a hostile ref
         if files:
             await pilot.press("p")
-            await until(pilot, lambda: isinstance(app.screen, PackedScreen), timeout=20)
+            await wait_for(pilot, lambda: isinstance(app.screen, PackedScreen), timeout=20)
             await _shown(pilot, app, "packed-refs (p)")
             await pilot.press("escape")
-            await until(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
+            await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
         app.jump_to(NAMES[1])
         await _settle(pilot, app)
         assert app.screen.ref_list.current_name() == NAMES[1]
         await pilot.press("l")
-        await until(pilot, lambda: isinstance(app.screen, ReflogScreen), timeout=20)
+        await wait_for(pilot, lambda: isinstance(app.screen, ReflogScreen), timeout=20)
         text = await _shown(pilot, app, "reflog")
         assert "n-\\x1b[5;31m-\\x9b-[red]x[/]" in text and "m-\\x1b]0;PWNED\\x07" in text
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
 
         # an operation's report, then the commit dialog and its result for two hostile refs
         app.push_screen(OperationScreen(app.reports[0]))
         await _shown(pilot, app, "operation")
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), timeout=20)
         for name in (NAMES[1], b"refs/heads/sym"):
             app.jump_to(name)
             await _settle(pilot, app)
@@ -527,18 +506,18 @@ async def test_every_tui_view_is_safe(hostile: Path, tmp_path: Path) -> None:
         text = await _shown(pilot, app, "main with a queue")
         assert "refs/heads/csi-\\x9b31m" in text
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmCommit), timeout=20)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit), timeout=20)
         text = await _shown(pilot, app, "commit dialog", settle=False)
         assert "refs/heads/csi-\\x9b31m" in text or "refs/heads/caf\\xe9" in text
         await pilot.press("y")
         if files:  # packed-refs holds a record git hides: the rewrite is refused, quoting it
             from refscope.app.tui.screens.dialogs import Message as MessageDialog
 
-            await until(pilot, lambda: isinstance(app.screen, MessageDialog), timeout=30)
+            await wait_for(pilot, lambda: isinstance(app.screen, MessageDialog), timeout=30)
             text = await _shown(pilot, app, "commit refusal")
             assert "refusing to rewrite" in text and "\\x1b]0;PWNED\\x07" in text
         else:
-            await until(pilot, lambda: isinstance(app.screen, OperationScreen), timeout=30)
+            await wait_for(pilot, lambda: isinstance(app.screen, OperationScreen), timeout=30)
             await _shown(pilot, app, "commit result")
     refs = git(path, "for-each-ref", "--format=%(refname)")
     assert (NAMES[1] in refs) == files

@@ -18,7 +18,7 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.backend.stores import reftable as rt
 
-from tests.support.git import for_each_ref, git, init_repo
+from tests.support.git import copy_repo, for_each_ref, git, init_repo
 
 N = 3000
 
@@ -50,13 +50,6 @@ def base_repo(tmp_path_factory, git_bin) -> dict:
     return out
 
 
-def _copy(src: Path, dst: Path) -> Path:
-    import shutil
-
-    shutil.copytree(src, dst, symlinks=True)
-    return dst
-
-
 def _changes(path: Path) -> None:
     """Adds, deletes (one the base symref points at), changes: each a separate git process."""
     head = git(path, "rev-parse", "HEAD").strip().decode()
@@ -71,7 +64,7 @@ def _changes(path: Path) -> None:
 
 
 def test_reftable_refresh_splices_overlay(base_repo, tmp_path: Path) -> None:
-    path = _copy(base_repo["reftable"], tmp_path / "r")
+    path = copy_repo(base_repo["reftable"], tmp_path / "r")
     store = open_store(discover(str(path)))
     snap = store.snapshot()
     assert len(snap.tables) == 1
@@ -102,7 +95,7 @@ def test_reftable_refresh_splices_overlay(base_repo, tmp_path: Path) -> None:
 
 
 def test_reftable_big_overlay_walks(base_repo, tmp_path: Path, monkeypatch) -> None:
-    path = _copy(base_repo["reftable"], tmp_path / "r")
+    path = copy_repo(base_repo["reftable"], tmp_path / "r")
     store = open_store(discover(str(path)))
     snap = store.snapshot()
     len(snap)
@@ -114,7 +107,7 @@ def test_reftable_big_overlay_walks(base_repo, tmp_path: Path, monkeypatch) -> N
 
 
 def test_files_packed_rewrite_derives_index(base_repo, tmp_path: Path) -> None:
-    path = _copy(base_repo["files"], tmp_path / "r")
+    path = copy_repo(base_repo["files"], tmp_path / "r")
     store = open_store(discover(str(path)))
     snap = store.snapshot()
     assert _rows(snap) == _git_rows(path)
@@ -145,7 +138,7 @@ def test_files_packed_rewrite_derives_index(base_repo, tmp_path: Path) -> None:
 
 def test_files_not_derived_without_previous_index(base_repo, tmp_path: Path) -> None:
     """Nothing to derive from (the previous version never built its index): built afresh, same rows."""
-    path = _copy(base_repo["files"], tmp_path / "r")
+    path = copy_repo(base_repo["files"], tmp_path / "r")
     store = open_store(discover(str(path)))
     snap = store.snapshot()
     git(path, "update-ref", "-d", "refs/heads/b/01234")

@@ -33,7 +33,7 @@ from refscope.backend.refname import is_valid_refname
 from refscope.backend.repo import discover
 from refscope.backend.stores.reftable import ReftableStore, _block_names_suspect, _pairs_plain, _ref_from
 
-from tests.support.git import git, git_binary, git_env, init_repo
+from tests.support.git import git, git_env, git_noauto, init_repo
 from tests.support.listing import listed
 
 _HS = {"sha1": 20, "sha256": 32}
@@ -200,14 +200,6 @@ def test_plain_check_never_misses(names):
 # --- a big base table with newer tables above it (the usual live stack) ---------------------------------
 
 
-def _gitnc(path, *args: str, input: bytes | None = None) -> bytes:
-    env = git_env()
-    env["GIT_TEST_REFTABLE_AUTOCOMPACTION"] = "false"
-    return subprocess.run(
-        [git_binary(), *args], cwd=path, input=input, capture_output=True, env=env, check=True
-    ).stdout
-
-
 @pytest.fixture(scope="module")
 def overlay_repo(tmp_path_factory, git_bin) -> Path:
     """3000 refs packed into one table, then small tables: deletions of base refs (tombstones), updates,
@@ -216,7 +208,7 @@ def overlay_repo(tmp_path_factory, git_bin) -> Path:
     path = init_repo(tmp_path_factory.mktemp("ov") / "r", fmt="reftable")
     git(path, "config", "maintenance.auto", "false")
     head = git(path, "rev-parse", "HEAD").strip().decode()
-    _gitnc(path, "commit", "-q", "--allow-empty", "-m", "second")
+    git_noauto(path, "commit", "-q", "--allow-empty", "-m", "second")
     second = git(path, "rev-parse", "HEAD").strip().decode()
     git(path, "tag", "-a", "-m", "annotated", "t0", head)
     tag = git(path, "rev-parse", "t0").strip().decode()
@@ -233,10 +225,10 @@ def overlay_repo(tmp_path_factory, git_bin) -> Path:
         ["create refs/heads/b/00010 " + second],
     ]
     for b in batches:
-        _gitnc(path, "update-ref", "--stdin", input="".join(x + "\n" for x in b).encode())
-    _gitnc(path, "symbolic-ref", "refs/heads/b/03001", "refs/heads/b/03000")
-    _gitnc(path, "symbolic-ref", "refs/heads/b/03003", "refs/heads/nowhere")
-    _gitnc(path, "tag", "-a", "-m", "t", "v1", head)
+        git_noauto(path, "update-ref", "--stdin", input="".join(x + "\n" for x in b).encode())
+    git_noauto(path, "symbolic-ref", "refs/heads/b/03001", "refs/heads/b/03000")
+    git_noauto(path, "symbolic-ref", "refs/heads/b/03003", "refs/heads/nowhere")
+    git_noauto(path, "tag", "-a", "-m", "t", "v1", head)
     return path
 
 

@@ -24,7 +24,8 @@ from refscope.backend.formats.reftable.record import VALUE_DELETION, VALUE_VAL1,
 from refscope.backend.formats.reftable.table import _READ_UP_TO
 from refscope.backend.formats.reftable.writer import write_table
 
-from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo, tree_bytes
+from tests.support import cli
+from tests.support.git import for_each_ref, git, git_binary, git_env, git_noauto, init_repo, tree_bytes
 from tests.support.txn import leftovers
 
 SMALL = 1100  # one-ref tables over the large ones
@@ -33,18 +34,13 @@ PER_LARGE = 12000  # refs in each large table
 LIST_FORMAT = "--format=%(objectname) %(refname)"
 
 
-def _noauto_env() -> dict[str, str]:
-    return {**git_env(), "GIT_TEST_REFTABLE_AUTOCOMPACTION": "false"}
-
-
 def _build(path: Path) -> Path:
     init_repo(path, fmt="reftable")
     head = git(path, "rev-parse", "HEAD").strip()
     other = git(path, "commit-tree", "-m", "other", "HEAD^{tree}").strip()
-    env = _noauto_env()
     for k in range(LARGE):
         lines = b"".join(b"create refs/large/%d/%05d %s\n" % (k, i, head) for i in range(PER_LARGE))
-        subprocess.run([git_binary(), "update-ref", "--stdin"], input=lines, cwd=path, env=env, check=True)
+        git_noauto(path, "update-ref", "--stdin", input=lines)
     rdir = path / ".git" / "reftable"
     names = (rdir / "tables.list").read_text().split()
     sizes = [(rdir / n).stat().st_size for n in names]
@@ -97,9 +93,8 @@ def _limited(n: int):
 
 def refscope(repo: Path, limit: int, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
     """``refscope ARGS -C repo`` in a child limited to ``limit`` descriptors."""
-    argv = [sys.executable, "-m", "refscope.app", *args[:1], "-C", str(repo), *args[1:]]
-    return subprocess.run(
-        argv, input=stdin, capture_output=True, env=git_env(), preexec_fn=_limited(limit), timeout=120
+    return cli.refscope(
+        *args[:1], "-C", str(repo), *args[1:], stdin=stdin, preexec_fn=_limited(limit), timeout=120
     )
 
 

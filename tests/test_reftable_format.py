@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import zlib
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from refscope.backend.formats.reftable.stack import (
 from refscope.backend.formats.reftable.table import Table
 from refscope.backend.formats.reftable.writer import write_table
 
-from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import for_each_ref, git, git_noauto, init_repo, run_git
 
 # --- varints ---------------------------------------------------------------------------------------------
 
@@ -286,16 +285,6 @@ def test_block_len_past_end_and_restart_checks():
 # --- git reads what we write; we write what git writes ---------------------------------------------------
 
 
-def gitnc(
-    path: Path, *args: str, input: bytes | None = None, check: bool = True
-) -> subprocess.CompletedProcess:
-    env = git_env()
-    env["GIT_TEST_REFTABLE_AUTOCOMPACTION"] = "false"
-    return subprocess.run(
-        [git_binary(), *args], cwd=path, input=input, capture_output=True, env=env, check=check
-    )
-
-
 def _append_table(path: Path, data: bytes, lo: int, hi: int) -> str:
     name = f"0x{lo:012x}-0x{hi:012x}-{0x1234ABCD:08x}.ref"
     d = path / ".git/reftable"
@@ -313,8 +302,8 @@ def test_git_reads_our_tables(tmp_path, git_bin, hash_name):
     git(path, "tag", "-a", "-m", "t", "v1")
     tag = git(path, "rev-parse", "v1").strip()
     for i in range(3):
-        gitnc(path, "update-ref", "-m", f"step {i}", "refs/heads/doomed", head)
-    gitnc(path, "update-ref", "refs/heads/keep", head)
+        git_noauto(path, "update-ref", "-m", f"step {i}", "refs/heads/doomed", head)
+    git_noauto(path, "update-ref", "refs/heads/keep", head)
     snap_tables = [t for t in (path / ".git/reftable/tables.list").read_text().split()]
     top = max(Table.open(str(path / ".git/reftable" / n)).max_update_index for n in snap_tables)
     ui = top + 1
@@ -355,7 +344,7 @@ def test_git_reads_our_tables(tmp_path, git_bin, hash_name):
     assert rows[b"refs/heads/new"][1] == head
     assert rows[b"refs/tags/ours"][1:3] == (tag, head)
     assert rows[b"refs/heads/symbolic"][3] == b"refs/heads/keep"
-    assert gitnc(path, "reflog", "exists", "refs/heads/doomed", check=False).returncode == 1
+    assert run_git(path, "reflog", "exists", "refs/heads/doomed").returncode == 1
     out = git(path, "reflog", "show", "--format=%H|%gn|%ge|%gs|%gd", "--date=raw", "refs/heads/new")
     assert out == head + b"|C O Mitter|committer@example.com|made by refscope|new@{1700000000 -0130}\n"
     assert git(path, "refs", "verify") == b""
@@ -474,7 +463,7 @@ def test_compaction_policy_matches_git(tmp_path, git_bin):
     head = git(path, "rev-parse", "HEAD").strip().decode()
     for k, count in enumerate([40, 3, 30, 1, 2, 9, 1]):
         lines = "".join(f"create refs/heads/t{k}/{i} {head}\n" for i in range(count))
-        gitnc(path, "update-ref", "--stdin", input=lines.encode())
+        git_noauto(path, "update-ref", "--stdin", input=lines.encode())
     d = path / ".git/reftable"
     before = (d / "tables.list").read_text().split()
     sizes = [compaction_size(os.stat(d / n).st_size, 1, "sha1") for n in before]

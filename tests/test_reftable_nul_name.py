@@ -9,26 +9,12 @@ serve the record under any name (the rest of the listing is git's, byte for byte
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.git import git, git_binary, git_env, init_repo, tree_bytes
-
-
-def refscope(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "refscope.app.cli", *args],
-        cwd=repo,
-        input=stdin,
-        capture_output=True,
-        env=git_env(),
-    )
-
-
-def fingerprint(repo: Path) -> dict[str, bytes]:
-    return {k: v for k, v in tree_bytes(repo / ".git").items() if not k.startswith("objects/")}
+from tests.support.cli import refscope
+from tests.support.git import git, git_binary, git_env, init_repo, ref_storage
 
 
 @pytest.fixture
@@ -57,43 +43,43 @@ def test_nul_name_is_reported_and_the_rest_served(nul_repo: tuple[Path, Path]) -
     oid = git(repo, "rev-parse", "HEAD").strip()
     phantom = oid + b" refs/heads/ab\n"  # git's reading of the damaged key: cut at the NUL
     assert phantom in theirs.stdout
-    before = fingerprint(repo)
-    proc = refscope(repo, "list")
+    before = ref_storage(repo / ".git")
+    proc = refscope("list", cwd=repo)
     assert proc.returncode == 0
     assert proc.stdout == theirs.stdout.replace(phantom, b"")
     warning = f"refscope: {table}: warning: ref name 'refs/heads/ab\\x00c' holds a NUL byte; not listed (ref block at 0)\n"
     assert proc.stderr.decode() == warning  # once
-    proc = refscope(repo, "list", "refs/tags")
+    proc = refscope("list", "refs/tags", cwd=repo)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, oid + b" refs/tags/v1\n", b"")  # not in range
-    proc = refscope(repo, "verify")
+    proc = refscope("verify", cwd=repo)
     assert proc.returncode == 1
     assert (
         f"error: {table}@0: ref name 'refs/heads/ab\\x00c' holds a NUL byte: git reads it as 'refs/heads/ab'; "
         "refscope does not list it and refuses writes that name it"
     ) in proc.stdout.decode().splitlines()
-    assert fingerprint(repo) == before
+    assert ref_storage(repo / ".git") == before
 
 
 def test_writes_naming_it_are_refused_others_pass(nul_repo: tuple[Path, Path]) -> None:
     repo, _table = nul_repo
-    before = fingerprint(repo)
-    proc = refscope(repo, "delete", "--stdin", stdin=b"refs/heads/ab\0c\n")
+    before = ref_storage(repo / ".git")
+    proc = refscope("delete", "--stdin", stdin=b"refs/heads/ab\0c\n", cwd=repo)
     assert proc.returncode == 1
     assert (
         proc.stderr.decode()
         == f"refscope: {repo / '.git'}: refusing to update ref with bad name 'refs/heads/ab\\x00c'\n"
     )
-    assert fingerprint(repo) == before
+    assert ref_storage(repo / ".git") == before
     # git's reading of the key (cut at the NUL): git would delete the damaged record under that name
     for engine in ("native", "git"):
-        proc = refscope(repo, "delete", "--engine", engine, "refs/heads/ab")
+        proc = refscope("delete", "--engine", engine, "refs/heads/ab", cwd=repo)
         assert (proc.returncode, proc.stdout) == (1, b"")
         assert proc.stderr.decode() == (
             f"refscope: {_table}: 'refs/heads/ab' is how git reads the damaged record 'refs/heads/ab\\x00c' "
             "(a NUL byte in its name): refusing to write\n"
         )
-        assert fingerprint(repo) == before
-    proc = refscope(repo, "delete", "refs/heads/zzz")
+        assert ref_storage(repo / ".git") == before
+    proc = refscope("delete", "refs/heads/zzz", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     assert b"refs/heads/zzz" not in git(repo, "for-each-ref", "--format=%(refname)")
 

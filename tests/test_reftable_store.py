@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from refscope.backend.refname import is_valid_refname
 from refscope.backend.repo import discover
 from refscope.backend.stores.reftable import ReftableStore, _block_names_suspect
 
-from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import for_each_ref, git, git_noauto, init_repo
 
 
 def _rows(snap) -> list[tuple[bytes, bytes, bytes, bytes]]:
@@ -61,21 +60,11 @@ def _our_reflog(snap, name: bytes) -> list[tuple[bytes, ...]]:
     return rows
 
 
-def gitnc(path: Path, *args: str, input: bytes | None = None) -> bytes:
-    """git with auto-compaction off (only an environment variable controls it in git 2.55)."""
-    env = git_env()
-    env["GIT_TEST_REFTABLE_AUTOCOMPACTION"] = "false"
-    proc = subprocess.run(
-        [git_binary(), *args], cwd=path, input=input, capture_output=True, env=env, check=True
-    )
-    return proc.stdout
-
-
 def _update(path: Path, lines: list[str], msg: str | None = None, compact: bool = True) -> None:
     args = ["update-ref", "--stdin"]
     if msg:
         args[1:1] = ["-m", msg]
-    (git if compact else gitnc)(path, *args, input=("".join(line + "\n" for line in lines)).encode())
+    (git if compact else git_noauto)(path, *args, input=("".join(line + "\n" for line in lines)).encode())
 
 
 UNICODE = "refs/heads/ünïcødé/ветка/枝"
@@ -88,14 +77,14 @@ def stack_repo(tmp_path_factory, git_bin) -> Path:
     path = init_repo(tmp_path_factory.mktemp("rt") / "stack", fmt="reftable")
     git(path, "config", "maintenance.auto", "false")  # `git commit` would otherwise run `pack-refs --auto`
     head = git(path, "rev-parse", "HEAD").strip().decode()
-    gitnc(path, "commit", "-q", "--allow-empty", "-m", "second")
+    git_noauto(path, "commit", "-q", "--allow-empty", "-m", "second")
     second = git(path, "rev-parse", "HEAD").strip().decode()
-    gitnc(path, "tag", "-a", "-m", "annotated", "v1", head)
-    gitnc(path, "tag", "-a", "-m", "nested", "v1-nested", "v1")
-    gitnc(path, "tag", "-a", "-m", "nested twice", "v1-nested2", "v1-nested")
-    gitnc(path, "tag", "light", second)
-    gitnc(path, "symbolic-ref", "refs/heads/sym", "refs/heads/main")
-    gitnc(path, "symbolic-ref", "refs/heads/dangling", "refs/heads/does-not-exist")
+    git_noauto(path, "tag", "-a", "-m", "annotated", "v1", head)
+    git_noauto(path, "tag", "-a", "-m", "nested", "v1-nested", "v1")
+    git_noauto(path, "tag", "-a", "-m", "nested twice", "v1-nested2", "v1-nested")
+    git_noauto(path, "tag", "light", second)
+    git_noauto(path, "symbolic-ref", "refs/heads/sym", "refs/heads/main")
+    git_noauto(path, "symbolic-ref", "refs/heads/dangling", "refs/heads/does-not-exist")
     _update(path, [f"create refs/heads/a/{i:03d} {head}" for i in range(60)], "batch one", compact=False)
     _update(path, [f"create {UNICODE} {second}", f"create {LONG} {head}"], "odd names", compact=False)
     for k in range(8):
@@ -107,9 +96,9 @@ def stack_repo(tmp_path_factory, git_bin) -> Path:
     _update(path, [f"create refs/bisect/bad {head}", f"create refs/worktree/mine {second}"], compact=False)
     _update(path, [f"create refs/pull/{i}/head {second}" for i in range(30)], "pulls", compact=False)
     _update(path, ["delete refs/pull/3/head", "delete refs/pull/7/head"], "prune pulls", compact=False)
-    gitnc(path, "checkout", "-q", "-b", "topic")
-    gitnc(path, "commit", "-q", "--allow-empty", "-m", "on topic")
-    gitnc(path, "checkout", "-q", "main")
+    git_noauto(path, "checkout", "-q", "-b", "topic")
+    git_noauto(path, "commit", "-q", "--allow-empty", "-m", "on topic")
+    git_noauto(path, "checkout", "-q", "main")
     _update(path, [f"create ORIG_HEAD {head}"], compact=False)
     return path
 
@@ -189,10 +178,10 @@ def test_reflog_entry_deletion_records(tmp_path, git_bin):
     path = init_repo(tmp_path / "r", fmt="reftable")
     git(path, "config", "maintenance.auto", "false")
     for i in range(4):
-        gitnc(path, "commit", "-q", "--allow-empty", "-m", f"c{i}")
+        git_noauto(path, "commit", "-q", "--allow-empty", "-m", f"c{i}")
     before = _git_reflog(path, "refs/heads/main")
-    gitnc(path, "reflog", "delete", "refs/heads/main@{1}")
-    gitnc(path, "reflog", "delete", "HEAD@{2}")
+    git_noauto(path, "reflog", "delete", "refs/heads/main@{1}")
+    git_noauto(path, "reflog", "delete", "HEAD@{2}")
     snap = _snap(path)
     assert any(rec.log_type == 0 for t in snap.tables for rec in t.iter_logs())
     for name in ("refs/heads/main", "HEAD"):

@@ -31,12 +31,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.git import create_refs, for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import ROOT, copy_repo, create_refs, for_each_ref, git, git_binary, git_env, init_repo
 
 N = 10_000
 NAMES = [b"refs/heads/k%05d" % i for i in range(N)]
 STDIN = b"".join(n + b"\n" for n in NAMES)
-ROOT = Path(__file__).resolve().parents[1]
 
 
 # -- the bases -------------------------------------------------------------------------------------------
@@ -66,11 +65,6 @@ def _build(path: Path, kind: str, names: list[bytes]) -> Path:
     return repo
 
 
-def _copy(src: Path, dst: Path) -> Path:
-    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
-    return dst
-
-
 def _run_delete(repo: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "refscope.app.cli", "delete", "-C", str(repo), "--stdin", *args],
@@ -84,7 +78,7 @@ def _run_delete(repo: Path, env: dict[str, str], *args: str) -> subprocess.Popen
 
 def _steps(base: Path, tmp: Path, stdin: bytes, after: list) -> list[str]:
     """The labels of every step of the delete, traced once on a copy."""
-    repo = _copy(base, tmp / "traced")
+    repo = copy_repo(base, tmp / "traced")
     trace = tmp / "trace.txt"
     proc = _run_delete(repo, {**git_env(), "REFSCOPE_CRASH_TRACE": str(trace)})
     _out, err = proc.communicate(stdin)
@@ -120,7 +114,7 @@ class Base:
         if self.pool:
             return self.pool.pop()
         self.copies += 1
-        return _copy(self.repo, tmp / f"{self.kind}-copy-{self.copies}")
+        return copy_repo(self.repo, tmp / f"{self.kind}-copy-{self.copies}")
 
     def checkin(self, repo: Path) -> None:
         """A case left ``repo`` with the base's refs and no leftovers: the next case may start from it."""
@@ -249,7 +243,7 @@ def test_points_straddle_the_commit_point(bases) -> None:
 def test_sigkill_leaves_git_s_leftovers_and_verify_reports_them(bases, tmp_path: Path, kind: str) -> None:
     base = bases(kind)
     at = base.step("lock refs/", N // 2) if kind == "loose" else base.step("write tables.list.lock")
-    repo = _copy(base.repo, tmp_path / "r")
+    repo = copy_repo(base.repo, tmp_path / "r")
     proc = _run_delete(repo, {**git_env(), "REFSCOPE_CRASH_AT": str(at)})
     proc.communicate(STDIN)
     assert proc.returncode == -signal.SIGKILL
@@ -275,7 +269,7 @@ def test_signal_reaches_the_git_child(bases, tmp_path: Path, kind: str) -> None:
     """``--engine git``: git holds the locks. SIGTERM to refscope alone (not its process group) is passed
     to git, whose handlers remove its locks; refscope waits for it, then dies by the signal."""
     base = bases(kind)
-    repo = _copy(base.repo, tmp_path / "r")
+    repo = copy_repo(base.repo, tmp_path / "r")
     first = repo / ".git" / "refs" / "heads" / "k00000.lock"  # git locks in name order, 10k in all
     proc = _run_delete(repo, git_env(), "--engine", "git")
     proc.stdin.write(STDIN)
@@ -320,8 +314,7 @@ from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.dialogs import ConfirmCommit
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
-from tests.test_tui_main_git import set_filter
-from tests.support.memsnapshot import wait_for
+from tests.support.tui import set_filter, wait_for
 
 async def main():
     repo = discover(sys.argv[1])
@@ -353,7 +346,7 @@ def test_signal_during_a_tui_commit(tmp_path: Path, kind: str, phase: int) -> No
     }[kind]
     at = base.step(*pair[phase])
     assert (at >= base.commit_at) == bool(phase)
-    repo = _copy(base.repo, tmp_path / "r")
+    repo = copy_repo(base.repo, tmp_path / "r")
     env = {**git_env(), "REFSCOPE_CRASH_PAUSE": str(at), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-c", TUI_SCRIPT, str(repo), str(n)],

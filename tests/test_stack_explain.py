@@ -8,8 +8,6 @@ equals what ``refscope dump`` lists record by record. The forecast of the next s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,25 +15,15 @@ from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.stack import StackScreen
 from refscope.backend.formats.reftable.stack import forecast_write
 
-from tests.support.git import git, init_repo
-from tests.support.tui import Host, create_refs, git_noauto, open_store, tables_list, until
+from tests.support.cli import refscope
+from tests.support.git import create_refs, git, git_noauto, init_repo
+from tests.support.tui import Host, open_store, tables_list, wait_for
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _cli(repo: Path, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", "refscope.app.cli", *args],
-        cwd=repo,
-        capture_output=True,
-        check=True,
-    )
-    return out.stdout.decode()
+    return refscope(*args, cwd=repo, check=True).stdout.decode()
 
 
 def _dump_counts(path: Path) -> dict[str, int]:
@@ -83,7 +71,7 @@ async def test_one_set_of_counts_cli_json_tui_and_records(deleting_repo: Path) -
     app = Host(lambda: StackScreen(store, store.snapshot(), FakeMeter(), follow=False))
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
-        await until(pilot, lambda: all(s.log_deletions >= 0 for s in screen.summaries))
+        await wait_for(pilot, lambda: all(s.log_deletions >= 0 for s in screen.summaries))
         got_tui = [
             {"refs": s.ref_records, "tombstones": s.tombstones, "logs": s.log_records,
              "log_deletions": s.log_deletions}

@@ -23,16 +23,10 @@ from refscope.app.tui.screens.operations import OperationScreen
 from refscope.app.tui.widgets.reflist import RefList
 
 from tests.support.git import for_each_ref, git
-from tests.support.memsnapshot import wait_for
-from tests.test_tui_main_git import make_app, make_repo, set_filter
+from tests.support.tui import make_app, make_repo, set_filter, wait_for
 
 pytestmark = pytest.mark.anyio
 N = 120  # topic refs queued (make_repo's topic/000..)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def held_lock(path: Path, ref_format: str, timeout_ms: int = 60000) -> Path:

@@ -10,13 +10,10 @@ git is the oracle: ``git for-each-ref`` before and after every commit.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from refscope.app.tui.app import RefscopeApp
-from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.dialogs import ConfirmCommit, ConfirmQuit, PathPrompt
 from refscope.app.tui.screens.dialogs import Message as MessageDialog
 from refscope.app.tui.screens.main import MainScreen
@@ -26,17 +23,13 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from textual.widgets import Button, Input, Static
 
-from tests.support.git import create_refs, for_each_ref, git, git_env, init_repo, tree_bytes
-from tests.support.memsnapshot import wait_for
+from tests.support.cli import refscope_delete
+from tests.support.git import create_refs, for_each_ref, git, init_repo, tree_bytes
+from tests.support.tui import make_app, wait_for
 
 pytestmark = pytest.mark.anyio
 
 LATIN1 = b"refs/heads/caf\xe9"  # a name that is not UTF-8 (git takes any byte >= 0x80)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def make_repo(path: Path, fmt: str) -> Path:
@@ -48,11 +41,6 @@ def make_repo(path: Path, fmt: str) -> Path:
     if fmt == "files":
         git(path, "pack-refs", "--all")
     return path
-
-
-def make_app(path: Path) -> RefscopeApp:
-    repo = discover(str(path))
-    return RefscopeApp(open_store(repo), repo=repo, repo_path=str(path), meter=FakeMeter(), watch=False)
 
 
 def names(path: Path) -> list[bytes]:
@@ -312,15 +300,6 @@ async def prompt_path(pilot, key: str, path: str) -> PathPrompt:
     return dialog
 
 
-def cli_delete(repo: Path, *args: str, stdin: bytes) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "refscope.app.cli", "delete", "-C", str(repo), *args, "--stdin"],
-        input=stdin,
-        capture_output=True,
-        env=git_env(),
-    )
-
-
 @pytest.mark.parametrize("symref", [False, True])
 async def test_export_then_cli_deletes_exactly_the_queue(
     tmp_path: Path, ref_format: str, symref: bool
@@ -345,7 +324,7 @@ async def test_export_then_cli_deletes_exactly_the_queue(
     assert out.read_bytes() == expected
     before = names(path)
     # a queued symref is deleted itself, as the TUI does: --no-deref (without one, plain --stdin)
-    proc = cli_delete(path, *(["--no-deref"] if symref else []), stdin=out.read_bytes())
+    proc = refscope_delete(path, *(["--no-deref"] if symref else []), "--stdin", stdin=out.read_bytes())
     assert proc.returncode == 0, proc.stderr
     assert names(path) == [n for n in before if n not in queued]
 
@@ -443,7 +422,7 @@ def test_cli_stdin_bad_line_unchanged(tmp_path: Path) -> None:
     """The CLI reads the same format through the same parser, with its usage message (exit 2)."""
     path = make_repo(tmp_path / "r", "files")
     before = tree_bytes(path / ".git")
-    proc = cli_delete(path, stdin=b"refs/heads/topic/000 a b\n")
+    proc = refscope_delete(path, "--stdin", stdin=b"refs/heads/topic/000 a b\n")
     assert (proc.returncode, proc.stderr) == (2, b"refscope delete: --stdin lines are 'REF [OLD_OID]'\n")
     assert tree_bytes(path / ".git") == before
 

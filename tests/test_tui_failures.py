@@ -25,16 +25,10 @@ from refscope.app.tui.workers import failure_line
 from refscope.backend.errors import RefscopeError
 
 from tests.support.git import ROOT, for_each_ref, git_env, tree_bytes
-from tests.support.memsnapshot import wait_for
-from tests.test_tui_main_git import make_app, make_repo, set_filter
+from tests.support.tui import make_app, make_repo, set_filter, wait_for
 
 pytestmark = pytest.mark.anyio
 TUI = ROOT / "app" / "tui"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 # ---- the class: one error path ---------------------------------------------------------------------------

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ from refscope.app.tui.widgets import filtering
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
+from tests.support.cli import refscope
 from tests.support.git import create_refs, git, init_repo
 
 NAMES = [  # beside init_repo's refs/heads/main
@@ -67,11 +66,7 @@ def test_glob_selects_what_git_selects(glob_repo: Path, glob: str) -> None:
     assert filtering.parse(glob).kind == "glob"
     want = git_selects(glob_repo, glob)
     assert tui_selects(glob_repo, glob) == want
-    listed = subprocess.run(
-        [sys.executable, "-m", "refscope.app", "list", "-C", str(glob_repo), glob],
-        capture_output=True,
-        check=True,
-    ).stdout
+    listed = refscope("list", "-C", str(glob_repo), glob, check=True).stdout
     assert [line.split(b" ", 1)[1] for line in listed.splitlines()] == want
 
 

@@ -20,21 +20,13 @@ from refscope.app.tui.widgets.reflist import RefList
 from rich.console import Console
 
 from tests.support.git import for_each_ref, git, init_repo
-from tests.support.memsnapshot import wait_for
-from tests.support.tui import Host, open_store, until
-from tests.test_tui_main_git import make_app
-from tests.test_tui_views_packed import file_records
+from tests.support.tui import Host, file_records, make_app, open_store, wait_for
 
 pytestmark = pytest.mark.anyio
 
 N_REFS = 2000  # enough for a packed-refs list many screens long and a reftable of many ref blocks
 TARGET = b"refs/heads/topic/1500"
 SIZE = (120, 40)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def build_repo(path: Path, fmt: str) -> Path:
@@ -138,8 +130,8 @@ async def test_table_opened_by_name_finds_the_block(repos: dict[str, Path]) -> N
     app = Host(lambda: TableScreen(table, ref.name))
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
-        await until(pilot, lambda: screen._shown_block >= 0)
-        await until(pilot, lambda: not any(w.is_running for w in app.workers))
+        await wait_for(pilot, lambda: screen._shown_block >= 0)
+        await wait_for(pilot, lambda: not any(w.is_running for w in app.workers))
         await pilot.pause()
         assert screen.blocks[screen.blocks_view.cursor][1].offset == ref.location.offset
         records = screen.records_view
@@ -261,17 +253,17 @@ def open_view(kind: str, repos: dict[str, Path], tmp_path: Path) -> Host:
 async def loaded_view(pilot, app, kind: str) -> RowsView:
     screen = app.screen
     if kind == "packed":
-        await until(pilot, lambda: screen.index is not None and screen.index.done)
+        await wait_for(pilot, lambda: screen.index is not None and screen.index.done)
         view = screen.records
     elif kind.startswith("table"):
-        await until(pilot, lambda: screen._shown_block >= 0 and len(screen.records))
+        await wait_for(pilot, lambda: screen._shown_block >= 0 and len(screen.records))
         view = screen.records_view if kind == "table-records" else screen.blocks_view
         if kind == "table-records":
             await pilot.press("tab")
     else:
-        await until(pilot, lambda: screen.loaded)
+        await wait_for(pilot, lambda: screen.loaded)
         view = screen.query_one("#reflog-rows", RowsView)
-    await until(pilot, lambda: not any(w.is_running for w in app.workers))
+    await wait_for(pilot, lambda: not any(w.is_running for w in app.workers))
     await pilot.pause()
     assert view.has_focus and view.cursor == 0
     return view
@@ -308,7 +300,7 @@ async def test_view_search_lands_on_the_first_match_and_n_cycles(
         assert 2 <= len(want) < len(names)
         # one burst: "/", the text, enter, then n goes to the list (not into the field)
         await pilot.press("slash", *needle, "enter")
-        await until(pilot, lambda: view.search is not None and view.search.done)
+        await wait_for(pilot, lambda: view.search is not None and view.search.done)
         await pilot.pause()
         assert view.cursor == want[0] and visible(view, view.cursor) and view.has_focus
         assert list(view.search.matches) == want
@@ -333,11 +325,11 @@ async def test_packed_search_is_a_git_glob(repos: dict[str, Path]) -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = await loaded_view(pilot, app, "packed")
         await pilot.press("slash", *pattern, "enter")
-        await until(pilot, lambda: view.search is not None and view.search.done)
+        await wait_for(pilot, lambda: view.search is not None and view.search.done)
         await pilot.pause()
         assert list(view.search.matches) == want and view.cursor == want[0]
         await pilot.press("slash", *"refs/*", "enter")  # one component: no ref matches
-        await until(pilot, lambda: view.search.text == "refs/*" and view.search.done)
+        await wait_for(pilot, lambda: view.search.text == "refs/*" and view.search.done)
         await pilot.pause()
         assert list(view.search.matches) == [] and view.cursor == want[0]
         assert "no match" in str(app.screen.query_one("#view-status").render())
@@ -364,13 +356,13 @@ async def test_n_is_next_shadowed_until_a_search(tmp_path: Path, git_bin: str) -
         await pilot.press("n")
         assert screen.current_name() == b"refs/heads/b20"
         await pilot.press("slash", *"b0", "enter")
-        await until(pilot, lambda: view.search is not None and view.search.done)
+        await wait_for(pilot, lambda: view.search is not None and view.search.done)
         await pilot.press("n")
         assert screen.current_name() == b"refs/heads/b01"
         await pilot.press("slash", "escape")
         assert view.has_focus and isinstance(app.screen, PackedScreen)
         await pilot.press("escape")
-        await until(pilot, lambda: app.dismissed)
+        await wait_for(pilot, lambda: app.dismissed)
 
 
 async def test_help_and_footer_list_the_keys(repos: dict[str, Path]) -> None:

@@ -14,15 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.git import git
-from tests.support.memsnapshot import wait_for
-from tests.test_tui_main_git import make_app, make_repo
+from tests.support.tui import make_app, make_repo, wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def header(app) -> str:

@@ -9,54 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from refscope.app.tui.app import RefscopeApp
-from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.screens.dialogs import ConfirmCommit
 from refscope.app.tui.screens.dialogs import Message as MessageDialog
 from refscope.app.tui.screens.operations import OperationScreen
 from refscope.app.tui.widgets.reflist import RefList
-from refscope.backend.repo import discover
-from refscope.backend.store import open_store
 
-from tests.support.git import for_each_ref, git, init_repo, tree_bytes
-from tests.support.memsnapshot import wait_for
+from tests.support.git import for_each_ref, git, tree_bytes
+from tests.support.tui import make_app, make_repo, set_filter, wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def make_repo(path: Path, fmt: str, n: int = 40) -> Path:
-    init_repo(path, fmt=fmt)
-    head = git(path, "rev-parse", "HEAD").strip().decode()
-    lines = "".join(f"create refs/heads/topic/{i:03d} {head}\n" for i in range(n))
-    git(path, "update-ref", "--stdin", input=lines.encode())
-    git(path, "tag", "-a", "-m", "release", "v1.0")
-    git(path, "update-ref", "refs/remotes/origin/main", head)
-    git(path, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
-    if fmt == "files":
-        git(path, "pack-refs", "--all")
-        git(path, "update-ref", "refs/heads/topic/loose", head)  # one loose ref over the packed ones
-    return path
-
-
-def make_app(path: Path, watch: bool = False, engine: str = "native") -> RefscopeApp:
-    repo = discover(str(path))
-    return RefscopeApp(
-        open_store(repo), repo=repo, repo_path=str(path), meter=FakeMeter(), watch=watch, engine=engine
-    )
-
-
-async def set_filter(pilot, app, text: str) -> None:
-    await pilot.press("slash")
-    app.screen.query_one("#filter").value = text
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.press("enter")
 
 
 def names(path: Path) -> list[bytes]:

@@ -12,15 +12,9 @@ import pytest
 from refscope.app.tui.widgets.reflist import RefList
 
 from tests.support.git import for_each_ref, git
-from tests.support.memsnapshot import wait_for
-from tests.test_tui_main_git import make_app, make_repo
+from tests.support.tui import make_app, make_repo, wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def shown(reflist: RefList) -> list[bytes]:

@@ -7,14 +7,10 @@ from refscope.app.tui.app import RefscopeApp
 from refscope.app.tui.fake_meter import FakeMeter
 from refscope.app.tui.widgets.reflist import RefList
 
-from tests.support.memsnapshot import sample, wait_for
+from tests.support.memsnapshot import sample
+from tests.support.tui import wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def make_app(snapshot=None) -> RefscopeApp:

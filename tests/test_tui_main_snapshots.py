@@ -10,7 +10,8 @@ from refscope.app.tui.fake_meter import FakeMeter
 from refscope.backend.model import LOOSE, PACKED, TABLE, Location, Ref
 from textual.widgets import Input
 
-from tests.support.memsnapshot import MemSnapshot, oid, sample, wait_for
+from tests.support.memsnapshot import MemSnapshot, oid, sample
+from tests.support.tui import wait_for
 
 SIZE = (100, 30)
 

@@ -19,16 +19,9 @@ from refscope.backend.engines.git import git_binary
 from rich.text import Text
 
 from tests.support.git import git, init_repo
-from tests.support.memsnapshot import wait_for
-from tests.support.tui import Host, open_store, until
-from tests.test_tui_main_git import make_app, make_repo
+from tests.support.tui import Host, make_app, make_repo, open_store, wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _line(ref_list, y: int) -> str:
@@ -46,7 +39,7 @@ async def test_reflog_of_a_ref_without_one_says_so(repo: Path, ref_format: str) 
     app = Host(lambda: ReflogScreen(store.snapshot(), b"refs/tags/plain-tag"))
     async with app.run_test(size=(120, 30)) as pilot:
         screen = app.screen
-        await until(pilot, lambda: screen.loaded)
+        await wait_for(pilot, lambda: screen.loaded)
         view = screen.query_one("#reflog-rows")
         assert screen.entries == []
         assert view.source.row_text(0).plain.startswith("no reflog for refs/tags/plain-tag ")

@@ -9,33 +9,10 @@ import pytest
 from refscope.app.tui.screens.packed import PackedScreen
 from refscope.app.tui.views.rows import RowsView
 
-from tests.support.git import git, init_repo
-from tests.support.tui import Host, create_refs, open_store, until
+from tests.support.git import create_refs, git, init_repo
+from tests.support.tui import Host, file_records, open_store, wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def file_records(path: Path) -> list[tuple[int, int, bytes, bytes, bytes | None]]:
-    """(offset, length, oid, name, peeled) of every record, read from the file's bytes in file order."""
-    data = path.read_bytes()
-    out: list[list] = []
-    pos = 0
-    for line in data.split(b"\n")[:-1]:
-        if line.startswith(b"#"):
-            pass
-        elif line.startswith(b"^"):
-            out[-1][1] += len(line) + 1
-            out[-1][4] = line[1:]
-        else:
-            oid, name = line.split(b" ", 1)
-            out.append([pos, len(line) + 1, oid, name, None])
-        pos += len(line) + 1
-    return [tuple(r) for r in out]
 
 
 @pytest.fixture
@@ -58,10 +35,10 @@ def _host(repo: Path, focus: bytes | None = None, follow: bool = False) -> Host:
 
 
 async def _loaded(pilot, screen: PackedScreen) -> None:
-    await until(
+    await wait_for(
         pilot, lambda: screen.index is not None and screen.index.done and screen.index.peeled_count >= 0
     )
-    await until(pilot, lambda: not any(w.is_running for w in screen.app.workers))
+    await wait_for(pilot, lambda: not any(w.is_running for w in screen.app.workers))
 
 
 async def test_records_in_file_order_with_peeled_lines_and_shadows(packed_repo: Path) -> None:
@@ -123,7 +100,7 @@ async def test_follows_packed_refs_rewrites_live(packed_repo: Path) -> None:
         await _loaded(pilot, screen)
         create_refs(packed_repo, ["refs/heads/new/a", "refs/heads/new/b"])
         git(packed_repo, "pack-refs", "--all")  # rewrites packed-refs: two records appear, main's changes
-        await until(pilot, lambda: any("rewritten" in r for r in _rows(feed)))
+        await wait_for(pilot, lambda: any("rewritten" in r for r in _rows(feed)))
         line = next(r for r in _rows(feed) if "rewritten" in r)
         assert "packed-refs rewritten: 42 → 44 records  +2 −0 ~1" in line
         assert "appeared: refs/heads/new/a, refs/heads/new/b" in line and "changed: refs/heads/main" in line
@@ -131,10 +108,10 @@ async def test_follows_packed_refs_rewrites_live(packed_repo: Path) -> None:
         assert any("no longer shadow (refs/heads/main)" in r for r in _rows(feed))
         assert len(screen.records.source) == 44
         git(packed_repo, "update-ref", "-d", "refs/heads/topic/0001")  # a packed ref: git rewrites the file
-        await until(pilot, lambda: len(screen.records.source) == 43)
-        await until(pilot, lambda: any("vanished: refs/heads/topic/0001" in r for r in _rows(feed)))
+        await wait_for(pilot, lambda: len(screen.records.source) == 43)
+        await wait_for(pilot, lambda: any("vanished: refs/heads/topic/0001" in r for r in _rows(feed)))
         git(packed_repo, "update-ref", "refs/heads/topic/0002", "HEAD")  # a loose ref now shadows a record
-        await until(
+        await wait_for(
             pilot, lambda: any("now shadow packed records (refs/heads/topic/0002)" in r for r in _rows(feed))
         )
 
@@ -165,7 +142,7 @@ async def test_storage_screen_per_format_and_empty_packed_refs(repo: Path, ref_f
         screen = app.screen
         if ref_format == "reftable":
             assert isinstance(screen, StackScreen)
-            await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+            await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
             assert [s.name for s in screen.summaries] == (
                 repo / ".git/reftable/tables.list"
             ).read_text().split()

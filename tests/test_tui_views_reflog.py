@@ -8,14 +8,9 @@ import pytest
 from refscope.app.tui.screens.reflog import ReflogScreen
 
 from tests.support.git import git
-from tests.support.tui import Host, open_store, until
+from tests.support.tui import Host, open_store, wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def test_reflog_view_lists_entries_newest_first(repo: Path, ref_format: str) -> None:
@@ -28,7 +23,7 @@ async def test_reflog_view_lists_entries_newest_first(repo: Path, ref_format: st
     async with app.run_test(size=(160, 30)) as pilot:
         screen = app.screen
         assert isinstance(screen, ReflogScreen)
-        await until(pilot, lambda: screen.loaded)
+        await wait_for(pilot, lambda: screen.loaded)
         view = screen.query_one("#reflog-rows")
         rows = [view.source.row_text(i).plain for i in range(len(view.source))]
         assert len(rows) == len(expected) == 4

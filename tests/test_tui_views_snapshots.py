@@ -12,7 +12,7 @@ from refscope.app.tui.screens.stack import StackScreen
 from refscope.app.tui.screens.table import TableScreen
 
 from tests.support.git import git
-from tests.support.tui import Host, fixed_table_names, open_store, stacked_repo, until
+from tests.support.tui import Host, fixed_table_names, open_store, stacked_repo, wait_for
 
 SIZE = (130, 42)
 
@@ -26,10 +26,10 @@ def fixed_stack(tmp_path: Path, git_bin: str) -> Path:
 
 def _loaded(app: Host):
     async def wait(pilot) -> None:
-        await until(pilot, lambda: not any(w.is_running for w in app.workers))
+        await wait_for(pilot, lambda: not any(w.is_running for w in app.workers))
         screen = app.screen
         if isinstance(screen, StackScreen):
-            await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+            await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
         await pilot.pause()
 
     return wait
@@ -49,7 +49,7 @@ def test_snapshot_table_view_log_block(fixed_stack: Path, snap_compare) -> None:
     async def run_before(pilot) -> None:
         await _loaded(app)(pilot)
         await pilot.press("down", "down")  # block 2: the first log block
-        await until(pilot, lambda: app.screen._shown_block == 2)
+        await wait_for(pilot, lambda: app.screen._shown_block == 2)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -73,8 +73,7 @@ def test_snapshot_reflog_view(fixed_stack: Path, snap_compare) -> None:
 def test_snapshot_packed_view(tmp_path: Path, git_bin: str, snap_compare) -> None:
     from refscope.app.tui.screens.packed import PackedScreen
 
-    from tests.support.git import init_repo
-    from tests.support.tui import create_refs
+    from tests.support.git import create_refs, init_repo
 
     repo = init_repo(tmp_path / "repo", fmt="files")
     git(repo, "tag", "-a", "-m", "annotated", "v1.0")
@@ -86,8 +85,8 @@ def test_snapshot_packed_view(tmp_path: Path, git_bin: str, snap_compare) -> Non
     app = Host(lambda: PackedScreen(store.snapshot(), b"refs/heads/main", store=store, follow=False))
 
     async def run_before(pilot) -> None:
-        await until(pilot, lambda: app.screen.index is not None and app.screen.index.peeled_count >= 0)
-        await until(pilot, lambda: not any(w.is_running for w in app.workers))
+        await wait_for(pilot, lambda: app.screen.index is not None and app.screen.index.peeled_count >= 0)
+        await wait_for(pilot, lambda: not any(w.is_running for w in app.workers))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -13,15 +13,10 @@ from refscope.app.tui.screens.table import TableScreen
 from refscope.app.tui.views.rows import RowsView
 from refscope.app.tui.views.stack_model import forecast
 
-from tests.support.git import for_each_ref, git
-from tests.support.tui import Host, git_noauto, open_store, stacked_repo, tables_list, until
+from tests.support.git import for_each_ref, git, git_noauto
+from tests.support.tui import Host, open_store, stacked_repo, tables_list, wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _range(name: str) -> tuple[int, int]:
@@ -48,7 +43,7 @@ async def test_stack_view_shows_every_table_oldest_first(stack_repo: Path) -> No
     async with app.run_test(size=(150, 45)) as pilot:
         screen = app.screen
         assert isinstance(screen, StackScreen)
-        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
         names = tables_list(stack_repo)
         rows = _rows(screen.tables_view)
         assert len(rows) == len(names) == 5
@@ -107,28 +102,28 @@ async def test_live_feed_follows_append_compaction_and_locks(stack_repo: Path) -
     async with app.run_test(size=(150, 45)) as pilot:
         screen = app.screen
         feed = screen.query_one("#stack-feed", RowsView)
-        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
         git_noauto(stack_repo, "update-ref", "-m", "live", "refs/heads/live", "HEAD")
         new_name = tables_list(stack_repo)[-1]
-        await until(pilot, lambda: any("appended" in r for r in _rows(feed)))
-        await until(pilot, lambda: len(screen.summaries) == 6 and screen.summaries[-1].ref_records >= 0)
+        await wait_for(pilot, lambda: any("appended" in r for r in _rows(feed)))
+        await wait_for(pilot, lambda: len(screen.summaries) == 6 and screen.summaries[-1].ref_records >= 0)
         line = next(r for r in _rows(feed) if "appended" in r)
         assert new_name in line and "1 ref record (0 tombstones), 1 log records" in line
         assert new_name in screen.tables_view.flashing
         # a deletion then a full compaction: the tombstone is dropped when the base table is merged
         git_noauto(stack_repo, "update-ref", "-d", "refs/heads/topic/0001")
-        await until(pilot, lambda: len(screen.summaries) == 7)
+        await wait_for(pilot, lambda: len(screen.summaries) == 7)
         git(stack_repo, "pack-refs", "--all")
-        await until(pilot, lambda: any("compacted" in r for r in _rows(feed)))
+        await wait_for(pilot, lambda: any("compacted" in r for r in _rows(feed)))
         line = next(r for r in _rows(feed) if "compacted" in r)
         assert "compacted 7 tables" in line and "tombstones dropped 1" in line
         assert [s.name for s in screen.summaries] == tables_list(stack_repo)
         # someone holds tables.list.lock
         lock = stack_repo / ".git/reftable/tables.list.lock"
         lock.write_bytes(b"")
-        await until(pilot, lambda: any("tables.list.lock taken" in r for r in _rows(feed)))
+        await wait_for(pilot, lambda: any("tables.list.lock taken" in r for r in _rows(feed)))
         lock.unlink()
-        await until(pilot, lambda: any("tables.list.lock released after" in r for r in _rows(feed)))
+        await wait_for(pilot, lambda: any("tables.list.lock released after" in r for r in _rows(feed)))
 
 
 async def test_enter_opens_the_table_view_with_blocks_and_records(stack_repo: Path) -> None:
@@ -168,21 +163,21 @@ async def test_compaction_action_shows_report_and_before_after(stack_repo: Path)
     app = _stack_host(stack_repo, follow=False)
     async with app.run_test(size=(150, 45)) as pilot:
         screen = app.screen
-        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
         now = forecast(screen.tables, factor=2).now
         assert now is not None
         await pilot.press("c")
-        await until(pilot, lambda: app.screen is not screen)
+        await wait_for(pilot, lambda: app.screen is not screen)
         await pilot.press("n")  # declined: nothing happens
-        await until(pilot, lambda: app.screen is screen)
+        await wait_for(pilot, lambda: app.screen is screen)
         await app.workers.wait_for_complete()
         assert tables_list(stack_repo) == before and screen.last_report is None
         await pilot.press("c")
-        await until(pilot, lambda: app.screen is not screen)  # the yes/no dialog
+        await wait_for(pilot, lambda: app.screen is not screen)  # the yes/no dialog
         assert "Merge tables #1..#4 (4 tables" in str(app.screen.query_one("#dialog-question").render())
         await pilot.press("y")
-        await until(pilot, lambda: screen.last_report is not None)
-        await until(pilot, lambda: [s.name for s in screen.summaries] == tables_list(stack_repo))
+        await wait_for(pilot, lambda: screen.last_report is not None)
+        await wait_for(pilot, lambda: [s.name for s in screen.summaries] == tables_list(stack_repo))
         after = tables_list(stack_repo)
         assert after[: now[0]] == before[: now[0]] and len(after) == now[0] + 1
         assert _range(after[-1]) == (_range(before[now[0]])[0], _range(before[now[1] - 1])[1])
@@ -212,7 +207,7 @@ async def test_table_view_obj_and_index_blocks(tmp_path: Path, git_bin: str) -> 
     app = Host(lambda: TableScreen(table))
     async with app.run_test(size=(150, 45)) as pilot:
         screen = app.screen
-        await until(pilot, lambda: not any(w.is_running for w in app.workers))
+        await wait_for(pilot, lambda: not any(w.is_running for w in app.workers))
         kinds = [chr(b.type) for _s, b in screen.blocks]
         assert kinds == ["r"] * kinds.count("r") + ["i", "o", "g"] and kinds.count("r") >= 2
         ref_blocks = {}
@@ -251,12 +246,12 @@ async def test_big_tables_count_log_records_on_demand(
     app = _stack_host(stack_repo)
     async with app.run_test(size=(150, 45)) as pilot:
         screen = app.screen
-        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
         assert all(s.log_records == -2 for s in screen.summaries)
         assert all("a: count" in r for r in _rows(screen.tables_view))
         assert screen.summaries[0].ref_records == len(for_each_ref(stack_repo)) - 4 + 1
         await pilot.press("a")
-        await until(pilot, lambda: all(s.log_records >= 0 for s in screen.summaries))
+        await wait_for(pilot, lambda: all(s.log_records >= 0 for s in screen.summaries))
         assert [s.log_records for s in screen.summaries[1:]] == [1, 1, 1, 1]
     stack_model._cache.clear()
 
@@ -266,12 +261,12 @@ async def test_live_burst_of_writes_ends_on_the_stack_git_left(stack_repo: Path)
     async with app.run_test(size=(150, 45)) as pilot:
         screen = app.screen
         feed = screen.query_one("#stack-feed", RowsView)
-        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
         for i in range(12):  # git auto-compacts as it goes
             git(stack_repo, "update-ref", f"refs/heads/burst/{i}", "HEAD")
         final = tables_list(stack_repo)
-        await until(pilot, lambda: [s.name for s in screen.summaries] == final)
-        await until(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        await wait_for(pilot, lambda: [s.name for s in screen.summaries] == final)
+        await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
         rows = [r for r in _rows(feed) if ".lock " not in r]  # the poller may also catch git's locks
         assert rows and all(("appended" in r) or ("compacted" in r) for r in rows)
         assert final[-1] in " ".join(rows)  # the newest table is accounted for in the feed

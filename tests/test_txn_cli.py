@@ -5,25 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from refscope.backend.engines.compaction import compact
 
-from tests.support.git import create_refs, for_each_ref, git, git_env, init_repo, tree_bytes
-from tests.support.txn import copy_repo, leftovers, open_txn_store, reflogs
-
-
-def refscope(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    env = git_env()
-    return subprocess.run(
-        [sys.executable, "-m", "refscope.app.cli", "delete", "-C", str(repo), *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-    )
+from tests.support.cli import refscope, refscope_delete
+from tests.support.git import copy_repo, create_refs, for_each_ref, git, git_env, init_repo, tree_bytes
+from tests.support.txn import leftovers, open_txn_store, reflogs
 
 
 @pytest.fixture
@@ -39,7 +28,7 @@ def cli_repo(tmp_path: Path, ref_format: str) -> Path:
 @pytest.mark.parametrize("engine", ["native", "git"])
 def test_delete_json(cli_repo: Path, engine: str) -> None:
     oid = git(cli_repo, "rev-parse", "refs/heads/b1").strip()
-    proc = refscope(
+    proc = refscope_delete(
         cli_repo, "--engine", engine, "--json", "--stdin", "refs/heads/b0", stdin=b"refs/heads/b1 %s\n" % oid
     )
     assert proc.returncode == 0, proc.stderr
@@ -70,7 +59,7 @@ def test_delete_json(cli_repo: Path, engine: str) -> None:
 def test_refused_changes_nothing(cli_repo: Path) -> None:
     before = tree_bytes(cli_repo)
     wrong = "1" * 40
-    proc = refscope(cli_repo, "--stdin", "refs/heads/b2", stdin=f"refs/heads/b3 {wrong}\n".encode())
+    proc = refscope_delete(cli_repo, "--stdin", "refs/heads/b2", stdin=f"refs/heads/b3 {wrong}\n".encode())
     assert proc.returncode == 1
     oid = git(cli_repo, "rev-parse", "refs/heads/b3").strip().decode()
     assert proc.stderr.decode().splitlines() == [
@@ -78,11 +67,11 @@ def test_refused_changes_nothing(cli_repo: Path) -> None:
     ]
     assert proc.stdout == b""
     assert tree_bytes(cli_repo) == before
-    proc = refscope(cli_repo, "--json", "refs/heads/bad..name")
+    proc = refscope_delete(cli_repo, "--json", "refs/heads/bad..name")
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["committed"] is False
     assert "refusing to update ref with bad name 'refs/heads/bad..name'" in proc.stderr.decode()
-    proc = refscope(cli_repo, "refs/heads/main")  # checked out
+    proc = refscope_delete(cli_repo, "refs/heads/main")  # checked out
     assert proc.returncode == 1 and "cannot delete branch 'main' used by worktree at" in proc.stderr.decode()
     assert tree_bytes(cli_repo) == before
 
@@ -92,19 +81,14 @@ def test_refused_changes_nothing(cli_repo: Path) -> None:
 )
 def test_usage_errors(cli_repo: Path, args: list[str]) -> None:
     before = tree_bytes(cli_repo)
-    proc = subprocess.run(
-        [sys.executable, "-m", "refscope.app.cli", "delete", *args],
-        cwd=cli_repo,
-        capture_output=True,
-        env=git_env(),
-    )
+    proc = refscope("delete", *args, cwd=cli_repo)
     assert proc.returncode == 2
     assert proc.stderr.decode().startswith("usage: refscope delete")
     assert tree_bytes(cli_repo) == before
 
 
 def test_stdin_usage_error(cli_repo: Path) -> None:
-    proc = refscope(cli_repo, "--stdin", stdin=b"refs/heads/b0 a b\n")
+    proc = refscope_delete(cli_repo, "--stdin", stdin=b"refs/heads/b0 a b\n")
     assert proc.returncode == 2
 
 
@@ -158,7 +142,8 @@ def test_big_reftable_delete_reads_logs_on_the_side(tmp_path: Path, with_symref:
     """From 1,000 names the CLI reads the reflog entries in a forked child while it checks the names: the
     repository ends exactly as after git's own transaction (a symref among the names, whose target's log
     the child did not read, is read in-process)."""
-    from tests.support.txn import copy_repo, git_delete, reftable_files
+    from tests.support.git import copy_repo
+    from tests.support.txn import git_delete, reftable_files
 
     repo = init_repo(tmp_path / "repo", fmt="reftable")
     oid = create_refs(repo, [b"refs/heads/n%04d" % i for i in range(1500)])
@@ -169,7 +154,7 @@ def test_big_reftable_delete_reads_logs_on_the_side(tmp_path: Path, with_symref:
         names.append(b"refs/heads/alias")
     theirs = copy_repo(repo, tmp_path / "theirs")
     assert git_delete(theirs, [(n, None) for n in names]).returncode == 0
-    proc = refscope(repo, "--json", "--stdin", stdin=b"".join(n + b"\n" for n in names))
+    proc = refscope_delete(repo, "--json", "--stdin", stdin=b"".join(n + b"\n" for n in names))
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert [p["name"] for p in out["phases"]][:4] == ["open", "snapshot", "read", "commit"]

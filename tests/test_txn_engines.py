@@ -16,11 +16,10 @@ from refscope.backend.engines import stack_io
 from refscope.backend.errors import StaleValue, TransactionRefused
 from refscope.backend.txn import Transaction
 
-from tests.support.git import for_each_ref, git, git_env, tree_bytes
+from tests.support.git import copy_repo, for_each_ref, git, git_env, tree_bytes
 from tests.support.txn import (
     build_repo,
     check_clean,
-    copy_repo,
     files_layout,
     git_delete,
     leftovers,

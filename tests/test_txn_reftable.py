@@ -138,7 +138,8 @@ def test_batched_reads_write_gits_table(many: Path, tmp_path: Path, pick: str) -
     intervals skipped) find the same records as git, so the new table is git's byte for byte."""
     from refscope.backend.formats.reftable.table import Table
 
-    from tests.support.txn import copy_repo, git_delete, reftable_files
+    from tests.support.git import copy_repo
+    from tests.support.txn import git_delete, reftable_files
 
     for i in range(0, 200, 3):  # a second reflog entry for a third of them, in a newer table
         git(many, "update-ref", "-m", "again", f"refs/heads/m{i:03d}", "HEAD")
@@ -194,7 +195,8 @@ def _count_log_scans(monkeypatch) -> list[int]:
 def test_reads_happen_before_the_lock(many: Path, tmp_path: Path, monkeypatch, batched: bool) -> None:
     """The records and the reflog entries are read in a phase of their own before tables.list is locked;
     under the lock, an unchanged stack is not scanned again, and the new table is still git's."""
-    from tests.support.txn import copy_repo, git_delete, reftable_files
+    from tests.support.git import copy_repo
+    from tests.support.txn import git_delete, reftable_files
 
     names = [b"refs/heads/m%03d" % i for i in range(0, 200, 2)]
     ours = copy_repo(many, tmp_path / "ours")
@@ -219,7 +221,8 @@ def test_stack_changed_after_the_reads_is_read_again(many: Path, tmp_path: Path,
     git deletes after that writer."""
     from refscope.backend.engines import reftable as engine
 
-    from tests.support.txn import copy_repo, git_delete, reftable_files
+    from tests.support.git import copy_repo
+    from tests.support.txn import git_delete, reftable_files
 
     names = [b"refs/heads/m%03d" % i for i in range(0, 200, 2)]
     other = git(many, "commit-tree", "HEAD^{tree}", "-m", "other").strip().decode()
@@ -257,7 +260,8 @@ def test_auto_compaction_follows_gits_switch(
 ) -> None:
     """git auto-compacts after every write (it has no config key for that); only its test variable
     GIT_TEST_REFTABLE_AUTOCOMPACTION turns it off, for refscope's engine as for git."""
-    from tests.support.txn import copy_repo, reftable_files
+    from tests.support.git import copy_repo
+    from tests.support.txn import reftable_files
 
     env = {**git_env(), **({"GIT_TEST_REFTABLE_AUTOCOMPACTION": auto} if auto else {})}
     for i in range(3):  # tables git leaves uncompacted (with the switch off) or folds together

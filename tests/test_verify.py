@@ -19,7 +19,7 @@ from refscope.backend import verify as V
 from refscope.backend.errors import LockBusy, TransactionRefused
 from refscope.backend.repo import discover
 
-from tests.support.git import create_refs, git, git_binary, git_env, init_repo, tree_bytes
+from tests.support.git import create_refs, git, git_binary, git_env, init_repo, ref_storage
 
 OBEYED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -32,16 +32,10 @@ def run(capfd, *argv: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
-def ref_storage_bytes(repo: Path) -> dict[str, bytes]:
-    """tree_bytes without .git/objects: git's detached auto-maintenance (spawned by the commit that
-    made the repository) may still be touching objects/ (maintenance.lock) when a test starts."""
-    return {k: v for k, v in tree_bytes(repo).items() if "/objects/" not in f"/{k}"}
-
-
 def verify_cli(capfd, repo: Path, *extra: str) -> tuple[int, str, str]:
-    before = ref_storage_bytes(repo)
+    before = ref_storage(repo)
     res = run(capfd, "verify", "-C", str(repo), *extra)
-    after = ref_storage_bytes(repo)
+    after = ref_storage(repo)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     assert not changed, f"verify changed the repository: {changed}"
     return res

@@ -7,13 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from refscope.app.tui.app import RefscopeApp
-from refscope.app.tui.fake_meter import FakeMeter
-from refscope.backend.repo import discover
-from refscope.backend.store import open_store
 
 from tests.support import corruptions
 from tests.support.git import git, init_repo, tree_bytes
+from tests.support.tui import make_app
 
 pytestmark = pytest.mark.anyio
 
@@ -22,20 +19,10 @@ pytestmark = pytest.mark.anyio
 CASES = ["reftable-flip-restart-offset-r1-first", "packed-bad-hex"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory: pytest.TempPathFactory, git_bin: str) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tui-bases")
     return {kind: corruptions.build_base(root / kind, kind) for kind in ("files", "reftable")}
-
-
-def make_app(path: Path) -> RefscopeApp:
-    repo = discover(str(path))
-    return RefscopeApp(open_store(repo), repo=repo, repo_path=str(path), meter=FakeMeter(), watch=False)
 
 
 async def settle(pilot, app) -> None:

@@ -14,16 +14,8 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.backend.watch import Watcher, iter_events
 
-from tests.support.git import git, git_env, init_repo
-from tests.support.watch import (
-    NO_AUTOCOMPACT,
-    Collector,
-    git_rows,
-    run_git,
-    settle,
-    snapshot_rows,
-    summarize,
-)
+from tests.support.git import NO_AUTOCOMPACT, git, git_env, init_repo
+from tests.support.watch import Collector, git_rows, settle, snapshot_rows, summarize
 
 H = b"refs/heads/"
 # Exact event sequences assume one git command = one batch: a wider quiet window than the default keeps a
@@ -49,7 +41,7 @@ def watched(repo: Path, ref_format: str):
 
 
 def _batch(repo: Path, lines: list[str], env: dict | None = None) -> None:
-    run_git(repo, "update-ref", "--stdin", input=("\n".join(lines) + "\n").encode(), env=env)
+    git(repo, "update-ref", "--stdin", input=("\n".join(lines) + "\n").encode(), env=env)
 
 
 def test_update_ref_batch_is_one_event_with_exact_diff(watched, ref_format):
@@ -78,7 +70,7 @@ def test_update_ref_batch_is_one_event_with_exact_diff(watched, ref_format):
 
     # update one, delete one, in one transaction
     _batch(repo, [f"update refs/heads/a {oid}", "delete refs/tags/t"], NO_AUTOCOMPACT)  # a: same value
-    run_git(repo, "commit", "-q", "--allow-empty", "-m", "two", env=NO_AUTOCOMPACT)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two", env=NO_AUTOCOMPACT)
     new = _head(repo).decode()
     events = settle(w, c, repo)
     assert [e.diff.names() for e in events if e.diff] in (
@@ -101,7 +93,7 @@ def test_pack_refs_changes_no_ref(watched, ref_format):
     _batch(repo, [f"create refs/heads/x{i} {oid}" for i in range(5)], NO_AUTOCOMPACT)
     _batch(repo, [f"create refs/heads/y{i} {oid}" for i in range(5)], NO_AUTOCOMPACT)
     settle(w, c, repo)
-    run_git(repo, "pack-refs", "--all")
+    git(repo, "pack-refs", "--all")
     (ev,) = settle(w, c, repo)
     assert not ev.diff
     if ref_format == "files":
@@ -124,7 +116,7 @@ def test_refs_optimize_reftable_is_a_pure_compaction(tmp_path):
             _batch(repo, [f"create refs/heads/o{i} {oid}"], NO_AUTOCOMPACT)
         events = settle(w, c, repo)
         assert sum(len(e.diff.added) for e in events) == 3
-        run_git(repo, "refs", "optimize")
+        git(repo, "refs", "optimize")
         (ev,) = settle(w, c, repo)
         assert summarize(ev) == (W.TABLES_COMPACTED, (W.TABLES_COMPACTED,), (), (), ())
         assert ev.changes[0].detail.pure and len(ev.snapshot.tables) == 1
@@ -138,7 +130,7 @@ def test_reftable_auto_compaction_reports_writes_and_compactions(tmp_path):
         settle(w, c, repo)
         added: list[bytes] = []
         for i in range(8):
-            run_git(repo, "update-ref", f"refs/heads/auto{i}", oid)  # git compacts geometrically after each
+            git(repo, "update-ref", f"refs/heads/auto{i}", oid)  # git compacts geometrically after each
             for ev in settle(w, c, repo):
                 added.extend(ev.diff.added)
                 assert ev.diff.removed == () and ev.diff.changed == ()
@@ -215,9 +207,9 @@ def test_watch_from_a_linked_worktree_sees_its_own_refs(tmp_path, ref_format):
     c = Collector()
     with Watcher(_store(wt), c, debounce_ms=DEBOUNCE) as w:
         assert w.gitdir == str(repo / ".git/worktrees/wt")
-        run_git(wt, "update-ref", "refs/bisect/bad", oid)  # per-worktree ref: lives in the worktree's gitdir
+        git(wt, "update-ref", "refs/bisect/bad", oid)  # per-worktree ref: lives in the worktree's gitdir
         c.wait(lambda evs: any(b"refs/bisect/bad" in e.diff.added for e in evs))
-        run_git(repo, "update-ref", "refs/heads/shared", oid)  # common ref
+        git(repo, "update-ref", "refs/heads/shared", oid)  # common ref
         c.wait(lambda evs: any(H + b"shared" in e.diff.added for e in evs))
         assert [r.name for r in w.snapshot if r.name.startswith(b"refs/bisect/")] == [b"refs/bisect/bad"]
 
@@ -420,7 +412,7 @@ def test_cli_watch_plain_escapes_names(repo):
     try:
         proc.stderr.readline()
         oid = _head(repo).decode()
-        run_git(repo, "update-ref", "--stdin", input=f"create refs/heads/evil\x9b31m\u202ex {oid}\n".encode())
+        git(repo, "update-ref", "--stdin", input=f"create refs/heads/evil\x9b31m\u202ex {oid}\n".encode())
         line = proc.stdout.readline().decode()
         assert line.startswith("1 ") and "+refs/heads/evil\\u009b31m\\u202ex" in line, line
         assert "\x9b" not in line and "\u202e" not in line

@@ -29,8 +29,8 @@ from refscope.backend.stores import files as files_mod
 from refscope.backend.stores import reftable as reftable_mod
 from refscope.backend.watch import Watcher
 
-from tests.support.git import for_each_ref, git, git_env, init_repo
-from tests.support.watch import NO_AUTOCOMPACT, Collector, run_git, settle
+from tests.support.git import NO_AUTOCOMPACT, for_each_ref, git, git_env, init_repo
+from tests.support.watch import Collector, settle
 
 N = 3000  # refs: ~20 reftable blocks, ~120 KiB of packed-refs, quick to build and to walk
 DEBOUNCE = 80
@@ -65,12 +65,12 @@ def _big_repo(tmp_path: Path, ref_format: str) -> Path:
 def _big_delete(repo: Path) -> None:
     """One transaction from another process: 70% of the refs deleted (spread over the whole key space),
     a few changed, a few created."""
-    run_git(repo, "commit", "-q", "--allow-empty", "-m", "two", env=NO_AUTOCOMPACT)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two", env=NO_AUTOCOMPACT)
     two = git(repo, "rev-parse", "HEAD").strip()
     lines = [b"delete refs/heads/b/%05d" % i for i in range(N) if i % 10 < 7]
     lines += [b"update refs/heads/b/%05d %s" % (i, two) for i in range(9, N, 500)]
     lines += [b"create refs/heads/new/%d %s" % (i, two) for i in range(3)]
-    run_git(repo, "update-ref", "--stdin", input=b"\n".join(lines) + b"\n", env=NO_AUTOCOMPACT)
+    git(repo, "update-ref", "--stdin", input=b"\n".join(lines) + b"\n", env=NO_AUTOCOMPACT)
 
 
 class Counting:
@@ -131,7 +131,7 @@ def test_big_delete_is_diffed_exactly_in_one_pass(tmp_path, ref_format, monkeypa
     # the same through a running watcher: one event, the exact diff
     w = Watcher(store, c := Collector(), debounce_ms=DEBOUNCE, snapshot=new).start()
     try:
-        run_git(repo, "update-ref", "refs/heads/live1", "HEAD")
+        git(repo, "update-ref", "refs/heads/live1", "HEAD")
         (ev,) = c.wait(lambda evs: any(b"refs/heads/live1" in e.diff.added for e in evs))
         assert ev.diff[:3] == ((b"refs/heads/live1",), (), ())
         assert ev.diff.method == D.CANDIDATES and ev.diff.examined == 1
@@ -178,9 +178,9 @@ def test_a_late_refresh_never_replaces_a_newer_snapshot(tmp_path, ref_format, mo
     initial = w.snapshot
     monkeypatch.setattr(store, "refresh", slow_refresh)
     try:
-        run_git(repo, "update-ref", "refs/heads/first", "HEAD")
+        git(repo, "update-ref", "refs/heads/first", "HEAD")
         assert entered.wait(10)
-        run_git(repo, "update-ref", "refs/heads/second", "HEAD")
+        git(repo, "update-ref", "refs/heads/second", "HEAD")
         newer = store.snapshot()  # what the consumer read itself ("r"), later than the watcher's read
         assert w.offer(newer)
         assert not w.offer(initial)  # the same rule the other way round
@@ -222,7 +222,7 @@ def test_lock_only_batches_and_own_commit_refresh_once(tmp_path, ref_format, mon
         w.hold()
         assert w.state == "held"
         lines = b"".join(b"create refs/heads/own/%03d %s\n" % (i, head) for i in range(50))
-        run_git(repo, "update-ref", "--stdin", input=lines)
+        git(repo, "update-ref", "--stdin", input=lines)
         time.sleep(0.3)
         assert refreshes == [] and c.take() == []
         w.release()
@@ -238,7 +238,7 @@ def _break_notify(repo: Path, ref_format: str) -> None:
     """Make watchfiles raise "Unable to decode path": a path that is not UTF-8 in a watched directory
     (files: git's own loose ref ``refs/heads/caf\\xe9``; reftable: a stray file git ignores)."""
     if ref_format == "files":
-        run_git(repo, "update-ref", b"refs/heads/caf\xe9".decode("utf-8", "surrogateescape"), "HEAD")
+        git(repo, "update-ref", b"refs/heads/caf\xe9".decode("utf-8", "surrogateescape"), "HEAD")
     else:
         d = os.fsencode(repo / ".git" / "reftable")
         with open(d + b"/stray-\xe9", "wb"):
@@ -254,7 +254,7 @@ def test_a_failing_notify_source_recovers_and_says_so(tmp_path, ref_format):
         for _ in range(2):  # the first failure restarts the sources, a second one within a minute polls
             _break_notify(repo, ref_format)
             if ref_format == "files":
-                run_git(repo, "update-ref", "-d", b"refs/heads/caf\xe9".decode("utf-8", "surrogateescape"))
+                git(repo, "update-ref", "-d", b"refs/heads/caf\xe9".decode("utf-8", "surrogateescape"))
             else:
                 os.unlink(os.fsencode(repo / ".git" / "reftable") + b"/stray-\xe9")
             time.sleep(0.3)
@@ -263,7 +263,7 @@ def test_a_failing_notify_source_recovers_and_says_so(tmp_path, ref_format):
         assert w.polling and "Unable to decode path" in w.polling
         assert w.running
         c.take()
-        run_git(repo, "update-ref", "refs/heads/after", "HEAD")  # still heard, by polling now
+        git(repo, "update-ref", "refs/heads/after", "HEAD")  # still heard, by polling now
         c.wait(lambda evs: any(b"refs/heads/after" in e.diff.added for e in evs), timeout=10)
         settle(w, c, repo)
     finally:
@@ -282,7 +282,7 @@ def test_cli_watch_on_a_path_that_is_not_utf8(tmp_path, ref_format):
         assert line.startswith(b"refscope watch: watching ") and b"repo\\xff" in line
         first = proc.stdout.readline()
         assert b"watcher-polling" in first and b"watcher polling: file events unavailable" in first
-        run_git(os.fsdecode(path), "update-ref", "refs/heads/zz", "HEAD")
+        git(os.fsdecode(path), "update-ref", "refs/heads/zz", "HEAD")
         seen = []  # (the poller may also catch git's lock file on its own: a lock-appeared line first)
         while not any(b"+refs/heads/zz" in ln for ln in seen):
             seen.append(proc.stdout.readline())

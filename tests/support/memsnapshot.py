@@ -1,4 +1,4 @@
-"""Shared pieces for the TUI-main tests: an in-memory Snapshot and a waiting helper (no tests here).
+"""An in-memory Snapshot for the TUI-main tests, and the refs to fill it.
 
 The in-memory snapshot implements ``backend/stores/base.py``'s Snapshot over a sorted list, so widget
 behaviour (filtering counts, marking, escaping) can be tested without disk; the workflows that write
@@ -7,8 +7,6 @@ behaviour (filtering counts, marking, escaping) can be tested without disk; the 
 
 from __future__ import annotations
 
-import asyncio
-import time
 from bisect import bisect_left
 
 from refscope.backend.model import LOOSE, PACKED, Location, Ref
@@ -93,13 +91,3 @@ def sample(n_branches: int = 50, n_tags: int = 20) -> MemSnapshot:
     )
     refs.append(packed(b"refs/remotes/origin/main", 7, 20))
     return MemSnapshot(refs)
-
-
-async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
-    """Wait on a condition (workers, messages), never a fixed sleep; fail loudly at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await pilot.pause()
-        await asyncio.sleep(0.01)

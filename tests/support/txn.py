@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo
 
 LEFTOVER_SUFFIXES = (".lock", ".new")
 
@@ -43,11 +43,6 @@ def build_repo(path: Path, fmt: str, hash_name: str, *, worktree: bool = True, n
         git(path, "worktree", "add", "-q", "wt", "wt-branch")
         git(path / "wt", "update-ref", "refs/bisect/bad", head)
     return path
-
-
-def copy_repo(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst, symlinks=True)
-    return dst
 
 
 def git_delete(

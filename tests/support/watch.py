@@ -1,27 +1,12 @@
-"""Helpers shared by the watch tests: run git with extra env, collect events, wait with deadlines."""
+"""Helpers shared by the watch tests: collect events, wait with deadlines, compare with git's listing."""
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from pathlib import Path
 
-from tests.support.git import for_each_ref, git_binary, git_env
-
-
-def run_git(cwd: Path | str, *args: str, input: bytes | None = None, env: dict | None = None) -> bytes:
-    """git with the deterministic env plus ``env`` (e.g. GIT_TEST_REFTABLE_AUTOCOMPACTION=false)."""
-    e = git_env()
-    if env:
-        e.update(env)
-    proc = subprocess.run([git_binary(), *args], cwd=cwd, input=input, capture_output=True, env=e)
-    if proc.returncode != 0:
-        raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout, proc.stderr)
-    return proc.stdout
-
-
-NO_AUTOCOMPACT = {"GIT_TEST_REFTABLE_AUTOCOMPACTION": "false"}
+from tests.support.git import for_each_ref
 
 
 class Collector:
