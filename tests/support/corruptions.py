@@ -6,7 +6,7 @@ blocks and a log index) and returns the path of the file it damaged. Case ids ar
 the table at the restart table of the second ref block") and resolved against the actual table when
 applied, so collecting tests builds nothing.
 
-Used by ``tests/test_corrupt_stores.py`` (verify/list/delete on every case) and the fuzzers.
+Used by ``tests/git/test_corrupt_stores.py`` (verify/list/delete on every case) and the fuzzers.
 """
 
 from __future__ import annotations

@@ -309,7 +309,7 @@ def test_hostile_names_are_escaped_in_verify(hostile_repo, capfd):
 
 
 def test_hostile_names_are_escaped_in_list(hostile_repo):
-    # on a terminal (into a pipe, plain `list` prints git's raw bytes: tests/test_hostile_output.py)
+    # on a terminal (into a pipe, plain `list` prints git's raw bytes: tests/cli/test_hostile_output.py)
     from tests.support.terminal import run_tty
 
     rc, raw_out, err = run_tty("list", "-C", str(hostile_repo), env=git_env())

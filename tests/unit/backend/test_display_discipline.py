@@ -3,7 +3,7 @@
 Fields read from files stay bytes in the records; they become text only in ``backend/display.py``, whose
 ``Shown`` type is what the printers (``display.emit``, the TUI's ``fmt.field``) accept. These tests check the
 structure itself: nothing in the app decodes bytes or encodes JSON on its own, and the printers refuse
-plain text. ``tests/test_hostile_output.py`` checks the outcome over every output path.
+plain text. ``tests/cli/test_hostile_output.py`` checks the outcome over every output path.
 """
 
 from __future__ import annotations

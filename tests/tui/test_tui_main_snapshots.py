@@ -1,6 +1,6 @@
 """SVG snapshots of the main screen and its dialogs (fixed size, watchers off, fake meter, in-memory refs).
 
-Update with ``pytest tests/test_tui_main_snapshots.py --snapshot-update`` after a deliberate layout change.
+Update with ``pytest tests/tui/test_tui_main_snapshots.py --snapshot-update`` after a deliberate layout change.
 """
 
 from __future__ import annotations
