@@ -26,11 +26,7 @@ from refscope.app.tui.screens.table import TableScreen  # noqa: E402
 from refscope.app.tui.views.rows import RowsView  # noqa: E402
 
 from tests.support.git import git, init_repo  # noqa: E402
-from tests.support.tui import (  # noqa: E402
-    Host,
-    open_store,
-    wait_for,  # noqa: E402
-)
+from tests.support.tui import Host, open_store, wait_for  # noqa: E402
 
 ROOT = Path("/tmp/refscope-bench-views")
 N = int(os.environ.get("BENCH_REFS", "1000000"))
