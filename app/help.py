@@ -1,7 +1,7 @@
 """What ``refscope --help``, ``refscope help COMMAND`` and ``refscope COMMAND -h`` print.
 
 Kept apart from the commands: a command imports nothing for its help, and every text lives in one place,
-where the README's command reference is checked against it (tests/test_cli_help.py).
+where the README's command reference is checked against it (tests/cli/test_cli_help.py).
 """
 
 from __future__ import annotations

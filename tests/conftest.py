@@ -4,7 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import git_binary, init_repo
+from tests.support.git import git_binary, init_repo
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The Pilot tests (``pytest.mark.anyio``) run on asyncio, Textual's loop."""
+    return "asyncio"
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.gitutil import git, git_binary, git_env, init_repo  # noqa: E402
+from tests.support.git import git, git_binary, git_env, init_repo  # noqa: E402
 
 
 def build_packed(path: Path, n: int) -> Path:

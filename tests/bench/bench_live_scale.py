@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.gitutil import git_binary, git_env, init_repo  # noqa: E402
+from tests.support.git import git_binary, git_env, init_repo  # noqa: E402
 
 TIMEOUT = 600.0
 

@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.gitutil import git_binary  # noqa: E402
+from tests.support.git import git_binary  # noqa: E402
 
 _NR = {"x86_64": 298, "aarch64": 241}[os.uname().machine]
 _RECORD = 80  # header 8, raw size 4, raw_syscalls:sys_enter 64 (common 8, id 8, args 48), padding 4

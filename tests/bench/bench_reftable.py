@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from refscope.backend.repo import discover  # noqa: E402
 from refscope.backend.store import open_store  # noqa: E402
 
-from tests.gitutil import git, git_binary, init_repo  # noqa: E402
+from tests.support.git import git, git_binary, init_repo  # noqa: E402
 
 
 def make(path: Path, n: int) -> None:

@@ -51,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.gitutil import git_binary, git_env  # noqa: E402
+from tests.support.git import git_binary, git_env  # noqa: E402
 
 TIMEOUT = 30.0
 VERBOSE = bool(os.environ.get("VERBOSE"))

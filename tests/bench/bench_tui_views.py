@@ -25,8 +25,8 @@ from refscope.app.tui.screens.stack import StackScreen  # noqa: E402
 from refscope.app.tui.screens.table import TableScreen  # noqa: E402
 from refscope.app.tui.widgets.rows import RowsView  # noqa: E402
 
-from tests.gitutil import git, init_repo  # noqa: E402
-from tests.test_tui_views_common import Host, open_store, until  # noqa: E402
+from tests.support.git import git, init_repo  # noqa: E402
+from tests.support.tui import Host, open_store, wait_for  # noqa: E402
 
 ROOT = Path("/tmp/refscope-bench-views")
 N = int(os.environ.get("BENCH_REFS", "1000000"))
@@ -106,9 +106,9 @@ async def measure(name: str, make, ready_first, ready_full, view_of, rows_of) ->
     FIRST_ROWS.clear()
     t0 = time.perf_counter()
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: ready_first(app.screen), timeout=60)
+        await wait_for(pilot, lambda: ready_first(app.screen), timeout=60)
         first = ((FIRST_ROWS[0] if FIRST_ROWS else time.perf_counter()) - t0) * 1000
-        await until(pilot, lambda: ready_full(app.screen), timeout=120)
+        await wait_for(pilot, lambda: ready_full(app.screen), timeout=120)
         full = (time.perf_counter() - t0) * 1000
         view = view_of(app.screen)
         view.focus()

@@ -39,7 +39,7 @@ from refscope.backend.repo import discover  # noqa: E402
 from refscope.backend.store import open_store  # noqa: E402
 from refscope.backend.watch import Watcher  # noqa: E402
 
-from tests.gitutil import git, git_binary, git_env, init_repo  # noqa: E402
+from tests.support.git import git, git_binary, git_env, init_repo  # noqa: E402
 
 NO_AUTOCOMPACT = {"GIT_TEST_REFTABLE_AUTOCOMPACTION": "false"}
 

@@ -1,0 +1,127 @@
+"""Concurrency: refscope commits 100 transactions while git processes create, delete and pack refs (files) or
+compact the stack (reftable). The final ref set is exactly what the accepted transactions and the successful
+git commands imply; every refusal is clean (typed error, the ref untouched); nothing is left locked.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from refscope.backend.errors import TransactionRefused
+from refscope.backend.txn import Transaction
+
+from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.txn import leftovers, open_txn_store
+
+N_TXNS = 100
+DEADLINE_S = 20.0
+
+
+class GitWorker(threading.Thread):
+    """Runs git commands in a loop until stopped; remembers which of its refs exist at the end."""
+
+    def __init__(self, repo: Path, kind: str, tag: str) -> None:
+        super().__init__(daemon=True)
+        self.repo = repo
+        self.kind = kind
+        self.tag = tag
+        self.stop = threading.Event()
+        self.exists: dict[bytes, bool] = {}
+        self.runs = 0
+        self.failures = 0
+
+    def git(self, *args: str) -> bool:
+        proc = subprocess.run([git_binary(), *args], cwd=self.repo, capture_output=True, env=git_env())
+        self.runs += 1
+        if proc.returncode != 0:
+            self.failures += 1
+        return proc.returncode == 0
+
+    def run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            i += 1
+            if self.kind == "churn":
+                name = f"refs/heads/git/{self.tag}-{i % 7}"
+                if self.exists.get(name.encode()):
+                    if self.git("update-ref", "-d", name):
+                        self.exists[name.encode()] = False
+                elif self.git("update-ref", name, "HEAD"):
+                    self.exists[name.encode()] = True
+            elif self.kind == "create":
+                name = f"refs/heads/git/{self.tag}-{i}"
+                if self.git("update-ref", name, "HEAD"):
+                    self.exists[name.encode()] = True
+            else:  # pack / compact
+                self.git("pack-refs", "--all")
+                time.sleep(0.005)
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_transactions_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in git_env().items():
+        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
+            monkeypatch.setenv(key, value)
+    repo = init_repo(tmp_path / "repo", fmt=fmt)
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    lines = b"".join(b"create refs/heads/rs/%03d %s\n" % (i, oid) for i in range(N_TXNS))
+    git(repo, "update-ref", "--stdin", input=lines)
+    if fmt == "files":
+        git(repo, "pack-refs", "--all")
+        git(
+            repo,
+            "update-ref",
+            "--stdin",
+            input=b"".join(b"update refs/heads/rs/%03d %s\n" % (i, oid) for i in (3, 5)),
+        )
+    before = {r[0] for r in for_each_ref(repo)}
+
+    workers = [GitWorker(repo, "churn", "a"), GitWorker(repo, "create", "c"), GitWorker(repo, "pack", "p")]
+    for w in workers:
+        w.start()
+    accepted: set[bytes] = set()
+    refused: set[bytes] = set()
+    t0 = time.monotonic()
+    try:
+        store = open_txn_store(repo)
+        for i in range(N_TXNS):
+            if time.monotonic() - t0 > DEADLINE_S:
+                break
+            name = b"refs/heads/rs/%03d" % i
+            txn = Transaction(store, snapshot=store.snapshot())
+            txn.delete(name, oid)
+            try:
+                result = txn.commit()
+            except TransactionRefused as err:
+                refused.add(name)
+                assert err.what  # a message, never a traceback
+                continue
+            assert result.deleted == [name]
+            accepted.add(name)
+    finally:
+        for w in workers:
+            w.stop.set()
+        for w in workers:
+            w.join(timeout=30)
+    print(
+        fmt,
+        "accepted",
+        len(accepted),
+        "refused",
+        len(refused),
+        [(w.kind, w.runs, w.failures) for w in workers],
+    )
+    assert len(accepted) + len(refused) >= 20
+    assert sum(w.runs for w in workers) > 0
+
+    final = {r[0] for r in for_each_ref(repo)}
+    expected = (before - accepted) | {n for w in workers for n, e in w.exists.items() if e}
+    assert final == expected
+    for name in refused:  # a refused transaction left its ref as it was
+        assert name in final
+    git(repo, "refs", "verify")
+    assert leftovers(repo) == []

@@ -1,0 +1,142 @@
+"""Shared helpers of the transaction tests: generated repositories, copies, and git-side comparisons."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo
+
+LEFTOVER_SUFFIXES = (".lock", ".new")
+
+
+def build_repo(path: Path, fmt: str, hash_name: str, *, worktree: bool = True, n_branches: int = 24) -> Path:
+    """A repository with every shape a deletion meets: packed-only, loose-only and loose-over-packed
+    branches, annotated tags (peeled), refs with reflogs, nested names, a symref, and a linked worktree
+    (relative paths, so copies stay self-contained) with a per-worktree ref."""
+    init_repo(path, fmt=fmt, hash_name=hash_name)
+    git(path, "config", "worktree.useRelativePaths", "true")
+    head = git(path, "rev-parse", "HEAD").strip()
+    (path / "file").write_text("second\n")
+    git(path, "commit", "-q", "-am", "second")
+    second = git(path, "rev-parse", "HEAD").strip()
+    lines = []
+    for i in range(n_branches):
+        lines.append(b"create refs/heads/p%02d %s" % (i, head))
+    for i in range(6):
+        lines.append(b"create refs/heads/nested/dir/n%d %s" % (i, head))
+        lines.append(b"create refs/remotes/origin/r%d %s" % (i, second))
+    git(path, "update-ref", "--stdin", input=b"\n".join(lines) + b"\n")
+    for i in range(4):
+        git(path, "tag", "-a", "-m", f"tag {i}", f"v{i}", "HEAD~1" if i % 2 else "HEAD")
+    git(path, "tag", "light", "HEAD~1")
+    git(path, "pack-refs", "--all")
+    # loose-only, and loose over packed (a different value than the packed record)
+    lines = [b"create refs/heads/l%02d %s" % (i, second) for i in range(8)]
+    lines += [b"update refs/heads/p%02d %s" % (i, second) for i in range(0, n_branches, 3)]
+    lines += [b"create refs/tags/loose-tag %s" % head]
+    git(path, "update-ref", "-m", "loose batch", "--stdin", input=b"\n".join(lines) + b"\n")
+    git(path, "symbolic-ref", "refs/heads/sym", "refs/heads/p01")
+    git(path, "branch", "-q", "wt-branch", "HEAD~1")
+    if worktree:
+        git(path, "worktree", "add", "-q", "wt", "wt-branch")
+        git(path / "wt", "update-ref", "refs/bisect/bad", head)
+    return path
+
+
+def git_delete(
+    repo: Path, items: list[tuple[bytes, bytes | None]], no_deref: bool = False
+) -> subprocess.CompletedProcess:
+    """Plain ``git update-ref --stdin -z`` (the oracle), returning the process."""
+    data = b"".join(b"delete %s\0%s\0" % (n, o or b"") for n, o in items)
+    argv = [git_binary(), "update-ref", "--stdin", "-z"]
+    if no_deref:
+        argv.insert(2, "--no-deref")
+    return subprocess.run(argv, cwd=repo, input=data, capture_output=True, env=git_env())
+
+
+def reflogs(repo: Path, fmt: str, scratch: Path) -> dict[str, bytes]:
+    """Every reflog as files would hold it: files directly, reftable after ``git refs migrate`` on a copy."""
+    if fmt == "reftable":
+        if scratch.exists():
+            shutil.rmtree(scratch)
+        copy_repo(repo, scratch)
+        # git cannot migrate repositories with worktrees: compare the main stack's reflogs only
+        shutil.rmtree(scratch / ".git" / "worktrees", ignore_errors=True)
+        shutil.rmtree(scratch / "wt", ignore_errors=True)
+        git(scratch, "refs", "migrate", "--ref-format=files")
+        repo = scratch
+    out = {}
+    for base in (repo / ".git" / "logs", repo / ".git" / "worktrees" / "wt" / "logs"):
+        if base.is_dir():
+            for p in sorted(base.rglob("*")):
+                if p.is_file():
+                    out[str(p.relative_to(repo))] = p.read_bytes()
+    return out
+
+
+def reftable_files(repo: Path) -> list[tuple[str, bytes]]:
+    """Every table of every stack as (name without its random suffix, bytes), in tables.list order."""
+    out = []
+    for d in (repo / ".git" / "reftable", repo / ".git" / "worktrees" / "wt" / "reftable"):
+        if (d / "tables.list").exists():
+            for name in (d / "tables.list").read_text().split():
+                out.append((name.rsplit("-", 1)[0], (d / name).read_bytes()))
+    return out
+
+
+def files_layout(repo: Path) -> tuple[bytes, list[str]]:
+    """packed-refs bytes and every path (files and directories) under refs/ and logs/ of the files backend."""
+    git_dir = repo / ".git"
+    packed = git_dir / "packed-refs"
+    paths = []
+    for sub in ("refs", "logs", "worktrees/wt/refs", "worktrees/wt/logs"):
+        base = git_dir / sub
+        if base.is_dir():
+            paths += sorted(str(p.relative_to(git_dir)) for p in base.rglob("*"))
+    return (packed.read_bytes() if packed.exists() else b""), paths
+
+
+def leftovers(repo: Path) -> list[str]:
+    """Lock files, packed-refs.new and reftable temp files left anywhere under the git dir."""
+    out = []
+    for p in (repo / ".git").rglob("*"):
+        name = p.name
+        if name.endswith(LEFTOVER_SUFFIXES) or ".temp." in name:
+            if "objects" in p.parts or name == "index.lock":
+                continue
+            out.append(str(p.relative_to(repo)))
+    return sorted(out)
+
+
+def state(repo: Path) -> tuple:
+    """What git sees: for-each-ref in the main worktree and in the linked one (per-worktree refs)."""
+    main = for_each_ref(repo)
+    wt = for_each_ref(repo / "wt", "refs/bisect") if (repo / "wt").exists() else []
+    return main, wt
+
+
+def fsck(repo: Path) -> tuple[int, bytes]:
+    proc = subprocess.run(
+        [git_binary(), "fsck", "--no-progress", "--no-dangling"], cwd=repo, capture_output=True, env=git_env()
+    )
+    return proc.returncode, proc.stderr
+
+
+def check_clean(repo: Path, oracle: Path | None = None) -> None:
+    """git refs verify passes; git fsck passes, or says exactly what it says about git's own result
+    (deleting through a symref leaves it dangling with a reflog: git's fsck flags that in both)."""
+    git(repo, "refs", "verify")
+    ours = fsck(repo)
+    if oracle is None:
+        assert ours == (0, b""), ours
+    else:
+        assert ours == fsck(oracle)
+
+
+def open_txn_store(path: Path):
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+
+    return open_store(discover(str(path), git_env()))

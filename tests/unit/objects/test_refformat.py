@@ -1,0 +1,378 @@
+"""``for-each-ref`` formats, sorting and filters against git's own output, byte for byte: every supported
+atom and modifier, alone and together, on generated repositories of both ref formats and both hashes
+(loose and packed refs and objects, annotated and nested tags, tags of blobs and trees, symrefs, merges,
+zones east and west, CRLF and multi-paragraph messages), and git's errors for what git refuses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from backend.errors import RefscopeError
+from backend.objects.commitgraph import open_commit_graph
+from backend.objects.odb import Odb
+from backend.refformat import dates
+from backend.refformat.context import context, resolved
+from backend.refformat.order import versioncmp
+from backend.refformat.run import NO_FILTERS, Filters, for_each_ref, plan
+from backend.refformat.spec import FormatError
+from backend.repo import discover
+from backend.store import open_store
+from tests.support.git import git, git_binary, git_env, init_repo
+from tests.unit.objects.test_objects import _history
+
+NOW = 1700100000
+
+FORMATS = [
+    "%(refname) %(refname:short) %(refname:lstrip=1) %(refname:lstrip=-1) %(refname:rstrip=1) %(refname:rstrip=-2) %(refname:strip=2)",
+    "%(objectname) %(objectname:short) %(objectname:short=4) %(objectname:short=12) %(objecttype) %(objectsize)",
+    "%(*objectname) %(*objecttype) %(*objectsize) %(*objectname:short)",
+    "%(tree) %(tree:short) %(parent) %(parent:short=5) %(numparent) %(object) %(type) %(tag)",
+    "%(author)|%(authorname)|%(authoremail)|%(authoremail:trim)|%(authoremail:localpart)|%(authoremail:trim,localpart)",
+    "%(committer)|%(committername)|%(committeremail)|%(tagger)|%(taggername)|%(taggeremail:trim)",
+    "%(authordate)|%(committerdate)|%(taggerdate)|%(creatordate)|%(creator)",
+    "%(committerdate:unix) %(committerdate:iso8601) %(committerdate:iso) %(committerdate:iso8601-strict)",
+    "%(creatordate:short) %(creatordate:rfc2822) %(creatordate:rfc) %(creatordate:raw) %(authordate:iso-strict)",
+    "%(committerdate:relative)|%(creatordate:relative)|%(*committerdate:relative)",
+    "%(subject)|%(body)|%(contents:subject)|%(contents:body)|%(contents:signature)|%(contents:size)",
+    "[%(contents)]",
+    "%(*subject)|%(*authorname)|%(*committerdate:unix)|%(*body)|%(*tree)",
+    "%(symref) %(symref:short) %(symref:lstrip=2) %(flag) %(HEAD) %(worktreepath)",
+    "100%% %41%42 %zz %4 %(refname)%0a%(objectname:short)%",
+    "%(refname:short=)",
+]
+SORTS = [
+    [],
+    ["-refname"],
+    ["committerdate"],
+    ["-committerdate"],
+    ["creatordate", "-objecttype"],
+    ["version:refname"],
+    ["-v:refname"],
+    ["objectname"],
+    ["authordate", "subject"],
+    ["objectsize"],
+    ["committerdate:unix"],
+    ["-*committerdate"],
+]
+
+
+def _repo(tmp_path, fmt: str, hash_name: str, *, packed_refs: bool):
+    repo = init_repo(tmp_path / "r", fmt, hash_name)
+    git(repo, "config", "gc.auto", "0")
+    git(repo, "config", "maintenance.auto", "false")
+    _history(repo, 24)
+    git(repo, "tag", "v1.2", "main~2")
+    git(repo, "tag", "v1.10", "main~1")
+    git(repo, "tag", "v1.9-rc1", "main~4")
+    git(repo, "tag", "-a", "heads/main", "-m", "ambiguous", "main")
+    git(repo, "branch", "tags/v1.2", "main~6")
+    git(repo, "update-ref", "refs/remotes/origin/main", "main~5")
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "side")
+    if packed_refs:
+        git(repo, "pack-refs", "--all")
+        git(repo, "branch", "loose-after", "main~3")
+    git(repo, "repack", "-adq")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "loose commit\r\n\r\nwith crlf\r\n")
+    return repo
+
+
+def _ours(repo, fmt, sort, filters=NO_FILTERS, count=None, commit_graph=False):
+    r = discover(str(repo))
+    snap = open_store(r).snapshot()
+    refs = []
+    for ref in snap:
+        ref = resolved(snap, ref)
+        if ref is not None:
+            refs.append(ref)
+    ctx = context(r, snap)
+    odb = Odb(os.path.join(r.commondir, "objects"), r.hash_name, {})
+    cg = open_commit_graph(os.path.join(r.commondir, "objects"), odb.rawsz) if commit_graph else None
+    p = plan(fmt.encode(), sort)
+    lines = for_each_ref(
+        p,
+        refs,
+        odb,
+        head=ctx.head,
+        worktrees=ctx.worktrees,
+        exists=ctx.exists,
+        filters=filters,
+        count=count,
+        commit_graph=cg,
+    )
+    return b"".join(lines)
+
+
+def _theirs(repo, fmt, sort, extra=()):
+    args = ["for-each-ref", f"--format={fmt}", *[f"--sort={s}" for s in sort], *extra]
+    env = git_env()
+    env["GIT_TEST_DATE_NOW"] = str(NOW)
+    proc = subprocess.run([git_binary(), *args], cwd=repo, capture_output=True, env=env)
+    return proc
+
+
+@pytest.fixture(autouse=True)
+def _fixed_now(monkeypatch):
+    monkeypatch.setenv("GIT_TEST_DATE_NOW", str(NOW))
+
+
+@pytest.mark.parametrize("hash_name", ["sha1", "sha256"])
+@pytest.mark.parametrize(("fmt", "packed"), [("files", False), ("files", True), ("reftable", False)])
+def test_every_format_matches_git(tmp_path, fmt, hash_name, packed):
+    repo = _repo(tmp_path, fmt, hash_name, packed_refs=packed)
+    for f in FORMATS:
+        proc = _theirs(repo, f, [])
+        if proc.returncode:
+            with pytest.raises(RefscopeError) as e:
+                _ours(repo, f, [])
+            assert proc.stderr.decode().strip().endswith(e.value.what), f
+            continue
+        assert _ours(repo, f, []) == proc.stdout, f
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_every_sort_matches_git(tmp_path, fmt):
+    repo = _repo(tmp_path, fmt, "sha1", packed_refs=True)
+    for sort in SORTS:
+        proc = _theirs(repo, "%(refname) %(committerdate:unix) %(objecttype)", sort)
+        assert proc.returncode == 0, proc.stderr
+        assert _ours(repo, "%(refname) %(committerdate:unix) %(objecttype)", sort) == proc.stdout, sort
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_reachability_filters_match_git(tmp_path, graph):
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
+    if graph:
+        git(repo, "commit-graph", "write", "--reachable")
+        git(
+            repo, "commit", "-q", "--allow-empty", "-m", "newer than the graph"
+        )  # walked by id, parents by position
+    rev = lambda name: git(repo, "rev-parse", name).strip()  # noqa: E731
+    cases = [
+        (Filters(merged=(rev("main"),)), ["--merged=main"]),
+        (Filters(merged=(rev("side"), rev("main~5"))), ["--merged=side", "--merged=main~5"]),
+        (Filters(no_merged=(rev("main~3"),)), ["--no-merged=main~3"]),
+        (Filters(contains=(rev("main~4"),)), ["--contains=main~4"]),
+        (Filters(no_contains=(rev("main~4"),)), ["--no-contains=main~4"]),
+        (Filters(points_at=(rev("main~2"),)), ["--points-at=main~2"]),
+        (Filters(points_at=(rev("main"),)), ["--points-at=main"]),
+        (Filters(merged=(rev("main"),), contains=(rev("main~8"),)), ["--merged=main", "--contains=main~8"]),
+    ]
+    for filters, args in cases:
+        proc = _theirs(repo, "%(refname)", [], args)
+        assert proc.returncode == 0, proc.stderr
+        assert _ours(repo, "%(refname)", [], filters, commit_graph=graph) == proc.stdout, args
+
+
+def test_count_matches_git(tmp_path):
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=False)
+    for sort in ([], ["-committerdate"]):
+        proc = _theirs(repo, "%(refname)", sort, ["--count=5"])
+        assert _ours(repo, "%(refname)", sort, count=5) == proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("fmt", "message"),
+    [
+        ("%(nosuch)", "unknown field name: nosuch"),
+        ("%(refname", "malformed format string %(refname"),
+        ("%(objecttype:x)", "%(objecttype) does not take arguments"),
+        ("%(refname:bogus)", "unrecognized %(refname) argument: bogus"),
+        ("%(refname:lstrip=x)", "Integer value expected refname:lstrip=x"),
+        ("%(objectname:short=0)", "positive value expected '0' in %(objectname:short=0)"),
+        ("%(authoremail:bogus)", "unrecognized %(authoremail) argument: bogus"),
+        ("%(committerdate:bogus)", "unknown date format bogus"),
+        ("%()", "malformed field name: "),
+    ],
+)
+def test_refusals_carry_gits_words(tmp_path, fmt, message):
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=False)
+    proc = _theirs(repo, fmt, [])
+    assert proc.returncode != 0
+    # git dies for most, and reports a malformed format string as an error before its usage
+    first = proc.stderr.decode().split("\n")[0]
+    assert first in (f"fatal: {message}", f"error: {message}")
+    with pytest.raises(RefscopeError) as e:
+        _ours(repo, fmt, [])
+    assert e.value.what == message
+
+
+@pytest.mark.parametrize("fmt", ["%(align:4)x%(end)", "%(color:red)", "%(upstream)", "%(describe)", "%(raw)"])
+def test_unsupported_atoms_are_named(fmt):
+    with pytest.raises(FormatError, match="unsupported field name"):
+        plan(fmt.encode(), [])
+
+
+def test_missing_object_is_gits_error(tmp_path):
+    repo = init_repo(tmp_path / "r")
+    gone = "1" * 40
+    (repo / ".git" / "refs" / "heads" / "gone").write_text(gone + "\n")
+    proc = _theirs(repo, "%(objecttype) %(refname)", [])
+    assert proc.returncode == 128
+    with pytest.raises(RefscopeError) as e:
+        _ours(repo, "%(objecttype) %(refname)", [])
+    assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"
+    # a format that reads no object lists it, as git does
+    assert _ours(repo, "%(refname)", []) == _theirs(repo, "%(refname)", []).stdout
+
+
+@pytest.mark.parametrize(
+    ("when", "tz"),
+    [
+        (0, 0),
+        (1, -1),
+        (951782400, 100),
+        (1700000000, -1230),
+        (4102444800, 545),
+        (253402300799, 0),
+        (2**40, -800),
+    ],
+)
+def test_dates_match_git_log(tmp_path, when, tz):
+    repo = init_repo(tmp_path / "r")
+    env = git_env()
+    sign = "-" if tz < 0 else "+"
+    env["GIT_COMMITTER_DATE"] = f"@{when} {sign}{abs(tz):04d}"
+    subprocess.run([git_binary(), "commit", "-q", "--allow-empty", "-m", "d"], cwd=repo, env=env, check=True)
+    for mode in ("default", "iso8601", "iso8601-strict", "short", "rfc2822", "raw", "unix"):
+        proc = subprocess.run(
+            [git_binary(), "log", "-1", "--format=%cd", f"--date={mode}"],
+            cwd=repo,
+            env=git_env(),
+            capture_output=True,
+        )
+        if proc.returncode:
+            with pytest.raises(RefscopeError) as e:
+                dates.show(when, tz, mode)
+            assert proc.stderr.decode().strip() == f"fatal: {e.value.what}", mode
+            continue
+        assert dates.show(when, tz, mode) == proc.stdout.rstrip(b"\n").decode(), mode
+
+
+def test_relative_dates_match_git(tmp_path):
+    repo = init_repo(tmp_path / "r")
+    for ago in (0, 5, 89, 90, 3000, 5400, 100000, 1000000, 5000000, 20000000, 40000000, 100000000, 400000000):
+        env = git_env()
+        env["GIT_COMMITTER_DATE"] = f"@{NOW - ago} +0000"
+        env["GIT_TEST_DATE_NOW"] = str(NOW)
+        subprocess.run(
+            [git_binary(), "commit", "-q", "--allow-empty", "-m", "d"], cwd=repo, env=env, check=True
+        )
+        want = (
+            subprocess.run(
+                [git_binary(), "log", "-1", "--format=%cd", "--date=relative"],
+                cwd=repo,
+                env=env,
+                capture_output=True,
+            )
+            .stdout.rstrip(b"\n")
+            .decode()
+        )
+        assert dates.relative(NOW - ago, NOW) == want, ago
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("v1.2", "v1.10"),
+        ("v1.9-rc1", "v1.9"),
+        ("a01", "a1"),
+        ("a001", "a01"),
+        ("1.0", "1.0.1"),
+        ("x9", "x10"),
+        ("abc", "abd"),
+    ],
+)
+def test_versioncmp_orders_as_git(tmp_path, a, b):
+    repo = init_repo(tmp_path / "r")
+    git(repo, "tag", a)
+    git(repo, "tag", b)
+    order = git(repo, "tag", "--sort=version:refname").split()
+    assert (versioncmp(a.encode(), b.encode()) < 0) == (order.index(a.encode()) < order.index(b.encode()))
+
+
+def _cli(repo, *args):
+    env = git_env()
+    env["GIT_TEST_DATE_NOW"] = str(NOW)
+    return subprocess.run(
+        [sys.executable, "-m", "refscope.app", "list", *args], cwd=repo, env=env, capture_output=True
+    )
+
+
+CLI_CASES = [
+    ["--format=%(refname:short) %(subject)", "--sort=-committerdate"],
+    ["--sort=objectsize", "--count=3"],
+    ["--sort=refname"],
+    ["--merged=main", "--format=%(refname)"],
+    ["--format=%(refname)", "--no-merged"],
+    ["--no-merged", "refs/heads"],  # git's "last argument default": the next argument is the commit
+    ["--points-at=main", "--format=%(refname)"],
+    ["--contains", "v1.2", "--format=%(refname) %(HEAD)"],
+    ["--format=%(refname)", "refs/tags/v*"],
+    ["--format=%(refname) %(objectname:short)", "--count=0", "refs/remotes"],
+    ["--omit-empty", "--format=%(taggername)"],
+]
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_cli_list_speaks_for_each_ref(tmp_path, fmt):
+    repo = _repo(tmp_path, fmt, "sha1", packed_refs=fmt == "files")
+    for args in CLI_CASES:
+        theirs = subprocess.run(
+            [git_binary(), "for-each-ref", *args], cwd=repo, capture_output=True, env=git_env()
+        )
+        ours = _cli(repo, *args)
+        if theirs.returncode:
+            assert ours.returncode == 1
+            assert ours.stderr.decode().strip() == theirs.stderr.decode().strip().replace(
+                "fatal:", "refscope:"
+            )
+            continue
+        assert (ours.returncode, ours.stderr, ours.stdout) == (0, b"", theirs.stdout), args
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (
+            ["--json", "--format=%(refname)"],
+            2,
+            "refscope: --json cannot be combined with for-each-ref's options",
+        ),
+        (["--count=-1"], 2, "refscope: invalid --count argument: `-1'"),
+        (["--count=x"], 2, "refscope: option `count' expects a numerical value"),
+        (["--format=%(nosuch)"], 1, "refscope: unknown field name: nosuch"),
+        (["--merged=nosuch"], 1, "refscope: malformed object name nosuch"),
+        (
+            ["--merged=main~1"],
+            1,
+            "refscope: unsupported revision syntax: main~1 (a ref name or a full object id)",
+        ),
+        (["--points-at=nosuch"], 1, "refscope: malformed object name nosuch"),
+        (["--sort=-nosuch"], 1, "refscope: unknown field name: nosuch"),
+    ],
+)
+def test_cli_refusals_are_one_line_and_change_nothing(tmp_path, args, status, message):
+    from tests.gitutil import tree_bytes
+
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=False)
+    before = tree_bytes(repo / ".git")
+    got = _cli(repo, *args)
+    assert got.returncode == status
+    assert got.stderr.decode().split("\n")[0] == message
+    assert got.stdout == b""
+    assert tree_bytes(repo / ".git") == before
+
+
+def test_cli_merged_on_a_tree_is_refused(tmp_path):
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=False)
+    tree = git(repo, "rev-parse", "main^{tree}").strip().decode()
+    got = _cli(repo, f"--merged={tree}")
+    assert (got.returncode, got.stderr.decode().strip()) == (
+        1,
+        "refscope: option `merged' must point to a commit",
+    )
