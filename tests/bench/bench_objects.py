@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.gitutil import git, git_binary, git_env  # noqa: E402
+from tests.support.git import git, git_binary, git_env  # noqa: E402
 
 CACHE = Path(os.environ.get("REFSCOPE_BENCH_CACHE", Path.home() / ".cache/refscope/bench-objects"))
 

@@ -12,42 +12,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from refscope.backend.errors import CorruptStore
+from refscope.backend.objects.commitgraph import open_commit_graph
+from refscope.backend.objects.odb import Odb
+from refscope.backend.objects.tips import MISSING, Tips
 
-from backend.errors import CorruptStore
-from backend.objects.commitgraph import open_commit_graph
-from backend.objects.odb import Odb
-from backend.objects.tips import MISSING, Tips
 from tests.support.git import git, init_repo
+from tests.support.history import history
 
 HASHES = ("sha1", "sha256")
-
-
-def _history(repo: Path, commits: int = 40) -> None:
-    """Commits whose blobs grow (so repack makes delta chains), varied idents, zones and messages, merges,
-    annotated and nested tags, a tag of a blob and of a tree."""
-    lines = []
-    for i in range(1, commits + 1):
-        body = "".join(f"line {j}\n" for j in range(i * 30))
-        lines.append(f"blob\nmark :{i}\ndata {len(body)}\n{body}")
-    for i in range(1, commits + 1):
-        msg = f"subject {i}\nwrapped {i}\n\nbody {i}\n" if i % 3 else f"\n\nsubject only {i}\r\n"
-        zone = ("+0000", "-0130", "+0545", "-1200")[i % 4]
-        lines.append(
-            f"commit refs/heads/{'side' if i % 5 == 0 else 'main'}\nmark :{1000 + i}\n"
-            f"author Au{i % 3} <au{i % 3}@example.com> {1700000000 + i * 97} {zone}\n"
-            f"committer Co <co@example.com> {1700000000 + i * 101} {zone}\n"
-            f"data {len(msg.encode())}\n{msg}"
-        )
-        if i > 1:
-            lines.append(f"from :{1000 + i - 1}\n")
-        if i % 7 == 0 and i > 2:
-            lines.append(f"merge :{1000 + i - 2}\n")
-        lines.append(f"M 100644 :{i} file{i % 4}\n\n")
-    git(repo, "fast-import", "--quiet", "--force", input="".join(lines).encode())
-    git(repo, "tag", "-a", "t1", "-m", "tag one\n\ntag body", "main~3")
-    git(repo, "tag", "-a", "t2", "-m", "nested", "t1")
-    git(repo, "tag", "-a", "tblob", "-m", "a blob", "main:file1")
-    git(repo, "tag", "-a", "ttree", "-m", "a tree", "main^{tree}")
 
 
 def _all_objects(repo: Path) -> list[tuple[bytes, str, bytes]]:
@@ -94,7 +67,7 @@ LAYOUTS = ["loose", "packed", "deltas", "ref-deltas", "index-v1", "large-offsets
 )
 def test_every_object_reads_as_git_reads_it(tmp_path, hash_name, layout):
     repo = init_repo(tmp_path / "r", hash_name=hash_name)
-    _history(repo)
+    history(repo)
     pack_dir = repo / ".git" / "objects" / "pack"
     if layout == "loose":
         for p in pack_dir.glob("*.pack"):
@@ -131,7 +104,7 @@ def test_every_object_reads_as_git_reads_it(tmp_path, hash_name, layout):
 @pytest.mark.parametrize("hash_name", HASHES)
 def test_alternates_are_followed_recursively_and_once(tmp_path, hash_name):
     base = init_repo(tmp_path / "base", hash_name=hash_name)
-    _history(base, 12)
+    history(base, 12)
     git(base, "repack", "-adq")
     mid = tmp_path / "mid"
     git(tmp_path, "clone", "-q", "--shared", str(base), str(mid))
@@ -154,7 +127,7 @@ def test_alternates_are_followed_recursively_and_once(tmp_path, hash_name):
 
 def test_environment_alternates(tmp_path):
     base = init_repo(tmp_path / "base")
-    _history(base, 5)
+    history(base, 5)
     other = init_repo(tmp_path / "other")
     head = git(base, "rev-parse", "main").strip()
     env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(base / ".git" / "objects")}
@@ -166,7 +139,7 @@ def test_environment_alternates(tmp_path):
 @pytest.mark.parametrize("split", [False, True])
 def test_commit_graph_matches_git_log(tmp_path, hash_name, split):
     repo = init_repo(tmp_path / "r", hash_name=hash_name)
-    _history(repo, 30)
+    history(repo, 30)
     if split:
         git(repo, "commit-graph", "write", "--reachable", "--split")
         git(repo, "commit", "-q", "--allow-empty", "-m", "more")
@@ -195,7 +168,7 @@ def test_no_commit_graph_is_none(tmp_path):
 @pytest.mark.parametrize("hash_name", HASHES)
 def test_tips_peel_and_describe_as_git_log_does(tmp_path, hash_name):
     repo = init_repo(tmp_path / "r", hash_name=hash_name)
-    _history(repo, 20)
+    history(repo, 20)
     git(repo, "repack", "-adfq", "--depth=10")
     tips = Tips(_odb(repo, hash_name))
     refs = git(repo, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)").decode().splitlines()
@@ -234,7 +207,7 @@ def test_a_tag_whose_target_is_missing_is_typed(tmp_path):
 
 def _packed_repo(tmp_path: Path) -> tuple[Path, Path, Path]:
     repo = init_repo(tmp_path / "r")
-    _history(repo, 15)
+    history(repo, 15)
     git(repo, "repack", "-adfq", "--depth=10")
     (pack,) = (repo / ".git" / "objects" / "pack").glob("*.pack")
     return repo, pack, pack.with_suffix(".idx")

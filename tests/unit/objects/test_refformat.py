@@ -10,19 +10,19 @@ import subprocess
 import sys
 
 import pytest
+from refscope.backend.errors import RefscopeError
+from refscope.backend.objects.commitgraph import open_commit_graph
+from refscope.backend.objects.odb import Odb
+from refscope.backend.refformat import dates
+from refscope.backend.refformat.context import context, resolved
+from refscope.backend.refformat.order import versioncmp
+from refscope.backend.refformat.run import NO_FILTERS, Filters, for_each_ref, plan
+from refscope.backend.refformat.spec import FormatError
+from refscope.backend.repo import discover
+from refscope.backend.store import open_store
 
-from backend.errors import RefscopeError
-from backend.objects.commitgraph import open_commit_graph
-from backend.objects.odb import Odb
-from backend.refformat import dates
-from backend.refformat.context import context, resolved
-from backend.refformat.order import versioncmp
-from backend.refformat.run import NO_FILTERS, Filters, for_each_ref, plan
-from backend.refformat.spec import FormatError
-from backend.repo import discover
-from backend.store import open_store
 from tests.support.git import git, git_binary, git_env, init_repo
-from tests.unit.objects.test_objects import _history
+from tests.support.history import history
 
 NOW = 1700100000
 
@@ -64,7 +64,7 @@ def _repo(tmp_path, fmt: str, hash_name: str, *, packed_refs: bool):
     repo = init_repo(tmp_path / "r", fmt, hash_name)
     git(repo, "config", "gc.auto", "0")
     git(repo, "config", "maintenance.auto", "false")
-    _history(repo, 24)
+    history(repo, 24)
     git(repo, "tag", "v1.2", "main~2")
     git(repo, "tag", "v1.10", "main~1")
     git(repo, "tag", "v1.9-rc1", "main~4")
@@ -357,7 +357,7 @@ def test_cli_list_speaks_for_each_ref(tmp_path, fmt):
     ],
 )
 def test_cli_refusals_are_one_line_and_change_nothing(tmp_path, args, status, message):
-    from tests.gitutil import tree_bytes
+    from tests.support.git import tree_bytes
 
     repo = _repo(tmp_path, "files", "sha1", packed_refs=False)
     before = tree_bytes(repo / ".git")
