@@ -178,3 +178,19 @@ class VarintError(RecordError):
 
 class EntryTooBig(ValueError):
     """A reftable record does not fit into one block of the chosen size (the writer's)."""
+
+
+class Outdated(TransactionRefused):
+    """The stack changed under a compaction (git's REFTABLE_OUTDATED_ERROR): benign, nothing written."""
+
+
+class FormatError(RefscopeError):
+    """A ``--format`` or ``--sort`` git would refuse (in git's words), or an atom git knows that
+    refscope does not print (naming it)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(None, what)
+
+
+class UnsupportedDate(FormatError):
+    """A date format git knows that refscope does not print (``human``, ``format:``, ``-local``)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import os
 
-from ..errors import LockBusy, RefscopeError, TransactionRefused
+from ..errors import LockBusy, Outdated, RefscopeError, TransactionRefused
 from ..formats.reftable.policy import compaction_size, suggest_compaction_segment
 from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
 from ..formats.reftable.table import Table
@@ -22,10 +22,6 @@ from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout,
 from .common import config_int, fsync_references
 from .crashpoint import step
 from .stack_io import StackWriter, make_temp, table_bytes, table_name
-
-
-class Outdated(TransactionRefused):
-    """The stack changed under a compaction (git's REFTABLE_OUTDATED_ERROR): benign, nothing written."""
 
 
 def merge_tables(tables: list[Table], drop_tombstones: bool):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time as _time
 
-from ..errors import RefscopeError
+from ..errors import RefscopeError, UnsupportedDate
 
 WEEKDAYS = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat")
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -34,15 +34,11 @@ _UNSUPPORTED = ("human", "format", "auto:")
 _TIME_T_MAX = (1 << 63) - 1
 
 
-class UnsupportedDate(RefscopeError):
-    """A date format git knows that refscope does not print (``human``, ``format:``, ``-local``)."""
-
-
 def parse_mode(text: str) -> str:
     """The mode named by a date modifier as git parses it (``iso`` is ``iso8601``, ``local`` is
     ``default-local``...); ``RefscopeError`` with git's wording for an unknown one."""
     if text == "local" or text.endswith("-local") or text.startswith(_UNSUPPORTED):
-        raise UnsupportedDate(None, f"unsupported date format {text}")
+        raise UnsupportedDate(f"unsupported date format {text}")
     for prefix, mode in _ALIASES:
         if text.startswith(prefix):
             if text != prefix:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ..errors import RefscopeError
+from ..errors import FormatError
 
 # Every atom git knows (ref-filter.c valid_atom); the supported ones are those with a reader in values.py.
 GIT_ATOMS = (
@@ -31,13 +31,6 @@ SUPPORTED = frozenset(
 NEEDS_OBJECT = frozenset(SUPPORTED - {"refname", "symref", "flag", "HEAD", "worktreepath"})
 TIME_ATOMS = frozenset({"authordate", "committerdate", "taggerdate", "creatordate"})
 NUMBER_ATOMS = frozenset({"objectsize", "numparent"})
-
-
-class FormatError(RefscopeError):
-    """A format or sort key git would refuse (git's words), or one refscope cannot print."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(None, what)
 
 
 class Atom(namedtuple("Atom", "text deref name arg")):
