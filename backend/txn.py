@@ -344,9 +344,9 @@ class Transaction:
         unparsed, so the whole file is checked first (once per mapping; the engine re-checks under the lock
         only a file that changed since). Its own phase, counting the forked child that checks half of a big
         file: the commit window stays the commit."""
-        packed = getattr(snap, "packed", None)
-        if packed is None:
+        if snap.format != "files":
             return
+        packed = snap.packed
         self._on_phase("check packed-refs")
         with measure("check packed-refs", children=packed.check_forks()) as m:
             try:
@@ -456,18 +456,16 @@ def snapshot_symrefs(snapshot) -> dict[bytes, bytes]:
     head = snapshot.head()
     if head is not None and head.target is not None:
         out[b"HEAD"] = head.target
-    loose = getattr(snapshot, "loose", None)
-    if isinstance(loose, dict):
+    if snapshot.format == "files":
         from .formats.loose import SYMREF
 
-        for name, lr in loose.items():
+        for name, lr in snapshot.loose.items():
             if lr.kind == SYMREF and not lr.bad_name:
                 out[name] = lr.value
         return out
-    tables = getattr(snapshot, "tables", None)
-    if tables is not None and getattr(snapshot, "format", None) == "reftable":
+    if snapshot.format == "reftable":
         candidates: set[bytes] = set()
-        for t in (*tables, *snapshot.worktree_tables):
+        for t in (*snapshot.tables, *snapshot.worktree_tables):
             listed = t.listed_cache
             for off, blk in t.iter_ref_offsets():
                 if off in listed:

@@ -390,7 +390,8 @@ class FilesCommit:
             return PackedRefs.from_bytes(b"", path, self.repo.hash_name)
         if _stat.S_ISLNK(st.st_mode):
             raise TransactionRefused(path, "packed-refs is a symbolic link; refusing to rewrite it")
-        packed = getattr(self.snapshot, "packed", None)
+        snap = self.snapshot
+        packed = snap.packed if snap is not None and snap.format == "files" else None
         if packed is not None and packed.stat is not None and identity(packed.stat) == identity(st):
             return packed
         # Changed since the snapshot (or none was given): the new file is checked whole before its records

@@ -69,7 +69,7 @@ class QueueTransaction(RefListing):
             stash=b"refs/stash" in queued,
             notes=[e.name for e in entries if e.name.startswith(b"refs/notes/")],
             head_itself=b"HEAD" in queued,
-            format=getattr(snapshot, "format", "files"),
+            format=snapshot.format if snapshot is not None else "files",
         )
 
     @work(thread=True, exclusive=True, group="commit-plan", description="check the queue")
@@ -87,7 +87,8 @@ class QueueTransaction(RefListing):
         if app.store is None:
             self.notify("no store to commit to", severity="error")
             return
-        packed = getattr(app.snapshot, "packed", None)
+        snap = app.snapshot
+        packed = snap.packed if snap is not None and snap.format == "files" else None
         if app.engine == "native" and packed is not None and packed.size >= PRECHECK_MIN:
             self.precheck(packed)
         plan = await self.make_plan(list(app.queue.values())).wait()
