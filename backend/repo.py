@@ -14,7 +14,7 @@ import stat as _stat
 from collections import namedtuple
 from collections.abc import Mapping
 
-from .config import load_protected, load_repo_config, parse_bool_env, read_file_entries
+from .configload import load_protected, load_repo_config, parse_bool_env, read_file_entries
 from .errors import DubiousOwnership, NotARepository, UnsupportedFormat
 from .fileio import read_small
 
