@@ -13,6 +13,11 @@ The syscall budget matters (the TUI pays it on every commit): deleting one packe
 snapshot open is 16 syscalls (git: ~1,800): read HEAD (3), lock + read the ref (3), packed-refs.lock (2),
 lstat packed-refs (1; its mapping is the snapshot's when unchanged), packed-refs.new by one ``writev`` (3),
 unlink the reflog (1), rename (1), unlock both (2).
+
+Over 500 lines, on purpose: it is one protocol, git's files-backend transaction (prepare, the packed-refs
+lock, finish, cleanup), held by one class whose steps share its locks and update list, as
+refs/files-backend.c holds it; the parts that stand alone are apart already (the packed-refs splice in
+packed_splice.py, the update list and reflog rules in common.py, loose-file parsing in formats/loose.py).
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
