@@ -136,18 +136,7 @@ class Lister:
 
     def _resolve(self, ref) -> tuple[bytes, bytes] | None:
         """(oid, final ref name) of a symref, as git's %(objectname) and %(symref) show it."""
-        full = getattr(self.snap, "resolve_full", None)
-        if full is not None:
-            return full(ref.name)
-        target = ref.target
-        for _ in range(6):
-            t = self.snap.lookup(target)
-            if t is None:
-                return None
-            if t.oid is not None:
-                return t.oid, target
-            target = t.target
-        return None
+        return self.snap.resolve_full(ref.name)
 
     # -- column batches (reftable) -----------------------------------------------------------------------
     def columns(self, intervals: list[tuple[bytes, bytes | None]]) -> None:

@@ -14,7 +14,7 @@ import stat as _stat
 from collections import namedtuple
 from collections.abc import Mapping
 
-from .config import load_protected, load_repo_config, parse_bool_env, read_file_entries
+from .configload import load_protected, load_repo_config, parse_bool_env, read_file_entries
 from .errors import DubiousOwnership, NotARepository, UnsupportedFormat
 from .fileio import read_small
 
@@ -396,17 +396,21 @@ def list_worktrees(repo: Repo, *, skip_main: bool = False) -> list[tuple[str, by
     out: list[tuple[str, bytes | None]] = []
     if not skip_main:
         out.append((repo.commondir, _head_target(repo, repo.commondir)))
-    wtdir = os.path.join(repo.commondir, "worktrees")
+    for gd in worktree_gitdirs(repo.commondir):
+        if os.path.exists(os.path.join(gd, "HEAD")):
+            out.append((gd, _head_target(repo, gd)))
+    return out
+
+
+def worktree_gitdirs(commondir: str) -> list[str]:
+    """The directories under ``<commondir>/worktrees`` by name: the linked worktrees' git dirs (a caller
+    that needs a real worktree checks its HEAD; the watcher watches every one)."""
+    wtdir = os.path.join(commondir, "worktrees")
     try:
         names = sorted(os.listdir(wtdir))
     except OSError:
-        names = []
-    for name in names:
-        gd = os.path.join(wtdir, name)
-        if not os.path.isdir(gd) or not os.path.exists(os.path.join(gd, "HEAD")):
-            continue
-        out.append((gd, _head_target(repo, gd)))
-    return out
+        return []
+    return [gd for gd in (os.path.join(wtdir, name) for name in names) if os.path.isdir(gd)]
 
 
 def _head_target(repo: Repo, gitdir: str) -> bytes | None:

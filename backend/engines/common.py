@@ -65,17 +65,6 @@ def log_path(repo, name: bytes) -> str:
     return os.path.join(ref_base(repo, name), "logs", os.fsdecode(name))
 
 
-def config_int(repo, key: str, default: int) -> int:
-    """An integer setting (git dies on a malformed one; the config module raises its typed error)."""
-    config = getattr(repo, "config", None)
-    return default if config is None else config.get_int(key, default)
-
-
-def config_bool(repo, key: str, default: bool) -> bool:
-    config = getattr(repo, "config", None)
-    return default if config is None else config.get_bool(key, default)
-
-
 def auto_compaction() -> bool:
     """Does a write end with auto-compaction? git always compacts (there is no config key for it); only
     its test variable GIT_TEST_REFTABLE_AUTOCOMPACTION (git_env_bool, default true) turns it off."""

@@ -18,8 +18,8 @@ from ..errors import LockBusy, Outdated, RefscopeError, TransactionRefused
 from ..formats.reftable.policy import compaction_size, suggest_compaction_segment
 from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
 from ..formats.reftable.table import Table
-from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
-from .common import config_int, fsync_references
+from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, discard, rename
+from .common import fsync_references
 from .crashpoint import step
 from .stack_io import StackWriter, make_temp, table_bytes, table_name
 
@@ -52,7 +52,7 @@ def compact_range(repo, st: StackWriter, first: int, last: int, *, best_effort: 
     """
     if first >= last:
         return None
-    timeout = config_int(repo, "reftable.lockTimeout", 100)
+    timeout = repo.config.reftable_lock_timeout()
     do_fsync = fsync_references(repo)
     st.lock(timeout, "compaction: lock tables.list")
     table_locks: list[str] = []
@@ -120,10 +120,7 @@ def compact_range(repo, st: StackWriter, first: int, last: int, *, best_effort: 
                 st.commit_list(new_names, do_fsync, "compaction: rename tables.list", publish=new_path)
             except BaseException:
                 for p in new_path:
-                    try:
-                        remove(p)
-                    except OSError:
-                        pass
+                    discard(p)
                 raise
             # The stack in memory now mirrors the list: reuse the tables outside the segment.
             reuse = {t.name: t for t in st.tables}
@@ -137,23 +134,14 @@ def compact_range(repo, st: StackWriter, first: int, last: int, *, best_effort: 
                 pass  # the list moved on after we released it (another writer); the next user reloads
             for lock in table_locks:
                 step("compaction: unlink", lock[: -len(LOCK_SUFFIX)])
-                try:
-                    os.unlink(lock[: -len(LOCK_SUFFIX)])
-                except OSError:
-                    pass
+                discard(lock[: -len(LOCK_SUFFIX)])
         return new_name
     finally:
         st.unlock("compaction: release tables.list")
         for lock in table_locks:
-            try:
-                remove(lock)
-            except OSError:
-                pass
+            discard(lock)
         if temp:
-            try:
-                remove(temp)
-            except OSError:
-                pass
+            discard(temp)
 
 
 def auto_compact(repo, st: StackWriter) -> str | None:

@@ -13,6 +13,11 @@ The syscall budget matters (the TUI pays it on every commit): deleting one packe
 snapshot open is 16 syscalls (git: ~1,800): read HEAD (3), lock + read the ref (3), packed-refs.lock (2),
 lstat packed-refs (1; its mapping is the snapshot's when unchanged), packed-refs.new by one ``writev`` (3),
 unlink the reflog (1), rename (1), unlock both (2).
+
+Over 500 lines, on purpose: it is one protocol, git's files-backend transaction (prepare, the packed-refs
+lock, finish, cleanup), held by one class whose steps share its locks and update list, as
+refs/files-backend.c holds it; the parts that stand alone are apart already (the packed-refs splice in
+packed_splice.py, the update list and reflog rules in common.py, loose-file parsing in formats/loose.py).
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
@@ -390,7 +395,8 @@ class FilesCommit:
             return PackedRefs.from_bytes(b"", path, self.repo.hash_name)
         if _stat.S_ISLNK(st.st_mode):
             raise TransactionRefused(path, "packed-refs is a symbolic link; refusing to rewrite it")
-        packed = getattr(self.snapshot, "packed", None)
+        snap = self.snapshot
+        packed = snap.packed if snap is not None and snap.format == "files" else None
         if packed is not None and packed.stat is not None and identity(packed.stat) == identity(st):
             return packed
         # Changed since the snapshot (or none was given): the new file is checked whole before its records

@@ -12,7 +12,6 @@
 6. Auto-compaction with git's geometric policy; its lock failures are ignored (the batch is durable already).
 """
 
-# ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
 from __future__ import annotations
 
 import os
@@ -29,13 +28,13 @@ from ..formats.reftable.record import (
     RefRecord,
 )
 from ..formats.reftable.table import Table
-from ..lockfile import remove
+from ..lockfile import discard
 from ..meter import measure
 from .common import (
     Deletion,
+    RefUpdate,
     auto_compaction,
     committer_ident,
-    config_int,
     fsync_references,
     is_per_worktree,
     log_all_ref_updates,
@@ -59,22 +58,19 @@ def stack_dir_for(repo, name: bytes) -> str:
     return os.path.join(repo.commondir, "reftable")
 
 
-class _Upd:
-    __slots__ = ("name", "old", "log_only", "no_deref", "via_head", "parent", "stack", "current", "is_symref")
+class _Update(RefUpdate):
+    """An update of the reftable backend: the stack it is written to and whether the newest record of
+    its name, read under the lock, is a symref."""
+
+    __slots__ = ("stack", "is_symref")
 
     def __init__(self, name: bytes, old: bytes | None, no_deref: bool) -> None:
-        self.name = name
-        self.old = old
-        self.log_only = False
-        self.no_deref = no_deref
-        self.via_head = False
-        self.parent: _Upd | None = None
+        super().__init__(name, old, no_deref)
         self.stack: StackWriter | None = None
-        self.current: bytes | None = None
         self.is_symref = False
 
 
-def _original(u: _Upd) -> bytes:
+def _original(u: _Update) -> bytes:
     while u.parent is not None:
         u = u.parent
     return u.name
@@ -138,9 +134,9 @@ class ReftableCommit:
         self.zero = zero_oid(self.repo.hash_name)
         self.stacks: dict[str, StackWriter] = {}
         self.known: StackReads | None = known  # read from the snapshot before the lock
-        self.updates: list[_Upd] = []
+        self.updates: list[_Update] = []
         self.names: set[bytes] = set()
-        self.timeout = config_int(self.repo, "reftable.lockTimeout", 100)
+        self.timeout = self.repo.config.reftable_lock_timeout()
         self.deleted: list[bytes] = []
         self.written: list[StackWriter] = []
         self._ident = None  # the committer, read once when a symref's entry needs it
@@ -166,13 +162,13 @@ class ReftableCommit:
                 raise
         return st
 
-    def _add(self, u: _Upd) -> None:
+    def _add(self, u: _Update) -> None:
         self.updates.append(u)
         self.names.add(u.name)
 
     def prepare(self) -> None:
         no_deref = self.no_deref
-        self.updates = [_Upd(d.name, d.old_oid, no_deref) for d in self.deletions]
+        self.updates = [_Update(d.name, d.old_oid, no_deref) for d in self.deletions]
         self.names.update(u.name for u in self.updates)
         # git locks every stack of the original updates first.
         if self._wt_dir is None and self.updates:  # without linked worktrees one stack holds every name
@@ -185,7 +181,7 @@ class ReftableCommit:
         head_stack = self._stack(b"HEAD") if b"HEAD" in self.names else self._head_stack()
         head = head_stack.lookup(b"HEAD") if head_stack is not None else None
         head_ref = head.target if head is not None and head.value_type == VALUE_SYMREF else None
-        queued: list[_Upd] = []
+        queued: list[_Update] = []
         # one batched read per stack for the names asked for (symref targets are looked up one by one)
         pre: dict[bytes, RefRecord | None] = {}
         for st in self.stacks.values():
@@ -212,7 +208,7 @@ class ReftableCommit:
                         f"multiple updates for 'HEAD' (including one via its referent '{_text(u.name)}') "
                         "are not allowed",
                     )
-                h = _Upd(b"HEAD", u.old, True)
+                h = _Update(b"HEAD", u.old, True)
                 h.log_only = True
                 self._add(h)
             rec = pre[u.name] if u.name in pre and u.parent is None and not u.log_only else st.lookup(u.name)
@@ -234,7 +230,7 @@ class ReftableCommit:
                             self.repo.gitdir, f"cannot lock ref '{_text(u.name)}': error reading reference"
                         )
                 else:
-                    self._add(split_symref_update(self, u, rec.target, _Upd))
+                    self._add(split_symref_update(self, u, rec.target, _Update))
             else:
                 u.current = rec.value
             if u.old is not None and not u.log_only and u.current != u.old:
@@ -288,16 +284,13 @@ class ReftableCommit:
             try:
                 st.commit_list([*st.names, name], do_fsync, publish=(path,))
             except BaseException:
-                try:
-                    remove(path)
-                except OSError:
-                    pass
+                discard(path)
                 raise
             st.tables.append(Table.from_bytes(data, os.path.join(st.dir, name)))
             self.written.append(st)
 
     def _records(
-        self, st: StackWriter, ups: list[_Upd], mode: str
+        self, st: StackWriter, ups: list[_Update], mode: str
     ) -> tuple[list[RefRecord], list[LogRecord]]:
         """The records of the table ``ups`` add to ``st``: a tombstone per deleted ref; a log deletion
         record for every live entry of the reflog of each update that is not a symref (a deletion drops
@@ -329,7 +322,7 @@ class ReftableCommit:
         refs = [new(RefRecord, (u.name, ts, VALUE_DELETION, None, None, None)) for u in ups if not u.log_only]
         return refs, logs
 
-    def _symref_entry(self, u: _Upd, ts: int) -> LogRecord:
+    def _symref_entry(self, u: _Update, ts: int) -> LogRecord:
         """git's reflog entry for a deletion through symref ``u``: from its value to zero."""
         if self._ident is None:
             self._ident = committer_ident(self.repo)

@@ -5,7 +5,6 @@ Shared by the commit engine and compaction. Everything here works on tables alre
 when they are still listed (a check under the lock reads ``tables.list`` once and reuses every open table).
 """
 
-# ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
 from __future__ import annotations
 
 import errno
@@ -22,11 +21,11 @@ from ..lockfile import (
     busy_error,
     create_temp,
     create_with_timeout,
+    discard,
     remove,
     rename,
     unable_to_lock_message,
 )
-from .common import config_bool, config_int
 from .crashpoint import step
 
 # Names need only be unlikely to collide (git uses rand()): a 64-bit LCG seeded once at import, so that
@@ -201,10 +200,7 @@ class StackWriter(MergedTables):
 def _discard(temp: str, err: BaseException, directory: str) -> None:
     """Remove the temp table a failed write left; an OSError refuses naming ``directory`` (the temp file's
     random name is gone), anything else propagates (the caller re-raises it)."""
-    try:
-        remove(temp)
-    except OSError:
-        pass
+    discard(temp)
     if isinstance(err, OSError):
         raise refused_write(directory, err) from None
 
@@ -218,9 +214,9 @@ def table_bytes(repo, refs, logs, min_ui: int, max_ui: int, *, exact_log_message
         hash_name=repo.hash_name,
         min_update_index=min_ui,
         max_update_index=max_ui,
-        block_size=config_int(repo, "reftable.blockSize", 4096),
-        restart_interval=config_int(repo, "reftable.restartInterval", 16),
-        index_objects=config_bool(repo, "reftable.indexObjects", True),
+        block_size=repo.config.reftable_block_size(),
+        restart_interval=repo.config.reftable_restart_interval(),
+        index_objects=repo.config.reftable_index_objects(),
         exact_log_message=exact_log_message,
     )
 

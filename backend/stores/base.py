@@ -7,6 +7,16 @@ outside ``refs/`` are not rows; ``head()`` reads HEAD).
 Opening must be cheap (a 1M-ref snapshot ready to show its first rows in < 50 ms): work proportional
 to the number of refs (e.g. building a row index for random access) happens lazily, on first need,
 and is cached inside the snapshot. ``iter_from`` never needs the row index.
+
+What every snapshot has is below. What one store's snapshots have besides, a caller reaches after testing
+``snap.format`` (never by probing with getattr/hasattr):
+
+- ``format == "files"`` (stores/files.py ``FilesSnapshot``): ``packed`` (the ``PackedRefs`` it read; an
+  empty one when there is no file), ``loose`` (name -> ``LooseRef`` of every loose file under refs/),
+  ``head_file`` (HEAD's ``LooseRef`` or None), ``repo``.
+- ``format == "reftable"`` (stores/reftable ``ReftableSnapshot``): ``stack`` and ``worktree_stack`` (the
+  common stack and the worktree's, or None), ``tables`` and ``worktree_tables`` (their ``Table`` lists,
+  oldest first), ``tables_list_stat``, ``stacks`` (stack dir -> tables), ``store``.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ class Snapshot(Protocol):
     hash_name: str  # "sha1" or "sha256"
     gitdir: str  # the per-worktree git dir this snapshot was opened for
     commondir: str  # where the shared refs live
+    read_seq: int  # when the store started reading (stores/seq.py); 0 for a snapshot no store numbered
 
     def __len__(self) -> int:
         """Number of effective refs (may build the row index on first call)."""

@@ -19,8 +19,6 @@ def next_read_seq() -> int:
 
 
 def is_older(candidate, current) -> bool:
-    """Would swapping ``current`` for ``candidate`` go back in time? Snapshots without a number (test
-    doubles) never count as older."""
-    a = getattr(candidate, "read_seq", None)
-    b = getattr(current, "read_seq", None)
-    return a is not None and b is not None and a < b
+    """Would swapping ``current`` (None: there is none yet) for ``candidate`` go back in time? A snapshot
+    no store numbered (``read_seq`` 0: a test double) never counts as older."""
+    return current is not None and 0 < candidate.read_seq < current.read_seq

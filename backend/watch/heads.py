@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 from ..fileio import read_small
-from .paths import is_structural, worktree_gitdirs
+from ..repo import worktree_gitdirs
+from .paths import is_structural
 
 
 def touched_gitdirs(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from ..repo import worktree_gitdirs
+
 
 def watch_dirs(commondir: str) -> tuple[list[str], list[str]]:
     """(non-recursive dirs, recursive dirs) to watch for one repository, all existing right now."""
@@ -22,14 +24,7 @@ def watch_dirs(commondir: str) -> tuple[list[str], list[str]]:
     wt = os.path.join(commondir, "worktrees")
     if os.path.isdir(wt):
         nonrec.append(wt)
-        try:
-            names = sorted(os.listdir(wt))
-        except OSError:
-            names = []
-        for name in names:
-            gd = os.path.join(wt, name)
-            if not os.path.isdir(gd):
-                continue
+        for gd in worktree_gitdirs(commondir):
             nonrec.append(gd)
             if os.path.isdir(os.path.join(gd, "refs")):
                 rec.append(os.path.join(gd, "refs"))
@@ -85,16 +80,6 @@ def is_store_lock(commondir: str, path: str) -> bool:
     if parts[0] == "worktrees":
         parts = parts[2:]
     return bool(parts) and parts[0] != "refs"
-
-
-def worktree_gitdirs(commondir: str) -> list[str]:
-    """Every linked worktree's git dir (``worktrees/<id>``), sorted."""
-    wt = os.path.join(commondir, "worktrees")
-    try:
-        names = sorted(os.listdir(wt))
-    except OSError:
-        return []
-    return [os.path.join(wt, n) for n in names if os.path.isdir(os.path.join(wt, n))]
 
 
 def current_locks(commondir: str) -> set[str]:

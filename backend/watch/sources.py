@@ -11,7 +11,7 @@ import queue
 import threading
 import time
 
-from .paths import worktree_gitdirs
+from ..repo import worktree_gitdirs
 
 STEP_MS = 10  # notify sources: quiet window before handing a raw batch over, and stop-event poll period
 POLL_MS = 50  # the polling source's period (stretched to 5x its own scan time on huge trees)

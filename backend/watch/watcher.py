@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 
 from ..diff import EMPTY, Diff
 from ..meter import measure
+from ..repo import worktree_gitdirs
 from ..stores.seq import is_older
 from .classify import classify_files, classify_reftable
 from .events import (
@@ -32,7 +33,7 @@ from .events import (
     lock_changes,
 )
 from .heads import head_value, touched_gitdirs
-from .paths import current_locks, is_store_lock, is_structural, relevant_paths, watch_dirs, worktree_gitdirs
+from .paths import current_locks, is_store_lock, is_structural, relevant_paths, watch_dirs
 from .sources import NotifySource, PollSource
 
 _RETRY_MS = (100, 200, 400, 800, 1000)  # after an error, refresh again even without events

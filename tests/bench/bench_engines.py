@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.git import git, git_binary, git_env, init_repo  # noqa: E402
+from tests.support.git import git, git_binary, git_env, init_repo, one_table_reftable  # noqa: E402
 
 
 def build_packed(path: Path, n: int) -> Path:
@@ -38,19 +38,6 @@ def build_packed(path: Path, n: int) -> Path:
     (path / ".git" / "packed-refs").write_bytes(b"".join(lines))
     (path / ".git" / "refs" / "heads" / "main").unlink()
     assert git(path, "rev-parse", "refs/heads/branch/0000007").strip() == head
-    (path / ".built").write_text("ok\n")
-    return path
-
-
-def build_reftable(path: Path, n: int) -> Path:
-    """n refs created in one `git update-ref --stdin` transaction (one table), then compacted."""
-    if (path / ".built").exists():
-        return path
-    init_repo(path, fmt="reftable")
-    head = git(path, "rev-parse", "HEAD").strip().decode()
-    lines = "".join(f"create refs/heads/branch/{i:07d} {head}\n" for i in range(n - 1))
-    git(path, "update-ref", "--stdin", input=lines.encode())
-    git(path, "pack-refs", "--all")
     (path / ".built").write_text("ok\n")
     return path
 
@@ -190,7 +177,7 @@ def main() -> None:
     cache = Path(args.cache)
     n = args.refs
     packed = build_packed(cache / f"packed-{n}", n)
-    reftable = build_reftable(cache / f"reftable-{n}", n)
+    reftable = one_table_reftable(cache / f"reftable-{n}", n, "refs/heads/branch/")
     one = [f"refs/heads/branch/{n // 2:07d}"]
     step = max(1, (n - 1) // args.many)
     many = [f"refs/heads/branch/{i:07d}" for i in range(0, n - 1, step)][: args.many]

@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.cli import refscope_watch_json  # noqa: E402
 from tests.support.git import git_binary, git_env, init_repo  # noqa: E402
 
 TIMEOUT = 600.0
@@ -111,13 +112,7 @@ def fresh_copy(src: Path, cache: Path, fmt: str) -> Path:
 
 
 def bench_watch(repo: Path, n: int) -> dict:
-    env = dict(os.environ)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "refscope.app.cli", "watch", "-C", str(repo), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
+    proc = refscope_watch_json(repo)
     out: dict = {}
     lines: queue.SimpleQueue = queue.SimpleQueue()
 

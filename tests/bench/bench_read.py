@@ -32,18 +32,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.git import git, git_binary, git_env  # noqa: E402
+from tests.support.git import git, git_binary, git_env, start_cached_repo  # noqa: E402
 
 CACHE = Path(os.environ.get("REFSCOPE_BENCH_CACHE", Path.home() / ".cache/refscope/bench-read"))
 
 
 def build_files(n: int) -> Path:
     path = CACHE / f"files-{n}"
-    if (path / ".git" / "bench-done").exists():
+    if not start_cached_repo(path):
         return path
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
     commits = []
     for i in range(8):
         git(path, "commit", "-q", "--allow-empty", "-m", f"c{i}")

@@ -39,7 +39,7 @@ from refscope.backend.repo import discover  # noqa: E402
 from refscope.backend.store import open_store  # noqa: E402
 from refscope.backend.watch import Watcher  # noqa: E402
 
-from tests.support.git import git, git_binary, git_env, init_repo  # noqa: E402
+from tests.support.git import git, git_binary, git_env, init_repo, one_table_reftable  # noqa: E402
 
 NO_AUTOCOMPACT = {"GIT_TEST_REFTABLE_AUTOCOMPACTION": "false"}
 
@@ -112,18 +112,6 @@ def latency(tmp: Path, fmt: str, n: int) -> tuple[list[float], list[float]]:
     finally:
         w.stop()
     return from_rename, from_exit
-
-
-def build_reftable(path: Path, n: int) -> Path:
-    if (path / ".built").exists():
-        return path
-    init_repo(path, fmt="reftable")
-    head = git(path, "rev-parse", "HEAD").strip().decode()
-    lines = "".join(f"create refs/heads/b/{i:07d} {head}\n" for i in range(n - 1))
-    run_git(path, "update-ref", "--stdin", input=lines.encode())
-    run_git(path, "refs", "optimize")
-    (path / ".built").write_text("ok\n")
-    return path
 
 
 def build_packed(path: Path, n: int) -> Path:
@@ -203,7 +191,7 @@ def main() -> None:
     print("| store | refs | change | event: refresh+diff | examined | full walk |")
     print("|---|---|---|---|---|---|")
     for n in sizes:
-        repo = build_reftable(cache / f"watch-reftable-{n}", n)
+        repo = one_table_reftable(cache / f"watch-reftable-{n}", n, "refs/heads/b/")
         oid = git(repo, "rev-parse", "HEAD").strip().decode()
         names = [f"refs/heads/new/{time.time_ns()}-{k}" for k in range(3)]
         steps = [

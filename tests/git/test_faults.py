@@ -20,7 +20,7 @@ import pytest
 from tests.support import faults as faultutil
 from tests.support.cli import refscope
 from tests.support.faults import FAULTS, WHY, fingerprint, make_fault, unprivileged
-from tests.support.git import git, git_binary, git_env, init_repo
+from tests.support.git import create_refs, git, git_binary, git_env, init_repo
 
 COMMANDS = ("list", "stack", "verify", "delete", "dump")
 KINDS = {"files": ("packed-refs", "loose ref"), "reftable": ("tables.list", "table")}
@@ -155,12 +155,7 @@ def _fill(mnt: Path) -> None:
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_disk_full_refuses_with_one_line(small_tmpfs: Path, fmt: str) -> None:
     repo = init_repo(small_tmpfs / "repo", fmt=fmt)
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/b%03d HEAD\n" % i for i in range(300)),
-    )
+    create_refs(repo, (b"refs/heads/b%03d" % i for i in range(300)))
     git(repo, "pack-refs", "--all")
     _fill(small_tmpfs)
     gitdir = repo / ".git"

@@ -7,6 +7,7 @@ run, and the repository it reads, behave as in the oracle's runs.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -36,6 +37,17 @@ def refscope(
         timeout=timeout,
         preexec_fn=preexec_fn,
         check=check,
+    )
+
+
+def refscope_watch_json(repo: str | Path) -> subprocess.Popen:
+    """``refscope watch -C REPO --json`` running, its stdout and stderr on pipes (with this process's own
+    environment); the caller stops it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "refscope.app.cli", "watch", "-C", str(repo), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
     )
 
 

@@ -66,6 +66,14 @@ def run_git(
     )
 
 
+def git_pipe(cwd: Path | str, *args: str) -> subprocess.Popen:
+    """git in ``cwd`` as a running process with its stdin and stdout on pipes (a ``--stdin`` or
+    ``--batch`` conversation); the caller kills and waits for it."""
+    return subprocess.Popen(
+        [git_binary(), *args], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=git_env()
+    )
+
+
 def git(
     cwd: Path | str, *args: str, input: bytes | None = None, check: bool = True, env: dict | None = None
 ) -> bytes:
@@ -105,6 +113,30 @@ def create_refs(repo: Path | str, names, value: bytes | str | None = None) -> by
     lines = b"".join(b"create %s %s\n" % (os.fsencode(n), value) for n in names)
     git(repo, "update-ref", "--stdin", input=lines)
     return value
+
+
+def start_cached_repo(path: Path) -> bool:
+    """For a benchmark's cached repository: False when a finished one is at ``path`` (its
+    ``.git/bench-done``); else ``path`` is emptied and ``git init``-ed (branch main) and True returned (the
+    caller builds it, then writes ``.git/bench-done``)."""
+    if (path / ".git" / "bench-done").exists():
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    return True
+
+
+def one_table_reftable(path: Path, n: int, prefix: str) -> Path:
+    """A reftable repository (made once: ``.built``) with ``n - 1`` refs ``<prefix><i:07d>`` beside main,
+    created in one transaction and compacted into one table."""
+    if (path / ".built").exists():
+        return path
+    init_repo(path, fmt="reftable")
+    create_refs(path, (f"{prefix}{i:07d}" for i in range(n - 1)))
+    git(path, "pack-refs", "--all")
+    (path / ".built").write_text("ok\n")
+    return path
 
 
 def for_each_ref(repo: Path | str, *patterns: str) -> list[tuple[bytes, bytes, bytes, bytes]]:

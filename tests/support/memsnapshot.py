@@ -9,19 +9,36 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from refscope.backend.model import LOOSE, PACKED, Location, Ref
+from refscope.backend.formats.loose import OID, SYMREF, LooseRef
+from refscope.backend.formats.packed import PackedRefs
+from refscope.backend.model import LOOSE, PACKED, SYMREF_MAXDEPTH, Location, Ref
 
 
 class MemSnapshot:
+    """A files-format snapshot: ``packed`` holds the rows located in packed-refs, ``loose`` the loose ones
+    (rows located elsewhere are only rows), as the protocol says a files snapshot has them."""
+
     format = "files"
     hash_name = "sha1"
     gitdir = "/mem/.git"
     commondir = "/mem/.git"
+    read_seq = 0  # no store numbered it: never older than another snapshot
 
     def __init__(self, refs: list[Ref], head: bytes | None = b"refs/heads/main") -> None:
         self.refs = sorted(refs, key=lambda r: r.name)
         self.names = [r.name for r in self.refs]
         self._head = head
+        lines = [b"# pack-refs with: peeled fully-peeled sorted \n"]
+        self.loose: dict[bytes, LooseRef] = {}
+        for r in self.refs:
+            if r.location.kind == PACKED and r.oid is not None:
+                lines.append(b"%s %s\n" % (r.oid, r.name))
+                if r.peeled is not None:
+                    lines.append(b"^%s\n" % r.peeled)
+            elif r.location.kind == LOOSE:
+                kind, value = (SYMREF, r.target) if r.target is not None else (OID, r.oid)
+                self.loose[r.name] = LooseRef(r.name, kind, value, r.location.file, (1, 2, 41, 0))
+        self.packed = PackedRefs.from_bytes(b"".join(lines), "/mem/.git/packed-refs", self.hash_name)
 
     def __len__(self) -> int:
         return len(self.refs)
@@ -62,6 +79,39 @@ class MemSnapshot:
 
     def __iter__(self):
         return iter(self.refs)
+
+    def iter_bulk(self, start: bytes = b"", chunk: int = 1024):
+        refs = list(self.iter_from(start))
+        for i in range(0, len(refs), chunk):
+            part = refs[i : i + chunk]
+            peeled = [r.peeled for r in part]
+            targets = [r.target for r in part]
+            yield (
+                None,
+                (
+                    [r.name for r in part],
+                    [r.oid for r in part],
+                    peeled if any(p is not None for p in peeled) else None,
+                    targets if any(t is not None for t in targets) else None,
+                ),
+            )
+
+    def split_name(self, min_size: int = 1 << 20) -> bytes | None:
+        return None
+
+    def resolve_full(self, name: bytes) -> tuple[bytes, bytes] | None:
+        for _ in range(SYMREF_MAXDEPTH):
+            ref = self.head() if name == b"HEAD" else self.lookup(name)
+            if ref is None:
+                return None
+            if ref.target is None:
+                return (ref.oid, name) if ref.oid is not None else None
+            name = ref.target
+        return None
+
+    def resolve(self, name: bytes) -> bytes | None:
+        r = self.resolve_full(name)
+        return None if r is None else r[0]
 
     def head(self) -> Ref | None:
         if self._head is None:

@@ -236,7 +236,7 @@ async def test_dangling_through_a_chain(tmp_path: Path, ref_format: str) -> None
 def test_snapshot_symrefs_are_gits(tmp_path: Path, ref_format: str) -> None:
     """The backend's list of symrefs is git's (for-each-ref's %(symref), and HEAD), also once the stack is
     compacted and the row index built (the blocks it found listed whole are skipped)."""
-    from refscope.backend.txn import snapshot_symrefs
+    from refscope.backend.effects import snapshot_symrefs
 
     path = make_repo(tmp_path / "r", ref_format)
     create_refs(path, [b"refs/pull/%05d/head" % i for i in range(3000)])

@@ -19,7 +19,7 @@ from refscope.app.tui.widgets.ref_list import RefList
 from refscope.app.tui.widgets.rows import RowsView
 from rich.console import Console
 
-from tests.support.git import for_each_ref, git, init_repo
+from tests.support.git import create_refs, for_each_ref, git, init_repo
 from tests.support.tui import Host, file_records, make_app, open_store, wait_for
 
 pytestmark = pytest.mark.anyio
@@ -339,12 +339,7 @@ async def test_n_is_next_shadowed_until_a_search(tmp_path: Path, git_bin: str) -
     """In the packed-refs view n/N step through shadowed records until a search gives them its matches;
     escape in the search field leaves the field, a second escape leaves the view."""
     repo = init_repo(tmp_path / "repo", fmt="files")
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/b%02d HEAD\n" % i for i in range(30)),
-    )
+    create_refs(repo, (b"refs/heads/b%02d" % i for i in range(30)))
     git(repo, "pack-refs", "--all")
     git(repo, "commit", "-q", "--allow-empty", "-m", "second")
     git(repo, "update-ref", "refs/heads/b20", "HEAD")  # loose again: shadows its record

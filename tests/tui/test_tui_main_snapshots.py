@@ -71,6 +71,15 @@ def test_escaped_names(snap_compare) -> None:
     assert snap_compare(make_app(evil_snapshot()), terminal_size=SIZE, run_before=settle)
 
 
+async def confirm_dialog(pilot) -> None:
+    """``c`` with the queue as it is, until the confirmation shows."""
+    app = pilot.app
+    app.store = object()  # a stand-in: the dialog is shown before anything touches the store
+    await pilot.press("c")
+    await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmCommit")
+    await pilot.pause()
+
+
 def test_commit_confirmation_with_warnings(snap_compare) -> None:
     async def run_before(pilot) -> None:
         app = pilot.app
@@ -82,10 +91,7 @@ def test_commit_confirmation_with_warnings(snap_compare) -> None:
             b"refs/heads/feature/0007",
         ):
             app.queue.add(app.snapshot.lookup(name))
-        app.store = object()  # a stand-in: the dialog is shown before anything touches the store
-        await pilot.press("c")
-        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmCommit")
-        await pilot.pause()
+        await confirm_dialog(pilot)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
 
@@ -100,10 +106,7 @@ def test_commit_confirmation_leave_out(snap_compare) -> None:
             app.queue.add(app.snapshot.lookup(name))
         entry = app.queue[b"refs/heads/feature/0001"]
         app.queue[entry.name] = entry._replace(stale="gone")
-        app.store = object()  # a stand-in: the dialog is shown before anything touches the store
-        await pilot.press("c")
-        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmCommit")
-        await pilot.pause()
+        await confirm_dialog(pilot)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
 

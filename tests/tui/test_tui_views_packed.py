@@ -41,13 +41,18 @@ async def _loaded(pilot, screen: PackedScreen) -> None:
     await wait_for(pilot, lambda: not any(w.is_running for w in screen.app.workers))
 
 
+async def _loaded_rows(pilot) -> tuple[PackedScreen, list[str]]:
+    """The view once loaded, and the text of its rows."""
+    screen = pilot.app.screen
+    await _loaded(pilot, screen)
+    return screen, _rows(screen.records)
+
+
 async def test_records_in_file_order_with_peeled_lines_and_shadows(packed_repo: Path) -> None:
     records = file_records(packed_repo / ".git/packed-refs")
     app = _host(packed_repo)
     async with app.run_test(size=(160, 40)) as pilot:
-        screen = app.screen
-        await _loaded(pilot, screen)
-        rows = _rows(screen.records)
+        screen, rows = await _loaded_rows(pilot)
         assert len(rows) == len(records) == 42
         for row, (offset, length, oid, name, peeled) in zip(rows, records, strict=True):
             cols = row.split()
@@ -160,8 +165,6 @@ async def test_sha256_records(tmp_path: Path, git_bin: str) -> None:
     records = file_records(repo / ".git/packed-refs")
     app = _host(repo)
     async with app.run_test(size=(200, 40)) as pilot:
-        screen = app.screen
-        await _loaded(pilot, screen)
-        rows = _rows(screen.records)
+        _screen, rows = await _loaded_rows(pilot)
         assert [r.split()[2:4] for r in rows] == [[o.decode(), n.decode()] for _s, _l, o, n, _p in records]
         assert rows[-1].split()[-1] == "^" + records[-1][4].decode() and len(records[-1][4]) == 64

@@ -97,12 +97,17 @@ async def test_forecast_no_merge_on_geometric_stack(tmp_path: Path, git_bin: str
         assert after[:start] == before[:start] and len(after) == start + 1
 
 
+async def _summarized(pilot):
+    """The stack view once every table's summary is read, and its live feed."""
+    screen = pilot.app.screen
+    await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+    return screen, screen.query_one("#stack-feed", RowsView)
+
+
 async def test_live_feed_follows_append_compaction_and_locks(stack_repo: Path) -> None:
     app = _stack_host(stack_repo, follow=True)
     async with app.run_test(size=(150, 45)) as pilot:
-        screen = app.screen
-        feed = screen.query_one("#stack-feed", RowsView)
-        await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        screen, feed = await _summarized(pilot)
         git_noauto(stack_repo, "update-ref", "-m", "live", "refs/heads/live", "HEAD")
         new_name = tables_list(stack_repo)[-1]
         await wait_for(pilot, lambda: any("appended" in r for r in _rows(feed)))
@@ -259,9 +264,7 @@ async def test_big_tables_count_log_records_on_demand(
 async def test_live_burst_of_writes_ends_on_the_stack_git_left(stack_repo: Path) -> None:
     app = _stack_host(stack_repo, follow=True)
     async with app.run_test(size=(150, 45)) as pilot:
-        screen = app.screen
-        feed = screen.query_one("#stack-feed", RowsView)
-        await wait_for(pilot, lambda: all(s.ref_records >= 0 for s in screen.summaries))
+        screen, feed = await _summarized(pilot)
         for i in range(12):  # git auto-compacts as it goes
             git(stack_repo, "update-ref", f"refs/heads/burst/{i}", "HEAD")
         final = tables_list(stack_repo)

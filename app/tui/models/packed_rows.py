@@ -180,14 +180,13 @@ def shadowing(snapshot: Any, index: PackedIndex) -> dict[bytes, str]:
     (an abbreviated oid, ``→ target`` for a symref, ``broken``). git's overlay lets any loose entry, even a
     broken one, shadow the packed record."""
     out: dict[bytes, str] = {}
-    loose = getattr(snapshot, "loose", None)
     locate = index.packed.locate
-    if loose is not None:
-        for name, lr in loose.items():
+    if snapshot.format == "files":
+        for name, lr in snapshot.loose.items():
             if locate(name) is None:
                 continue
-            kind = getattr(lr, "kind", "")
-            value = getattr(lr, "value", b"") or b""
+            kind = lr.kind
+            value = lr.value or b""
             if kind == "oid":
                 out[name] = hexstr(value, 12)
             elif kind == "symref":
@@ -208,7 +207,6 @@ def shadowing(snapshot: Any, index: PackedIndex) -> dict[bytes, str]:
 
 def packed_of(snapshot: Any) -> Any:
     """The snapshot's own PackedRefs (exactly what it read), else a fresh open of the file."""
-    packed = getattr(snapshot, "packed", None)
-    if packed is not None:
-        return packed
-    return open_packed(packed_path(snapshot), getattr(snapshot, "hash_name", None))
+    if snapshot.format == "files":
+        return snapshot.packed
+    return open_packed(packed_path(snapshot), snapshot.hash_name)

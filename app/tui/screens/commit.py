@@ -3,8 +3,8 @@
 One commit runs at a time: while it runs, what would change it (commit, bench, marking, the engine) is
 disabled (``COMMIT_LOCKED``), a progress bar follows its phases (``CommitProgress``), and the queue waits for
 its result before judging staleness (the snapshots seen meanwhile show the commit's own intermediate
-states). What the confirmation warns of is the backend's to say (``txn.checked_out_among``,
-``txn.dangling_symrefs``); a check that cannot be made fails the plan rather than drop its warning.
+states). What the confirmation warns of is the backend's to say (``effects.checked_out_among``,
+``effects.dangling_symrefs``); a check that cannot be made fails the plan rather than drop its warning.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ class QueueTransaction(RefListing):
 
     def commit_plan(self, entries=None) -> CommitPlan:
         """What the confirmation warns about for ``entries`` (the queue by default). Reads the worktrees and
-        walks the snapshot's symrefs (``txn.dangling_symrefs``): called off the UI thread (``make_plan``)."""
-        from refscope.backend.txn import checked_out_among, dangling_symrefs
+        walks the snapshot's symrefs (``effects.dangling_symrefs``): called off the UI thread (``make_plan``)."""
+        from refscope.backend.effects import checked_out_among, dangling_symrefs
 
         app = self.app
         snapshot = app.snapshot
@@ -69,7 +69,7 @@ class QueueTransaction(RefListing):
             stash=b"refs/stash" in queued,
             notes=[e.name for e in entries if e.name.startswith(b"refs/notes/")],
             head_itself=b"HEAD" in queued,
-            format=getattr(snapshot, "format", "files"),
+            format=snapshot.format if snapshot is not None else "files",
         )
 
     @work(thread=True, exclusive=True, group="commit-plan", description="check the queue")
@@ -87,7 +87,8 @@ class QueueTransaction(RefListing):
         if app.store is None:
             self.notify("no store to commit to", severity="error")
             return
-        packed = getattr(app.snapshot, "packed", None)
+        snap = app.snapshot
+        packed = snap.packed if snap is not None and snap.format == "files" else None
         if app.engine == "native" and packed is not None and packed.size >= PRECHECK_MIN:
             self.precheck(packed)
         plan = await self.make_plan(list(app.queue.values())).wait()

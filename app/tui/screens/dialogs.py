@@ -26,7 +26,7 @@ MAX_LISTED = 8
 
 class CommitPlan(NamedTuple):
     """What the confirmation shows: counts and the names that deserve a loud warning (computed off the UI
-    thread by the main screen, the symrefs that would dangle by the backend: ``txn.dangling_symrefs``)."""
+    thread by the main screen, the symrefs that would dangle by the backend: ``effects.dangling_symrefs``)."""
 
     count: int
     engine: str

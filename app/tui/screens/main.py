@@ -210,8 +210,9 @@ class MainScreen(Marking, QueueTransaction):
             self.app.action_view("packed")
         elif loc.kind == TABLE:
             base = os.path.basename(loc.file)
-            tables = getattr(self.app.snapshot, "tables", None) or []
-            table = next((t for t in tables if os.path.basename(getattr(t, "path", "")) == base), None)
+            snap = self.app.snapshot
+            tables = snap.tables if snap is not None and snap.format == "reftable" else []
+            table = next((t for t in tables if os.path.basename(t.path) == base), None)
             if table is None:
                 self.notify(f"table {base} is no longer in the stack", severity="warning", timeout=3)
                 return
@@ -259,9 +260,9 @@ class MainScreen(Marking, QueueTransaction):
         else:
             value = ref.oid
             if value is None and ref.target is not None:
-                resolve = getattr(self.app.snapshot, "resolve", None)
+                snap = self.app.snapshot
                 try:
-                    value = resolve(ref.name) if resolve is not None else None
+                    value = snap.resolve(ref.name) if snap is not None else None
                 except RefscopeError:
                     value = None
             if value is None:

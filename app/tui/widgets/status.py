@@ -25,7 +25,7 @@ def storage_summary(snapshot) -> str:
         return "storage ?"
     if snapshot.format == "reftable":
         tables = [size for path, (_dev, _ino, size) in files.items() if path.endswith(".ref")]
-        if not tables and getattr(snapshot, "tables", None) is not None:
+        if not tables:
             return f"{len(snapshot.tables)} tables"
         return f"{len(tables)} table{'s' if len(tables) != 1 else ''} {human_bytes(sum(tables))}"
     packed = sum(size for path, (_d, _i, size) in files.items() if os.path.basename(path) == "packed-refs")

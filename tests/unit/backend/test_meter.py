@@ -22,7 +22,7 @@ import pytest
 from refscope.backend import meter
 from refscope.backend.meter import measure, parse_strace_summary
 
-from tests.support.git import for_each_ref, git, git_env, init_repo
+from tests.support.git import create_refs, for_each_ref, git, git_env, init_repo
 
 BEGIN = "/refscope-meter-marker-begin"
 END = "/refscope-meter-marker-end"
@@ -204,13 +204,7 @@ def test_mixed_operation_equals_strace(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def packed_repo(tmp_path_factory: pytest.TempPathFactory, git_bin: str) -> Path:
     repo = init_repo(tmp_path_factory.mktemp("meter") / "repo", fmt="files")
-    head = git(repo, "rev-parse", "HEAD").strip().decode()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input="".join(f"create refs/heads/b{i:04d} {head}\n" for i in range(300)).encode(),
-    )
+    create_refs(repo, (f"refs/heads/b{i:04d}" for i in range(300)))
     git(repo, "pack-refs", "--all")
     return repo
 
@@ -219,13 +213,7 @@ def packed_repo(tmp_path_factory: pytest.TempPathFactory, git_bin: str) -> Path:
 def test_native_commit_equals_strace(tmp_path: Path, git_bin: str, fmt: str) -> None:
     """A native engine commit (TXN's Transaction, with its own nested measures), snapshot already open."""
     repo = init_repo(tmp_path / "repo", fmt=fmt)
-    head = git(repo, "rev-parse", "HEAD").strip().decode()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input="".join(f"create refs/heads/b{i:04d} {head}\n" for i in range(300)).encode(),
-    )
+    head = create_refs(repo, (f"refs/heads/b{i:04d}" for i in range(300))).decode()
     if fmt == "files":
         git(repo, "pack-refs", "--all")
     report, st = run_compared(

@@ -4,6 +4,7 @@ with age and owner hint and removed only when nobody could hold them; verify nev
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -19,7 +20,7 @@ from refscope.backend import verify as V
 from refscope.backend.errors import LockBusy, TransactionRefused
 from refscope.backend.repo import discover
 
-from tests.support.git import create_refs, git, git_binary, git_env, init_repo, ref_storage
+from tests.support.git import create_refs, git, git_binary, git_env, git_pipe, init_repo, ref_storage
 
 OBEYED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -342,6 +343,32 @@ def age(path: Path, seconds: float) -> None:
     os.utime(path, (t, t))
 
 
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen):
+    """``proc`` for the block, killed and waited for after it."""
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def poll(done, step: float, timeout: float = 5) -> None:
+    """Until ``done()`` or ``timeout`` seconds (then the test's own assertions tell)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and not done():
+        time.sleep(step)
+
+
+def aged_lock(tmp_path: Path, rel: str, seconds: float):
+    """A files repository with an empty lock ``.git/<rel>`` last written ``seconds`` ago: (path, Repo, lock)."""
+    repo = init_repo(tmp_path / "r", fmt="files")
+    lock = repo / ".git" / rel
+    lock.write_bytes(b"")
+    age(lock, seconds)
+    return repo, discover(str(repo)), lock
+
+
 def test_stale_lock_is_an_error_with_age_and_owner_hint(tmp_path, capfd, ref_format):
     repo = init_repo(tmp_path / "r", fmt=ref_format)
     lock = repo / ".git" / ("packed-refs.lock" if ref_format == "files" else "reftable/tables.list.lock")
@@ -376,11 +403,7 @@ def test_reflog_lock_left_by_reflog_expire_is_found(tmp_path):
 
 
 def test_stale_locks_api_and_removal(tmp_path):
-    repo = init_repo(tmp_path / "r", fmt="files")
-    r = discover(str(repo))
-    lock = repo / ".git" / "refs" / "heads" / "main.lock"
-    lock.write_bytes(b"")
-    age(lock, 600)
+    repo, r, lock = aged_lock(tmp_path, "refs/heads/main.lock", 600)
     (info,) = V.stale_locks(r)
     assert info.path == str(lock) and 590 < info.age_s < 700
     assert info.holders == [] and not info.could_be_held()
@@ -392,53 +415,28 @@ def test_stale_locks_api_and_removal(tmp_path):
 
 
 def test_lock_held_open_by_a_process_is_never_removed(tmp_path):
-    repo = init_repo(tmp_path / "r", fmt="files")
-    r = discover(str(repo))
-    lock = repo / ".git" / "packed-refs.lock"
-    lock.write_bytes(b"")
-    age(lock, 3600)
-    holder = subprocess.Popen(["sleep", "30"], stdin=open(lock, "rb"))  # noqa: SIM115 - the child holds it
-    try:
-        deadline = time.time() + 5  # until the child has exec'd (before that its comm is still pytest's)
-        while time.time() < deadline and Path(f"/proc/{holder.pid}/comm").read_text().strip() != "sleep":
-            time.sleep(0.01)
+    repo, r, lock = aged_lock(tmp_path, "packed-refs.lock", 3600)
+    with reaped(subprocess.Popen(["sleep", "30"], stdin=open(lock, "rb"))) as holder:  # noqa: SIM115 - the child holds it
+        # until the child has exec'd (before that its comm is still pytest's)
+        poll(lambda: Path(f"/proc/{holder.pid}/comm").read_text().strip() == "sleep", 0.01)
         (info,) = V.stale_locks(r)
         assert (holder.pid, "sleep") in info.holders
         assert f"held open by pid {holder.pid} (sleep)" in info.owner_hint()
         with pytest.raises(LockBusy, match="lock is in use"):
             V.remove_stale_lock(str(lock), r)
         assert lock.exists()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_lock_with_git_running_in_the_repository_is_not_removed(tmp_path):
-    repo = init_repo(tmp_path / "r", fmt="files")
-    r = discover(str(repo))
-    lock = repo / ".git" / "refs" / "heads" / "main.lock"
-    lock.write_bytes(b"")
-    age(lock, 3600)
+    repo, r, lock = aged_lock(tmp_path, "refs/heads/main.lock", 3600)
     # A git process sitting in the repository (waiting on stdin) could be the lock's owner.
-    proc = subprocess.Popen(
-        [git_binary(), "cat-file", "--batch"],
-        cwd=repo,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=git_env(),
-    )
-    try:
-        deadline = time.time() + 5
-        while time.time() < deadline and not V.stale_locks(r)[0].git_processes:
-            time.sleep(0.02)
+    with reaped(git_pipe(repo, "cat-file", "--batch")) as proc:
+        poll(lambda: V.stale_locks(r)[0].git_processes, 0.02)
         (info,) = V.stale_locks(r)
         assert proc.pid in [pid for pid, _ in info.git_processes]
         with pytest.raises(LockBusy, match="may be in use"):
             V.remove_stale_lock(str(lock), r)
         assert lock.exists()
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_error_lines_never_carry_hostile_names_raw(tmp_path, capfd, monkeypatch):

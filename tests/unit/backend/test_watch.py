@@ -14,6 +14,7 @@ from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 from refscope.backend.watch import Watcher, iter_events
 
+from tests.support.cli import refscope_watch_json
 from tests.support.git import NO_AUTOCOMPACT, git, git_env, init_repo
 from tests.support.watch import Collector, git_rows, settle, snapshot_rows, summarize
 
@@ -377,13 +378,7 @@ def test_cli_watch_json_and_sigint(repo, ref_format):
     import json
     import signal
 
-    env = dict(os.environ)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "refscope.app.cli", "watch", "-C", str(repo), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
+    proc = refscope_watch_json(repo)
     try:
         line = proc.stderr.readline().decode()
         assert line.startswith("refscope watch: watching ") and f"({ref_format})" in line, (

@@ -26,7 +26,7 @@ from refscope.backend.errors import CorruptStore, UnsupportedFormat
 from refscope.backend.formats.packed import PackedRefs
 from refscope.backend.formats.reftable.table import Table
 
-from tests.support.git import git, init_repo
+from tests.support.git import create_refs, git, init_repo
 
 # The typed errors a decoder may raise on bad input (an unknown reftable version is UnsupportedFormat).
 TYPED = (CorruptStore, UnsupportedFormat)
@@ -309,12 +309,7 @@ def store_seeds(tmp_path_factory: pytest.TempPathFactory, git_bin: str) -> None:
         repo = init_repo(root / fmt, fmt=fmt)
         git(repo, "config", "reftable.blockSize", "256")
         git(repo, "tag", "-a", "-m", "annotated", "v1.0")
-        git(
-            repo,
-            "update-ref",
-            "--stdin",
-            input=b"".join(b"create refs/heads/br/%03d HEAD\n" % i for i in range(30)),
-        )
+        create_refs(repo, (b"refs/heads/br/%03d" % i for i in range(30)))
         git(repo, "pack-refs", "--all")
         git(repo, "update-ref", "refs/heads/loose", "HEAD")
         git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/main")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import time
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from refscope.backend.refname import check_refname
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
-from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo, run_git
+from tests.support.git import copy_repo, for_each_ref, git, git_pipe, init_repo, run_git
 
 SORTED = b"# pack-refs with: peeled fully-peeled sorted \n"
 
@@ -128,13 +127,7 @@ def test_refresh_many_rewrites_in_one_git_process(base, tmp_path) -> None:
     snapshot (same tick, reused inode); every refresh must show what git shows."""
     repo = copy_repo(base[0], tmp_path / "r")
     oids = base[1]
-    proc = subprocess.Popen(
-        [git_binary(), "update-ref", "--stdin"],
-        cwd=repo,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=git_env(),
-    )
+    proc = git_pipe(repo, "update-ref", "--stdin")
 
     def txn(*values: bytes) -> None:
         for v in values:
