@@ -1,0 +1,269 @@
+"""``refscope verify --objects`` against ``git fsck`` on real repositories of both ref formats: each damage
+to a ref's value (a flipped oid byte, a zeroed peeled value, a branch at a blob, a missing, corrupt or
+promised object, a tag whose target is gone) is one finding naming the ref, where its value was read and
+the oid, and git's fsck reports the same refs (or, for the peeled values it never checks, nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from refscope.backend import verify as V
+from refscope.backend.repo import discover
+
+from tests.support.cli import refscope
+from tests.support.git import git, git_binary, git_env, init_repo, run_git
+
+FORMATS = ["files", "reftable"]
+
+
+def build(path: Path, fmt: str) -> dict[str, bytes]:
+    """main, side (one commit ahead), an annotated tag v1 and a tag of it v2, refs packed; objects loose.
+    Returns the oids by name."""
+    init_repo(path, fmt)
+    git(path, "checkout", "-q", "-b", "side")
+    (path / "file").write_text("side\n")
+    git(path, "commit", "-q", "-am", "side")
+    git(path, "checkout", "-q", "main")
+    git(path, "tag", "-a", "-m", "one", "v1")
+    git(path, "-c", "advice.nestedTag=false", "tag", "-a", "-m", "two", "v2", "v1")
+    if fmt == "files":
+        git(path, "pack-refs", "--all")
+    else:
+        git(path, "pack-refs")  # one table
+    oids = {
+        n: git(path, "rev-parse", n).strip()
+        for n in ("refs/heads/main", "refs/heads/side", "refs/tags/v1", "refs/tags/v2", "main:file")
+    }
+    return oids
+
+
+def objects(repo: Path) -> tuple[int, list[V.Finding]]:
+    res = refscope("verify", "--objects", "--json", "-C", str(repo))
+    findings = [V.Finding(**json.loads(line)) for line in res.stdout.decode().splitlines()]
+    return res.returncode, findings
+
+
+def fsck(repo: Path) -> tuple[int, str]:
+    proc = run_git(repo, "fsck", "--no-dangling", "--no-progress")
+    return proc.returncode, (proc.stdout + proc.stderr).decode()
+
+
+def table_path(repo: Path) -> Path:
+    names = (repo / ".git" / "reftable" / "tables.list").read_text().split()
+    assert len(names) == 1
+    return repo / ".git" / "reftable" / names[0]
+
+
+def patch_value(repo: Path, fmt: str, old: bytes, new: bytes) -> Path:
+    """Replace the first occurrence of the hex oid ``old`` where the store keeps ref values (packed-refs
+    text, or the raw bytes of the table's ref block) with ``new``; the file patched."""
+    if fmt == "files":
+        path = repo / ".git" / "packed-refs"
+        data = path.read_bytes()
+        assert old in data
+        path.write_bytes(data.replace(old, new, 1))
+    else:
+        path = table_path(repo)
+        data = path.read_bytes()
+        raw_old, raw_new = bytes.fromhex(old.decode()), bytes.fromhex(new.decode())
+        assert raw_old in data
+        path.write_bytes(data.replace(raw_old, raw_new, 1))
+    return path
+
+
+def flip(oid: bytes) -> bytes:
+    """``oid`` with its last hex digit changed."""
+    return oid[:-1] + (b"0" if oid[-1:] != b"0" else b"1")
+
+
+def loose_path(repo: Path, oid: bytes) -> Path:
+    h = oid.decode()
+    return repo / ".git" / "objects" / h[:2] / h[2:]
+
+
+def errors(findings: list[V.Finding]) -> list[V.Finding]:
+    return [f for f in findings if f.severity == V.ERROR]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_healthy_repository_has_no_finding(tmp_path, fmt):
+    repo = tmp_path / "r"
+    build(repo, fmt)
+    rc, found = objects(repo)
+    assert (rc, found) == (0, [])
+    assert fsck(repo)[0] == 0
+    res = refscope("verify", "--objects", "-C", str(repo))
+    assert res.stdout == b""
+    assert b"0 errors, 0 warnings in" in res.stderr and b" objects)" in res.stderr
+    plain = refscope("verify", "-C", str(repo))  # without --objects: the line as it always was
+    assert plain.returncode == 0 and b"object" not in plain.stderr
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_flipped_oid_byte(tmp_path, fmt):
+    repo = tmp_path / "r"
+    oids = build(repo, fmt)
+    bad = flip(oids["refs/heads/side"])
+    path = patch_value(repo, fmt, oids["refs/heads/side"], bad)
+    assert refscope("verify", "-C", str(repo)).returncode == 0  # the storage itself is sound
+    rc, found = objects(repo)
+    assert rc == 1
+    (f,) = errors(found)
+    assert f.file == str(path) and f.offset is not None
+    assert "'refs/heads/side'" in f.message and bad.decode() in f.message
+    assert "not in the object database" in f.message
+    grc, said = fsck(repo)
+    assert grc != 0 and f"refs/heads/side: invalid sha1 pointer {bad.decode()}" in said
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_zeroed_peeled_value(tmp_path, fmt):
+    repo = tmp_path / "r"
+    oids = build(repo, fmt)
+    main, v1 = oids["refs/heads/main"], oids["refs/tags/v1"]
+    zero = b"0" * len(main)
+    if fmt == "files":
+        path = repo / ".git" / "packed-refs"
+        data = path.read_bytes()
+        rec = v1 + b" refs/tags/v1\n^" + main + b"\n"
+        assert rec in data
+        path.write_bytes(data.replace(rec, v1 + b" refs/tags/v1\n^" + zero + b"\n"))
+    else:
+        path = table_path(repo)
+        data = path.read_bytes()
+        raw = bytes.fromhex((v1 + main).decode())
+        assert raw in data
+        path.write_bytes(data.replace(raw, bytes.fromhex((v1 + zero).decode()), 1))
+    assert git(repo, "show-ref", "-d", "refs/tags/v1").split(b"\n")[1].startswith(zero)  # git trusts it
+    rc, found = objects(repo)
+    assert rc == 1
+    (f,) = errors(found)
+    assert f.file == str(path)
+    assert "'refs/tags/v1'" in f.message and zero.decode() in f.message and main.decode() in f.message
+    assert fsck(repo)[0] == 0  # git's fsck never looks at recorded peeled values
+
+
+def test_peeled_value_on_a_commit(tmp_path):
+    repo = tmp_path / "r"
+    oids = build(repo, "files")
+    main = oids["refs/heads/main"]
+    path = repo / ".git" / "packed-refs"
+    data = path.read_bytes()
+    line = main + b" refs/heads/main\n"
+    path.write_bytes(data.replace(line, line + b"^" + main + b"\n"))
+    rc, found = objects(repo)
+    (f,) = errors(found)
+    assert rc == 1 and "'refs/heads/main'" in f.message and "not a tag" in f.message
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_branch_pointing_at_a_blob(tmp_path, fmt):
+    repo = tmp_path / "r"
+    oids = build(repo, fmt)
+    blob = oids["main:file"]
+    refused = run_git(repo, "update-ref", "refs/heads/blob", blob.decode())
+    assert refused.returncode != 0 and b"non-commit object" in refused.stderr  # git will not write it
+    if fmt == "files":
+        path = repo / ".git" / "refs" / "heads" / "blob"
+        path.write_bytes(blob + b"\n")
+        name = "refs/heads/blob"
+    else:
+        path = patch_value(repo, fmt, oids["refs/heads/side"], blob)
+        name = "refs/heads/side"
+    rc, found = objects(repo)
+    assert rc == 1
+    (f,) = errors(found)
+    assert f.file == str(path) and f"'{name}'" in f.message and "a blob, not a commit" in f.message
+    grc, said = fsck(repo)
+    assert grc != 0 and f"{name}: not a commit" in said
+
+
+def test_missing_object(tmp_path):
+    repo = tmp_path / "r"
+    oids = build(repo, "files")
+    side = oids["refs/heads/side"]
+    loose_path(repo, side).unlink()
+    rc, found = objects(repo)
+    assert rc == 1
+    (f,) = errors(found)
+    assert "'refs/heads/side'" in f.message and side.decode() in f.message
+    assert "not in the object database" in f.message
+    grc, said = fsck(repo)
+    assert grc != 0 and f"refs/heads/side: invalid sha1 pointer {side.decode()}" in said
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_tag_target_missing(tmp_path, fmt):
+    repo = tmp_path / "r"
+    build(repo, fmt)
+    tree = git(repo, "rev-parse", "main^{tree}").strip().decode()
+    lost = git(repo, "commit-tree", "-m", "lost", tree).strip()
+    git(repo, "tag", "-a", "-m", "gone", "gone", lost.decode())
+    loose_path(repo, lost).unlink()
+    rc, found = objects(repo)
+    assert rc == 1
+    (f,) = errors(found)
+    assert "'refs/tags/gone'" in f.message and lost.decode() in f.message
+    assert "not in the object database" in f.message
+    grc, said = fsck(repo)
+    assert grc != 0 and lost.decode() in said  # "broken link from tag ... / missing commit ..."
+
+
+def test_corrupt_object_is_not_a_missing_one(tmp_path):
+    repo = tmp_path / "r"
+    oids = build(repo, "files")
+    side = oids["refs/heads/side"]
+    p = loose_path(repo, side)
+    os.chmod(p, 0o644)
+    p.write_bytes(p.read_bytes()[:-6] + b"garbage")
+    rc, found = objects(repo)
+    assert rc == 1
+    (f,) = errors(found)
+    assert "'refs/heads/side'" in f.message and "corrupt" in f.message
+    assert "not in the object database" not in f.message
+    grc, said = fsck(repo)
+    assert grc != 0 and side.decode() in said
+
+
+def test_partial_clone_missing_object_is_a_warning(tmp_path):
+    src = tmp_path / "src"
+    oids = build(src, "files")
+    git(src, "config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--no-checkout", "--filter=blob:none", f"file://{src}", str(clone))
+    blob = oids["main:file"]
+    (clone / ".git" / "refs" / "tags").mkdir(parents=True, exist_ok=True)
+    (clone / ".git" / "refs" / "tags" / "promised").write_bytes(blob + b"\n")
+    rc, found = objects(clone)
+    assert rc == 0
+    (f,) = found
+    assert f.severity == V.WARNING and "'refs/tags/promised'" in f.message and "partial clone" in f.message
+    env = {**git_env(), "GIT_NO_LAZY_FETCH": "1"}
+    proc = subprocess.run([git_binary(), "fsck", "--no-dangling"], cwd=clone, capture_output=True, env=env)
+    assert b"refs/tags/promised" not in proc.stderr  # a promised object is not an error for git
+
+
+def test_symref_resolves_through_to_the_object(tmp_path):
+    repo = tmp_path / "r"
+    oids = build(repo, "files")
+    blob = oids["main:file"]
+    (repo / ".git" / "refs" / "heads" / "main").write_bytes(blob + b"\n")  # loose main over packed main
+    rc, found = objects(repo)
+    names = sorted(f.message.split(" ")[1] for f in errors(found))
+    assert rc == 1 and names == ["'HEAD'", "'refs/heads/main'"]  # HEAD -> main: both are branches
+    grc, said = fsck(repo)
+    assert "HEAD: not a commit" in said and "refs/heads/main: not a commit" in said
+
+
+def test_api_without_objects_is_unchanged(tmp_path):
+    repo = tmp_path / "r"
+    oids = build(repo, "files")
+    patch_value(repo, "files", oids["refs/heads/side"], flip(oids["refs/heads/side"]))
+    r = discover(str(repo))
+    assert V.verify(r) == []
+    assert len(V.verify(r, objects=True)) == 1
+    assert V.verify_summary(r)[1].objects is None
