@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from itertools import accumulate
+from operator import itemgetter
 from typing import NamedTuple
 
 from ..errors import CorruptStore
@@ -25,10 +27,14 @@ from .findings import Collector, quoted
 
 _MAX_PEEL = 64  # a tag of a tag of ... beyond this is a loop in a hostile repository
 _MAX_SYMREF_DEPTH = 5  # git's SYMREF_MAXDEPTH
+_CHUNK = 512 * 1024  # bytes of packed-refs records per bulk run
+# Objects read at once (their contents are in memory together): large enough that a pack index of a
+# million objects is turned into one dict (Odb.read_many does when a batch asks for an eighth of it).
+_BATCH = 1 << 18
 
 
 class RefValue(NamedTuple):
-    """One value to check: the ref, its object id (lowercase hex), the peeled id recorded with it (or
+    """One value to check (collected as plain tuples of these fields, for speed): the ref, its object id (lowercase hex), the peeled id recorded with it (or
     None), where it was read (file, offset of the record or None), and for a symref the ref it resolves
     through (else None)."""
 
@@ -41,8 +47,8 @@ class RefValue(NamedTuple):
 
 
 class _Read(NamedTuple):
-    """What the object database said about one id: its type and content (content None when too large
-    to read), or that it is missing (``kind`` None) or corrupt (``corrupt``: why)."""
+    """What the object database said about one id: its type and, for a tag, its content (None when too
+    large to read), or that it is missing (``kind`` None) or corrupt (``corrupt``: why)."""
 
     kind: str | None
     content: bytes | None
@@ -50,56 +56,93 @@ class _Read(NamedTuple):
 
 
 _MISSING = _Read(None, None)
+_HEADER = {k: k.encode() + b" " for k in ("commit", "tree", "blob", "tag")}
 
 
 # ------------------------------------------------------------------------------------------- the values
 
 
-def reftable_values(merged: dict[bytes, tuple]) -> list[RefValue]:
+def reftable_values(merged: dict[bytes, tuple]) -> list[tuple]:
     """The values of a reftable merged view (name -> (path, record tuple of the fsck walk))."""
-    direct: dict[bytes, RefValue] = {}
+    direct: dict[bytes, tuple] = {}
     symrefs: list[tuple[bytes, bytes, str, int]] = []
     for name, (path, rec) in merged.items():
         vt = rec[1]
         if vt in (VALUE_VAL1, VALUE_VAL2):
             if rec[2] is not None and b"\0" not in name:
-                direct[name] = RefValue(name, rec[2].lower(), rec[3] and rec[3].lower(), path, rec[6])
+                direct[name] = (name, rec[2].lower(), rec[3] and rec[3].lower(), path, rec[6], None)
         elif vt == VALUE_SYMREF:
             symrefs.append((name, rec[4], path, rec[6]))
     symref_targets = {name: target for name, target, _, _ in symrefs}
     return list(direct.values()) + _resolve(symrefs, symref_targets, direct)
 
 
-def files_values(
-    loose: dict[bytes, tuple[str, bytes, str]], packed_path: str, hash_name: str
-) -> list[RefValue]:
+def files_values(loose: dict[bytes, tuple[str, bytes, str]], packed_path: str, hash_name: str) -> list[tuple]:
     """The values of the files backend: loose refs (name -> (kind, value, path)) over packed-refs, which
     is read with its own parser (a record git would not read is a storage finding already: the rest of
     the file is then not judged)."""
     from ..formats.packed import PackedRefs
 
-    direct: dict[bytes, RefValue] = {}
+    direct: dict[bytes, tuple] = {}
     try:
         packed = PackedRefs.open(packed_path, hash_name)
         try:
-            for rec in packed.iter_records():
-                if rec.name not in loose:
-                    direct[rec.name] = RefValue(rec.name, rec.oid, rec.peeled, packed_path, rec.offset)
+            pos, size = packed.header_end, packed.size
+            while pos < size:
+                end = packed.chunk_end(pos, _CHUNK)
+                chunk = packed.read(pos, end)
+                if not _bulk_records(chunk, pos, packed.hexlen, packed_path, direct):
+                    for rec in packed.iter_records(pos):
+                        if rec.offset >= end:
+                            break
+                        direct[rec.name] = (rec.name, rec.oid, rec.peeled, packed_path, rec.offset, None)
+                pos = end
         finally:
             packed.close()
     except (CorruptStore, OSError):
-        pass
+        pass  # what the parser rejects is a storage finding already; the records before it are judged
+    for name in loose:
+        direct.pop(name, None)  # a loose ref hides its packed record
     symrefs: list[tuple[bytes, bytes, str, int]] = []
     for name, (kind, value, path) in loose.items():
         if kind == "sym":
             symrefs.append((name, value, path, 0))
         else:
-            direct[name] = RefValue(name, value, None, path, 0)
+            direct[name] = (name, value, None, path, 0, None)
     symref_targets = {name: target for name, target, _, _ in symrefs}
     return list(direct.values()) + _resolve(symrefs, symref_targets, direct)
 
 
-def _resolve(symrefs, targets: dict[bytes, bytes], direct: dict[bytes, RefValue]) -> list[RefValue]:
+def _bulk_records(chunk: bytes, base: int, hexlen: int, path: str, direct: dict[bytes, tuple]) -> bool:
+    """The records of a run of whole packed-refs records at file offset ``base`` into ``direct``, when
+    the parser's bulk checks pass the run (as ``refscope list``'s bulk path: ``peeled_parts`` and
+    ``plain_run_ok``, so every line is what ``record_at`` would decode); False, adding nothing, when
+    they do not (the caller then decodes record by record). Plain tuples: a million records as
+    RefValues cost a second more."""
+    from ..formats.packed.check import peeled_parts
+    from ..listing import plain_run_ok
+
+    plain = chunk
+    if b"^" in chunk:
+        parts = peeled_parts(chunk, hexlen)
+        if parts is None:
+            return False
+        plain = parts[0]
+    if not plain_run_ok(plain, hexlen):
+        return False
+    lines = chunk.split(b"\n")
+    lines.pop()  # after the last LF
+    last = None
+    for line, at in zip(lines, accumulate(map((1).__add__, map(len, lines)), initial=base), strict=False):
+        if line[:1] == b"^":
+            direct[last] = (last, direct[last][1], line[1:], path, direct[last][4], None)
+            continue
+        last = line[hexlen + 1 :]
+        direct[last] = (last, line[:hexlen], None, path, at, None)
+    return True
+
+
+def _resolve(symrefs, targets: dict[bytes, bytes], direct: dict[bytes, tuple]) -> list[tuple]:
     """Each symref resolved as git resolves it (through up to five symrefs) to the value it reaches;
     one that reaches nothing (an unborn branch, a dangling target: reported by the storage checks) has
     nothing to check."""
@@ -110,7 +153,7 @@ def _resolve(symrefs, targets: dict[bytes, bytes], direct: dict[bytes, RefValue]
             at, hops = targets[at], hops + 1
         hit = direct.get(at)
         if hit is not None:
-            out.append(RefValue(name, hit.oid, None, path, offset, target))
+            out.append((name, hit[1], None, path, offset, target))
     return out
 
 
@@ -151,13 +194,15 @@ class _Reader:
 
     def __init__(self, odb, hash_name: str) -> None:
         self.odb = odb
-        self.hash_name = hash_name
+        self._hash = hashlib.sha256 if hash_name == "sha256" else hashlib.sha1
         self.got: dict[bytes, _Read] = {}
 
     def fetch(self, oids) -> None:
-        todo = [o for o in oids if o not in self.got]
-        if not todo:
-            return
+        todo = sorted(o for o in oids if o not in self.got)
+        for at in range(0, len(todo), _BATCH):
+            self._batch(todo[at : at + _BATCH])
+
+    def _batch(self, todo: list[bytes]) -> None:
         try:
             batch = self.odb.read_many(todo)
         except (CorruptStore, ValueError):
@@ -192,13 +237,12 @@ class _Reader:
         return _MISSING if hit is None else self._hashed(oid, hit[0], hit[1])
 
     def _hashed(self, oid: bytes, kind: str, content: bytes) -> _Read:
-        h = hashlib.new(self.hash_name)
-        h.update(b"%s %d\0" % (kind.encode(), len(content)))
+        h = self._hash(_HEADER[kind] + b"%d\0" % len(content))
         h.update(content)
-        got = h.hexdigest().encode()
-        if got != oid:
-            return _Read(None, None, f"its {kind} content hashes to {got.decode()} (hash mismatch)")
-        return _Read(kind, content)
+        if h.digest() != bytes.fromhex(oid.decode()):
+            got = h.hexdigest()
+            return _Read(None, None, f"its {kind} content hashes to {got} (hash mismatch)")
+        return _Read(kind, content if kind == "tag" else None)  # only a tag's content is read again
 
 
 def _tag_target(content: bytes) -> tuple[bytes | None, bytes | None]:
@@ -264,7 +308,7 @@ def _peel_all(reader: _Reader, tags: list[bytes], hexsz: int) -> dict[bytes, _Pe
 # ------------------------------------------------------------------------------------------- the check
 
 
-def check_objects(out: Collector, repo, values: list[RefValue]) -> int:
+def check_objects(out: Collector, repo, values: list[tuple]) -> int:
     """Report every value in ``values`` that git's object checks would reject; the number of distinct
     objects read."""
     from ..model import HASH_HEXSZ
@@ -273,20 +317,37 @@ def check_objects(out: Collector, repo, values: list[RefValue]) -> int:
     odb = Odb(_objects_dir(repo), repo.hash_name)
     partial = is_partial_clone(repo, odb.dirs)
     reader = _Reader(odb, repo.hash_name)
-    reader.fetch({v.oid for v in values} | {v.peeled for v in values if v.peeled is not None})
-    tags = [oid for oid, got in reader.got.items() if got.kind == "tag"]
+    peeled = [p for p in map(itemgetter(2), values) if p is not None]
+    reader.fetch(set(map(itemgetter(1), values)).union(peeled))
+    got = reader.got
+    tags = [oid for oid, hit in got.items() if hit.kind == "tag"]
     peels = _peel_all(reader, tags, HASH_HEXSZ[repo.hash_name])
+    # Most values name a sound commit and record no peeled value: settled by one lookup each.
+    fine = {oid for oid, hit in got.items() if hit.kind == "commit"}
     for v in values:
-        _check_one(out, v, reader.got, peels, partial)
-    return len(reader.got)
+        if v[1] not in fine or v[2] is not None:
+            _check_one(out, RefValue(*v), got, peels, partial)
+    return len(got)
+
+
+def _is_branch(name: bytes) -> bool:
+    """git's ``is_branch`` (refs.c): the names that must hold a commit."""
+    return name == b"HEAD" or name.startswith(b"refs/heads/")
 
 
 def _check_one(
     out: Collector, v: RefValue, got: dict[bytes, _Read], peels: dict[bytes, _Peel], partial: bool
 ) -> None:
+    hit = got[v.oid]
+    if (
+        hit.kind == "tag"
+        and peels[v.oid].problem is None
+        and v.peeled in (None, peels[v.oid].oid)
+        and not _is_branch(v.name)
+    ):
+        return  # the common case of a tag ref, settled before any message is made
     what = f"ref {quoted(v.name)}" if v.via is None else f"symref {quoted(v.name)} (through {quoted(v.via)})"
     oid = v.oid.decode()
-    hit = got[v.oid]
     if hit.corrupt is not None:
         out.error(v.file, v.offset, f"{what} points at {oid}, whose object is corrupt: {hit.corrupt}")
         return
@@ -306,7 +367,7 @@ def _check_one(
                 "'invalid sha1 pointer' and git fails reading the ref's object",
             )
         return
-    if hit.kind != "commit" and (v.name == b"HEAD" or v.name.startswith(b"refs/heads/")):
+    if hit.kind != "commit" and _is_branch(v.name):
         out.error(
             v.file,
             v.offset,

@@ -267,3 +267,37 @@ def test_api_without_objects_is_unchanged(tmp_path):
     assert V.verify(r) == []
     assert len(V.verify(r, objects=True)) == 1
     assert V.verify_summary(r)[1].objects is None
+
+
+def test_branch_pointing_at_a_tag(tmp_path):
+    repo = tmp_path / "r"
+    oids = build(repo, "files")
+    (repo / ".git" / "refs" / "heads" / "tagged").write_bytes(oids["refs/tags/v1"] + b"\n")
+    rc, found = objects(repo)
+    (f,) = errors(found)
+    assert rc == 1 and "'refs/heads/tagged'" in f.message and "a tag, not a commit" in f.message
+    assert "refs/heads/tagged: not a commit" in fsck(repo)[1]
+
+
+def test_packed_values_are_the_parsers(tmp_path, monkeypatch):
+    """The bulk reading of packed-refs gives what the record-by-record parser gives, peeled lines and
+    offsets included, across chunk boundaries, and a loose ref hides its packed record."""
+    from refscope.backend.formats.packed import PackedRefs
+    from refscope.backend.verify import objects as O
+    from refscope.backend.verify.objects import files_values
+
+    monkeypatch.setattr(O, "_CHUNK", 300)
+    repo = tmp_path / "r"
+    build(repo, "files")
+    for i in range(40):
+        git(repo, "tag", "-a", "-m", f"t{i}", f"t{i:03d}")
+    git(repo, "pack-refs", "--all")
+    path = str(repo / ".git" / "packed-refs")
+    packed = PackedRefs.open(path, "sha1")
+    want = {r.name: (r.name, r.oid, r.peeled, path, r.offset, None) for r in packed.iter_records()}
+    packed.close()
+    assert sum(1 for v in want.values() if v[2]) > 40
+    assert sorted(files_values({}, path, "sha1")) == sorted(want.values())
+    loose = {b"refs/tags/t001": ("oid", want[b"refs/tags/t001"][1], "x")}
+    got = {v[0]: v for v in files_values(loose, path, "sha1")}
+    assert got[b"refs/tags/t001"][3] == "x" and got[b"refs/tags/t002"] == want[b"refs/tags/t002"]
