@@ -301,3 +301,19 @@ def test_packed_values_are_the_parsers(tmp_path, monkeypatch):
     loose = {b"refs/tags/t001": ("oid", want[b"refs/tags/t001"][1], "x")}
     got = {v[0]: v for v in files_values(loose, path, "sha1")}
     assert got[b"refs/tags/t001"][3] == "x" and got[b"refs/tags/t002"] == want[b"refs/tags/t002"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_linked_worktree_head(tmp_path, fmt):
+    """A linked worktree's HEAD is checked where verify reads it (its own gitdir, or its own stack)."""
+    repo = tmp_path / "r"
+    oids = build(repo, fmt)
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "--detach", str(wt), "side")
+    assert objects(wt) == (0, [])
+    if fmt == "files":
+        head = repo / ".git" / "worktrees" / "wt" / "HEAD"
+        head.write_bytes(oids["main:file"] + b"\n")
+        rc, found = objects(wt)
+        (f,) = errors(found)
+        assert rc == 1 and f.file == str(head) and "'HEAD'" in f.message and "not a commit" in f.message
