@@ -314,6 +314,9 @@ def check_objects(out: Collector, repo, values: list[tuple]) -> int:
     from ..model import HASH_HEXSZ
     from ..objects.odb import Odb
 
+    # git fsck's refs: those under refs/ and HEAD. Other root refs (ORIG_HEAD, a reftable's FETCH_HEAD...)
+    # may name objects gc has since pruned: git keeps nothing alive for them.
+    values = [v for v in values if v[0].startswith(b"refs/") or v[0] == b"HEAD"]
     odb = Odb(_objects_dir(repo), repo.hash_name)
     partial = is_partial_clone(repo, odb.dirs)
     reader = _Reader(odb, repo.hash_name)

@@ -317,3 +317,15 @@ def test_linked_worktree_head(tmp_path, fmt):
         rc, found = objects(wt)
         (f,) = errors(found)
         assert rc == 1 and f.file == str(head) and "'HEAD'" in f.message and "not a commit" in f.message
+
+
+def test_root_refs_other_than_head_are_not_judged(tmp_path):
+    """ORIG_HEAD may name an object gc pruned (git keeps nothing alive for it): git fsck does not judge
+    it, nor does verify --objects (a reftable keeps it in the tables)."""
+    repo = tmp_path / "r"
+    oids = build(repo, "reftable")
+    git(repo, "update-ref", "ORIG_HEAD", oids["refs/heads/side"].decode())
+    loose_path(repo, oids["refs/heads/side"]).unlink()
+    git(repo, "update-ref", "-d", "refs/heads/side")
+    assert objects(repo) == (0, [])
+    assert run_git(repo, "fsck", "--no-reflogs", "--no-dangling").returncode == 0  # (reflogs name it still)
