@@ -329,3 +329,27 @@ def test_root_refs_other_than_head_are_not_judged(tmp_path):
     git(repo, "update-ref", "-d", "refs/heads/side")
     assert objects(repo) == (0, [])
     assert run_git(repo, "fsck", "--no-reflogs", "--no-dangling").returncode == 0  # (reflogs name it still)
+
+
+def test_corrupt_packed_object_spoils_only_its_refs(tmp_path):
+    """A damaged entry in a pack makes the bulk read fail; each object is then read on its own, so only
+    the refs naming the damaged one are reported (corrupt, with the pack and offset)."""
+    repo = tmp_path / "r"
+    oids = build(repo, "files")
+    git(repo, "gc", "-q")
+    side = oids["refs/heads/side"]
+    (idx,) = (repo / ".git" / "objects" / "pack").glob("*.idx")
+    rows = git(repo, "verify-pack", "-v", str(idx)).decode().splitlines()
+    (row,) = [r.split() for r in rows if r.startswith(side.decode())]
+    offset = int(row[4])  # oid type size size-in-pack offset
+    pack = idx.with_suffix(".pack")
+    os.chmod(pack, 0o644)
+    data = bytearray(pack.read_bytes())
+    data[offset + 6] ^= 0xFF  # inside the zlib stream, after the entry header
+    pack.write_bytes(bytes(data))
+    rc, found = objects(repo)
+    assert rc == 1
+    (f,) = errors(found)
+    assert "'refs/heads/side'" in f.message and "corrupt" in f.message and str(pack) in f.message
+    grc, said = fsck(repo)
+    assert grc != 0
