@@ -1,16 +1,20 @@
 """``verify --objects``: every ref's value against the object database, as ``git fsck`` judges refs.
 
-What git checks, and so what this checks (builtin/fsck.c ``snapshot_ref``, refs.c ``ref_transaction_add_update``):
-each ref under refs/ and each worktree's HEAD, symrefs resolved, names an object that exists ("invalid sha1
-pointer"; in a partial clone a promised object is not an error), and ``HEAD`` and ``refs/heads/*`` name a
-commit ("not a commit"; git refuses to write anything else there). Beyond git's ref checks: a recorded peeled
-value (a packed-refs ``^`` line, a reftable VAL2 record) is what the tag chain really peels to, on a ref whose
-object is a tag (git's fsck only walks the tags; ``show-ref -d`` and ``%(*objectname)`` trust the record), each
-tag of the chain names an object of the type its ``type`` line declares (``peel_object``'s check), and an
-object that is there but unreadable or whose bytes do not hash to its name is corrupt, not missing.
+What git checks, and so what this checks (builtin/fsck.c ``snapshot_ref``, refs.c
+``ref_transaction_add_update``): each ref under refs/ and each worktree's HEAD, symrefs resolved, names an
+object that exists ("invalid sha1 pointer"), and ``HEAD`` and ``refs/heads/*`` name a commit ("not a
+commit"; git refuses to write anything else there). In a partial clone a missing object is a warning: git
+excuses an object a promisor pack refers to, which takes parsing every object of those packs to know, so
+here every missing object of a partial clone is excused as possibly promised.
 
-Why in bulk: a hosting repository's refs share few objects (1M refs over 200k tips), so each distinct object
-is read once through ``Odb.read_many``, and each level of the tag chains is one more batch.
+Beyond git's ref checks: a recorded peeled value (a packed-refs ``^`` line, a reftable VAL2 record) is
+what the tag chain really peels to, on a ref whose object is a tag (git's fsck only walks the tags;
+``show-ref -d`` and ``%(*objectname)`` trust the record); each tag of the chain names an object of the
+type its ``type`` line declares (``peel_object``'s check); an object that is there but unreadable, or
+whose bytes do not hash to its name, is corrupt, not missing.
+
+Why in bulk: a hosting repository's refs share few objects (1M refs over 200k tips), so each distinct
+object is read once through ``Odb.read_many``, and each level of the tag chains is one more batch.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ from typing import NamedTuple
 
 from ..errors import CorruptStore
 from ..formats.reftable.record import VALUE_SYMREF, VALUE_VAL1, VALUE_VAL2
+from ..model import SYMREF_MAXDEPTH
 from .findings import Collector, quoted
 
 _MAX_PEEL = 64  # a tag of a tag of ... beyond this is a loop in a hostile repository
-_MAX_SYMREF_DEPTH = 5  # git's SYMREF_MAXDEPTH
 _CHUNK = 512 * 1024  # bytes of packed-refs records per bulk run
 # Objects read at once (their contents are in memory together): large enough that a pack index of a
 # million objects is turned into one dict (Odb.read_many does when a batch asks for an eighth of it).
@@ -34,9 +38,9 @@ _BATCH = 1 << 18
 
 
 class RefValue(NamedTuple):
-    """One value to check (collected as plain tuples of these fields, for speed): the ref, its object id (lowercase hex), the peeled id recorded with it (or
-    None), where it was read (file, offset of the record or None), and for a symref the ref it resolves
-    through (else None)."""
+    """One value to check (collected as plain tuples of these fields, for speed): the ref, its object
+    id (lowercase hex), the peeled id recorded with it (or None), where it was read (file, offset of the
+    record or None), and for a symref the ref it resolves through (else None)."""
 
     name: bytes
     oid: bytes
@@ -143,15 +147,15 @@ def _bulk_records(chunk: bytes, base: int, hexlen: int, path: str, direct: dict[
 
 
 def _resolve(symrefs, targets: dict[bytes, bytes], direct: dict[bytes, tuple]) -> list[tuple]:
-    """Each symref resolved as git resolves it (through up to five symrefs) to the value it reaches;
+    """Each symref resolved as git resolves it (``model.SYMREF_MAXDEPTH`` reads) to the value it reaches;
     one that reaches nothing (an unborn branch, a dangling target: reported by the storage checks) has
     nothing to check."""
     out = []
     for name, target, path, offset in symrefs:
-        hops, at = 0, target
-        while at in targets and hops < _MAX_SYMREF_DEPTH:
-            at, hops = targets[at], hops + 1
-        hit = direct.get(at)
+        reads, at = 2, target  # the symref, then its target
+        while at in targets and reads < SYMREF_MAXDEPTH:
+            at, reads = targets[at], reads + 1
+        hit = direct.get(at)  # None also when the chain is still a symref: git's ELOOP
         if hit is not None:
             out.append((name, hit[1], None, path, offset, target))
     return out

@@ -353,3 +353,18 @@ def test_corrupt_packed_object_spoils_only_its_refs(tmp_path):
     assert "'refs/heads/side'" in f.message and "corrupt" in f.message and str(pack) in f.message
     grc, said = fsck(repo)
     assert grc != 0
+
+
+def test_symref_chains_resolve_as_git_reads_them():
+    """A symref resolves when a ref that is not a symref comes within SYMREF_MAXDEPTH reads (five: the
+    symref itself included), as every store's resolver does."""
+    from refscope.backend.verify.objects import files_values
+
+    x = b"1" * 40
+    for n, resolves in ((4, True), (5, False)):
+        names = [b"refs/s/%d" % i for i in range(n)] + [b"refs/heads/x"]
+        loose = {a: ("sym", b, "f") for a, b in zip(names, names[1:], strict=False)}
+        loose[b"refs/heads/x"] = ("oid", x, "f")
+        got = {v[0]: v for v in files_values(loose, "/nonexistent/packed-refs", "sha1")}
+        assert (b"refs/s/0" in got) == resolves
+        assert got[names[-2]][1] == x  # one hop always resolves
