@@ -1,10 +1,11 @@
-"""``refscope verify [-C PATH] [--json]``: integrity findings of the ref storage.
+"""``refscope verify [-C PATH] [--objects] [--json]``: integrity findings of the ref storage (with
+``--objects``, also of every ref's value against the object database).
 
 Output, one finding per line on stdout, errors and warnings in the order found:
     plain:  ``<severity>: <file>[@<offset>]: <message>`` (file names escaped like ref names)
     --json: ``{"file", "offset", "severity", "message"}`` (offset null when it applies to the whole file)
 One summary line always goes to stderr, clean or not (``refscope verify: N errors, M warnings in R refs
-(files: P packed, L loose)`` or ``(reftable: T tables)``). Exit 1 when any finding is an error, 0 otherwise (warnings only
+(files: P packed, L loose)`` or ``(reftable: T tables)``, with ``; O objects`` after --objects). Exit 1 when any finding is an error, 0 otherwise (warnings only
 or clean), 2 on a usage error. verify never writes to the repository.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-USAGE = "usage: refscope verify [-C PATH] [--json]"
+USAGE = "usage: refscope verify [-C PATH] [--objects] [--json]"
 
 
 def format_finding(f):
@@ -26,7 +27,7 @@ def format_finding(f):
 def run(argv: list[str]) -> int:
     from .args import parse_or_usage
 
-    opts = parse_or_usage(argv, USAGE)
+    opts = parse_or_usage(argv, USAGE, flags=("--json", "--objects"))
     if opts is None:
         return 2
     path, as_json = opts.path, "--json" in opts.flags
@@ -54,7 +55,7 @@ def run(argv: list[str]) -> int:
             findings = [Finding(err.file or (path or "."), err.offset, ERROR, err.what)]
     summary = None
     if repo is not None:
-        findings, summary = verify_summary(repo)
+        findings, summary = verify_summary(repo, objects="--objects" in opts.flags)
     out = sys.stdout
     from refscope.backend.display import emit, to_json
 

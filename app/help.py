@@ -116,7 +116,7 @@ examples:
   refscope dump .git/reftable/0x000000000001-0x000000000003-1a2b3c4d.ref
 """,
     "verify": """\
-usage: refscope verify [-C PATH] [--json]
+usage: refscope verify [-C PATH] [--objects] [--json]
 
 Integrity findings deeper than `git refs verify`: every packed-refs record, loose ref and reftable block,
 record, index and footer; lock files left behind and who holds them; names a terminal would obey. Each
@@ -125,10 +125,14 @@ error, 0 otherwise. verify never writes.
 
 options:
   -C PATH        run as if started in PATH
+  --objects      also read every ref's object: it exists and is not corrupt, HEAD and refs/heads/* name
+                 commits, a recorded peeled value is what the tag chain peels to (as `git fsck` judges
+                 refs; in a partial clone a missing object is a warning)
   --json         one object per finding: {"file", "offset", "severity", "message"}
 
-example:
+examples:
   refscope verify -C repo.git
+  refscope verify --objects
 """,
     "delete": """\
 usage: refscope delete [-C PATH] [--engine native|git] [--no-deref] [--allow-checked-out]

@@ -54,6 +54,7 @@ class Summary(NamedTuple):
     loose: int
     errors: int
     warnings: int
+    objects: int | None = None  # distinct objects read by --objects (None: not asked)
 
     def line(self) -> str:
         """The one line ``refscope verify`` ends with on stderr."""
@@ -65,28 +66,38 @@ class Summary(NamedTuple):
             what = f"reftable: {self.tables:,} table{'s' if self.tables != 1 else ''}"
         else:
             what = f"files: {self.packed:,} packed, {self.loose:,} loose"
+        if self.objects is not None:
+            what += f"; {self.objects:,} object{'s' if self.objects != 1 else ''}"
         return f"{counts} in {self.refs:,} ref{'s' if self.refs != 1 else ''} ({what})"
 
 
-def verify(repo, *, crosscheck: bool = True, env=None) -> list[Finding]:
-    """Every finding for ``repo`` (a ``backend.repo.Repo``), errors and warnings, in a stable order.
+def verify(repo, *, crosscheck: bool = True, env=None, objects: bool = False) -> list[Finding]:
+    """Every finding for ``repo`` (a ``backend.repo.Repo``), errors and warnings, in a stable order;
+    with ``objects``, also every ref's value against the object database (``objects.check_objects``).
 
     Never raises for anything on disk: a failure of verify itself (a refscope bug) becomes an error
     finding on the repository, so the CLI and the TUI always get a list."""
-    return verify_summary(repo, crosscheck=crosscheck, env=env)[0]
+    return verify_summary(repo, crosscheck=crosscheck, env=env, objects=objects)[0]
 
 
-def verify_summary(repo, *, crosscheck: bool = True, env=None) -> tuple[list[Finding], Summary]:
+def verify_summary(
+    repo, *, crosscheck: bool = True, env=None, objects: bool = False
+) -> tuple[list[Finding], Summary]:
     """``verify`` and what it read (for the CLI's closing line)."""
     out = Collector()
+    read = None
     try:
         owner = check_ownership(repo, env)
         if owner is not None:
             out.findings.append(owner)
-        _verify_storage(out, repo)
+        values = _verify_storage(out, repo, objects)
         report_locks(out, repo)
         if crosscheck:
             _reader_crosscheck(out, repo)
+        if values is not None:
+            from .objects import check_objects
+
+            read = check_objects(out, repo, values)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as err:  # noqa: BLE001 - verify reports, it does not crash
@@ -98,12 +109,22 @@ def verify_summary(repo, *, crosscheck: bool = True, env=None) -> tuple[list[Fin
     errors = sum(1 for f in out.findings if f.severity == ERROR)
     c = out.checked
     summary = Summary(
-        repo.ref_storage, c["refs"], c["tables"], c["packed"], c["loose"], errors, len(out.findings) - errors
+        repo.ref_storage,
+        c["refs"],
+        c["tables"],
+        c["packed"],
+        c["loose"],
+        errors,
+        len(out.findings) - errors,
+        read,
     )
     return out.findings, summary
 
 
-def _verify_storage(out: Collector, repo) -> None:
+def _verify_storage(out: Collector, repo, objects: bool = False):
+    """The storage checks; with ``objects``, the values to check against the object database (else
+    None)."""
+    values = None
     hexname = repo.hash_name
     symrefs: list[tuple[bytes, bytes, str]] = []
     present: set[bytes] = set()
@@ -119,6 +140,10 @@ def _verify_storage(out: Collector, repo) -> None:
             if rec[1] == VALUE_SYMREF:
                 symrefs.append((name, rec[4], path))
         out.checked["refs"] = len(merged)
+        if objects:
+            from .objects import reftable_values
+
+            values = reftable_values(merged)
         head = os.path.join(repo.gitdir, "HEAD")
         # In a reftable repository HEAD on disk is a stub; the real HEAD is in the tables.
         if b"HEAD" not in merged and not os.path.exists(head):
@@ -132,6 +157,10 @@ def _verify_storage(out: Collector, repo) -> None:
             if kind == "sym":
                 symrefs.append((name, value, path))
         out.checked.update(refs=len(present), packed=len(packed), loose=len(loose))
+        if objects:
+            from .objects import files_values
+
+            values = files_values(loose, os.path.join(repo.commondir, "packed-refs"), hexname)
         if b"HEAD" not in loose and not os.path.lexists(os.path.join(repo.gitdir, "HEAD")):
             out.error(os.path.join(repo.gitdir, "HEAD"), None, "HEAD is missing")
         new = os.path.join(repo.commondir, "packed-refs.new")
@@ -162,3 +191,4 @@ def _verify_storage(out: Collector, repo) -> None:
             if name == b"HEAD" and target.startswith(b"refs/heads/"):
                 continue  # an unborn branch is normal (fresh repository, orphan checkout)
             out.warning(path, None, f"symref {quoted(name)} points at {quoted(target)}, which does not exist")
+    return values
