@@ -167,3 +167,14 @@ def tips_repo(path: Path, fmt: str = "files") -> Path:
     if fmt == "files":
         git(path, "pack-refs", "--all")
     return path
+
+
+async def tips_loaded(pilot, app) -> None:
+    """Wait until the main screen is indexed and the background tip scan has read every row."""
+    screen = app.screen
+    await wait_for(pilot, lambda: screen.is_ready())
+    await wait_for(
+        pilot, lambda: screen.tips_scanned is not None and screen.tips_scanned[0] >= screen.tips_scanned[1]
+    )
+    await app.workers.wait_for_complete()
+    await pilot.pause()

@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input
 
 from tests.support.git import git
-from tests.support.tui import TIPS_NOW, make_app, set_filter, tips_repo, wait_for
+from tests.support.tui import TIPS_NOW, make_app, set_filter, tips_loaded, tips_repo, wait_for
 
 pytestmark = pytest.mark.anyio
 SIZE = (160, 40)
@@ -31,16 +31,6 @@ def git_lines(repo: Path, *args: str) -> list[bytes]:
 def shown(app) -> list[bytes]:
     ref_list = app.screen.ref_list
     return [ref_list._name_at(i) for i in range(ref_list.row_count)]
-
-
-async def loaded(pilot, app) -> None:
-    screen = app.screen
-    await wait_for(pilot, lambda: screen.is_ready())
-    await wait_for(
-        pilot, lambda: screen.tips_scanned is not None and screen.tips_scanned[0] >= screen.tips_scanned[1]
-    )
-    await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 async def filtered(pilot, app, text: str) -> list[bytes]:
@@ -65,7 +55,7 @@ async def test_columns_show_gits_values(tips: Path) -> None:
             want[name] = (rel.decode(), author.decode(), subject.decode(), iso.decode())
     app = make_app(tips)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app)
+        await tips_loaded(pilot, app)
         ref_list = app.screen.ref_list
         snap = ref_list.snapshot
         got = {}
@@ -89,7 +79,7 @@ async def test_columns_show_gits_values(tips: Path) -> None:
 async def test_marks_head_branch_and_worktrees(tips: Path) -> None:
     app = make_app(tips)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app)
+        await tips_loaded(pilot, app)
         marks = app.screen.ref_list.branch_marks
         assert marks == {b"refs/heads/main": "*", b"refs/heads/mid": "+"}
         screen = app.screen
@@ -111,7 +101,7 @@ async def test_sorts_equal_gits(tips: Path) -> None:
     by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
     app = make_app(tips)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app)
+        await tips_loaded(pilot, app)
         await pilot.press("S")
         await wait_for(pilot, lambda: not app.screen.ref_list.by_name)
         await app.workers.wait_for_complete()
@@ -137,7 +127,7 @@ async def test_merged_filters_equal_gits(tips: Path) -> None:
     fmt = "--format=%(refname)"
     app = make_app(tips)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app)
+        await tips_loaded(pilot, app)
         assert await filtered(pilot, app, "merged") == git_lines(tips, fmt, "--merged=main")
         assert await filtered(pilot, app, "!merged") == git_lines(tips, fmt, "--no-merged=main")
         assert await filtered(pilot, app, "merged:mid") == git_lines(tips, fmt, "--merged=mid")
@@ -157,7 +147,7 @@ async def test_age_filters(tips: Path) -> None:
             when[name] = int(t)
     app = make_app(tips)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app)
+        await tips_loaded(pilot, app)
         older = [n for n, t in when.items() if TIPS_NOW - t > 90 * 86400]
         assert await filtered(pilot, app, ">90d") == sorted(older)
         assert older == [b"refs/heads/stale/a", b"refs/heads/stale/b"]
@@ -172,7 +162,7 @@ async def test_age_filters(tips: Path) -> None:
 async def test_mark_all_shown_queues_the_filtered_set(tips: Path) -> None:
     app = make_app(tips)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app)
+        await tips_loaded(pilot, app)
         names = await filtered(pilot, app, "refs/heads/ !merged >30d")
         want = [
             n for n in git_lines(tips, "--format=%(refname)", "--no-merged=main", "refs/heads/") if n in names

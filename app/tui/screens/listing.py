@@ -276,7 +276,6 @@ class RefListing(Screen):
         """``S``: name → version → committer date (newest first) → name; sorted in the prepare worker."""
         sorts = SORTS if self.facts is not None else SORTS[:2]  # (no objects: no dates)
         self.sort = sorts[(sorts.index(self.sort) + 1) % len(sorts)]
-        self.notify(f"sorted by {self.sort}", timeout=2)
         self.apply_filter(self.query_one("#filter", Input).value)
 
     def action_toggle_dates(self) -> None:
