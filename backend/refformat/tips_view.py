@@ -10,6 +10,7 @@ most one chunk of a background scan.
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import threading
@@ -23,6 +24,7 @@ from ..objects.tips import MISSING, Tip, Tips
 from . import dates
 from .order import versioncmp
 
+SORT_RUN = 1 << 15  # rows sorted by one C call (the UI waits at most that long for the GIL)
 DAY = 86400
 # age units of the filters (``>90d``): git's approxidate words, one letter each (``m`` is a month)
 AGE_UNITS = {"s": 1, "h": 3600, "d": DAY, "w": 7 * DAY, "m": 30 * DAY, "y": 365 * DAY}
@@ -143,7 +145,17 @@ class TipFacts:
             oids = self.fill_rows(snap, refs)
             for i, oid in zip(part, oids, strict=True):
                 times[i] = sort_time(self.peek(oid) or MISSING)
-        return sorted(rows, key=lambda i: -times[i])  # stable: equal dates keep name order
+        # (newest first, then the row: rows are in name order, so equal dates keep it). Sorted in runs
+        # merged in Python: one C sort of every row would hold the GIL, and the UI, for its whole length
+        keyed = [(-times[i], i) for i in rows]
+        if len(keyed) <= SORT_RUN:
+            return [i for _, i in sorted(keyed)]
+        runs = []
+        for lo in range(0, len(keyed), SORT_RUN):
+            if cancelled():
+                return None
+            runs.append(sorted(keyed[lo : lo + SORT_RUN]))
+        return [i for _, i in heapq.merge(*runs)]
 
     # -- reachability --------------------------------------------------------------------------------------
     def graph(self):
