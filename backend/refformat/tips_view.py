@@ -24,6 +24,7 @@ from ..objects.tips import MISSING, Tip, Tips
 from . import dates
 from .order import versioncmp
 
+REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
 SORT_RUN = 1 << 15  # rows sorted by one C call (the UI waits at most that long for the GIL)
 DAY = 86400
 # age units of the filters (``>90d``): git's approxidate words, one letter each (``m`` is a month)
@@ -179,11 +180,15 @@ class TipFacts:
         return commit
 
     def merged_nodes(self, commit: bytes) -> set:
-        """The walk names of every commit ``commit`` reaches (``--merged=commit``), cached per commit."""
-        hit = self._reach.get(commit)
+        """The walk names of every commit ``commit`` reaches (``--merged=commit``), cached for the last
+        few commits asked (the filter's ref and HEAD's branch are asked again and again)."""
+        hit = self._reach.pop(commit, None)
         if hit is None:
             with self.lock:
-                hit = self._reach[commit] = self.graph().ancestors([commit])
+                hit = self.graph().ancestors([commit])
+        self._reach[commit] = hit  # (re-inserted: the newest last)
+        while len(self._reach) > REACH_CACHE:
+            del self._reach[next(iter(self._reach))]
         return hit
 
     def is_merged(self, oid: bytes | None, reach: set) -> bool | None:
@@ -199,10 +204,8 @@ class TipFacts:
     def ahead_behind(self, a: bytes, b: bytes) -> tuple[int, int]:
         """(commits reachable from ``a`` and not ``b``, from ``b`` and not ``a``): ``git rev-list
         --left-right --count a...b``. Both must be commits."""
-        with self.lock:
-            g = self.graph()
-            left = g.ancestors([a])
-            right = g.ancestors([b])
+        left = self.merged_nodes(a)
+        right = self.merged_nodes(b)  # (HEAD's branch: cached across cursor moves)
         return len(left - right), len(right - left)
 
 

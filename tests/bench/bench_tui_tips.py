@@ -95,11 +95,11 @@ async def bench(path: str, out: dict) -> None:
         before = reflist.view
         screen.apply_filter("!merged >90d")
         await lagging(app, lambda: reflist.view is not before and idle(), out, "filter_notmerged_old")
+        out["filter_notmerged_old_shown"] = len(reflist.view)
         before = reflist.view
         screen.apply_filter("refs/heads/branch/5 >1y")
         await lagging(app, lambda: reflist.view is not before and idle(), out, "filter_name_newer")
         out["filter_name_newer_shown"] = len(reflist.view)
-        out["filter_shown"] = len(reflist.view)
         out["rss_mb"] = rss_mb()
 
 

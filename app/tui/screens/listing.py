@@ -331,8 +331,27 @@ class RefListing(Screen):
         if done >= total:
             self.ref_list.tips_read()
 
-    def update_detail(self) -> None:
-        """The detail line of the ref under the cursor (overridden by the main screen)."""
+    @work(thread=True, exclusive=True, group="context", description="read HEAD and the worktrees")
+    def read_context(self, snapshot) -> None:
+        """The branch HEAD points at and the branches checked out in any worktree (their marks)."""
+        from refscope.backend.refformat.context import context
+
+        if snapshot is None:
+            return
+        ctx = context(self.app.repo, snapshot)
+        self.app.call_from_thread(self._context_read, ctx.head, set(ctx.worktrees))
+
+    def _context_read(self, head: bytes | None, checked_out: set[bytes]) -> None:
+        self.head_branch = head
+        marks = {b: "+" for b in checked_out}
+        if head is not None and head != b"HEAD":
+            marks[head] = "*"
+        self.ref_list.branch_marks = marks
+        self.ref_list.refresh_rows()
+        self.update_detail()
+
+    def update_detail(self, walk: bool = True) -> None:
+        """The detail line of the ref under the cursor (the main screen draws it)."""
 
     def jump_to(self, name: bytes) -> None:
         """Put the visible cursor on ``name`` (a "lookup" operation). The filter stays when it shows
@@ -390,6 +409,9 @@ class RefListing(Screen):
         self.query_one(QueuePanel).sync()
         self.ref_list.refresh_rows()
         self.update_status()
+        if self.facts is not None and update.snapshot is not None:
+            self.tips_scanned = None  # the new snapshot's refs get their scan (read tips are cached)
+            self.read_context(update.snapshot)
 
     def _show_changed_values(self, snapshot, names) -> None:
         """Values that changed show at once: looked up by name in the new snapshot (no row index needed)

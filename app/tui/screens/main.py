@@ -38,6 +38,7 @@ from .operations import BenchScreen, OperationScreen
 
 PANELS_ROWS = 9  # the queue and operations panels' height (5 below PANELS_FULL_FROM rows; z hides them)
 PANELS_FULL_FROM = 32
+DETAIL_DELAY = 0.2  # seconds the cursor rests before ahead/behind is walked (a walk per key is waste)
 
 
 def make_view(app, name: str):
@@ -139,6 +140,8 @@ class MainScreen(Marking, QueueTransaction):
             yield OpsPanel(id="ops")
         yield Footer(compact=True)
 
+    _detail_timer = None
+
     def on_mount(self) -> None:
         app = self.app
         app.snapshot_changed.subscribe(self, self._on_snapshot_changed)
@@ -169,32 +172,16 @@ class MainScreen(Marking, QueueTransaction):
             self.prepare(app.snapshot, self.pattern, self.generation, None)
 
     # -- HEAD's branch, the worktrees' branches, the detail line ------------------------------------------
-    @work(thread=True, exclusive=True, group="context", description="read HEAD and the worktrees")
-    def read_context(self, snapshot) -> None:
-        """The branch HEAD points at and the branches checked out in any worktree (their marks)."""
-        from refscope.backend.refformat.context import context
-
-        if snapshot is None:
-            return
-        ctx = context(self.app.repo, snapshot)
-        self.app.call_from_thread(self._context_read, ctx.head, set(ctx.worktrees))
-
-    def _context_read(self, head: bytes | None, checked_out: set[bytes]) -> None:
-        self.head_branch = head
-        marks = {b: "+" for b in checked_out}
-        if head is not None and head != b"HEAD":
-            marks[head] = "*"
-        self.ref_list.branch_marks = marks
-        self.ref_list.refresh_rows()
-        self.update_detail()
-
     def on_line_list_cursor_moved(self, message) -> None:
         if message.control is self.ref_list:
-            self.update_detail()
+            self.update_detail(walk=False)
+            if self._detail_timer is not None:
+                self._detail_timer.stop()
+            self._detail_timer = self.set_timer(DETAIL_DELAY, self.update_detail)
 
-    def update_detail(self) -> None:
+    def update_detail(self, walk: bool = True) -> None:
         """The line under the list: the cursor's ref's commit, author, dates and subject at once (what
-        is read), ahead/behind HEAD's branch from a worker."""
+        is read), ahead/behind HEAD's branch from a worker once the cursor rests (``walk``)."""
         facts = self.facts
         if facts is None:
             return
@@ -224,7 +211,7 @@ class MainScreen(Marking, QueueTransaction):
             text.append(" · " + escape_name(tip.subject))
         label.update(text)
         head = self.head_branch
-        if tip.peeled_kind == "commit" and head is not None and self.ref_list.snapshot is not None:
+        if walk and tip.peeled_kind == "commit" and head is not None and self.ref_list.snapshot is not None:
             self.ahead_behind(self.ref_list.snapshot, ref.name, tip.peeled, head, text)
 
     @work(thread=True, exclusive=True, group="detail", description="ahead/behind")
