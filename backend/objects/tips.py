@@ -8,6 +8,7 @@ Nothing is read until asked (``tip`` of the visible rows first, a background sca
 
 from __future__ import annotations
 
+import contextlib
 from collections import namedtuple
 
 from .odb import Odb
@@ -58,8 +59,37 @@ class Tips:
             hit = self._cache[oid] = self._read(oid)
         return hit
 
-    def _read(self, oid: bytes) -> Tip:
-        got = self.odb.read(oid)
+    def cached(self, oid: bytes) -> Tip | None:
+        """The tip of ``oid`` if read already, else None (never reads: safe on a UI thread)."""
+        return self._cache.get(oid)
+
+    def fill(self, oids) -> None:
+        """Read the tips of many ids at once: their objects in one pass over each pack, then the objects
+        their tags point at the same way."""
+        todo = [o for o in dict.fromkeys(oids) if o not in self._cache]
+        if not todo:
+            return
+        got = self.odb.read_many(todo)
+        tags = [o for o, v in got.items() if v is not None and v[0] == "tag"]
+        if tags:
+            more = [t for t in (parse_object(got[o][1]).first(b"object") for o in tags) if t and t not in got]
+            with contextlib.suppress(ValueError):  # a malformed target id: read one by one below
+                got.update(self.odb.read_many(more))
+        for o in todo:
+            self._cache[o] = self._read(o, got)
+
+    def _read(self, oid: bytes, got_many: dict | None = None) -> Tip:
+        def read(o: bytes):
+            if got_many is None:
+                return self.odb.read(o)
+            if o in got_many:
+                return got_many[o]
+            try:
+                return self.odb.read(o)
+            except ValueError:  # (a tag naming a malformed id, in a bulk read: the tag's link is missing)
+                return None
+
+        got = read(oid)
         if got is None:
             return MISSING
         kind, data = got
@@ -71,7 +101,7 @@ class Tips:
             if target is None or hops > _MAX_PEEL:
                 return Tip(kind, None, None, None, None, None)
             peeled = target
-            got = self.odb.read(target)
+            got = read(target)
             if got is None:
                 return Tip(kind, None, None, None, None, None)
             pkind, pdata = got

@@ -135,3 +135,46 @@ def file_records(path: Path) -> list[tuple[int, int, bytes, bytes, bytes | None]
             out.append([pos, len(line) + 1, oid, name, None])
         pos += len(line) + 1
     return [tuple(r) for r in out]
+
+
+# ---- a repository for the tip columns, sorts and filters ---------------------------------------------
+TIPS_NOW = 1702600000  # GIT_TEST_DATE_NOW of the tip tests: ~30 days after the history's commits
+
+
+def tips_repo(path: Path, fmt: str = "files") -> Path:
+    """The generated history (``history``: main, side, annotated and nested tags, tags of a blob and a
+    tree) plus branches merged into main or not, of fixed ages relative to TIPS_NOW, and one branch
+    checked out in a second worktree."""
+    from tests.support.history import history
+
+    init_repo(path, fmt=fmt)
+    history(path, 40)
+    git(path, "branch", "old", "main~30")
+    git(path, "branch", "mid", "main~10")
+    tree = git(path, "rev-parse", "main^{tree}").strip().decode()
+    for name, parent, age_days, who in (
+        ("stale/a", "main~30", 200, "Stale Author"),
+        ("stale/b", "main", 100, "Other Person"),
+        ("fresh/c", "main", 1, "Fresh Face"),
+        ("v1.10", "main~2", 40, "Rel Eng"),
+        ("v1.9", "main~3", 41, "Rel Eng"),
+    ):
+        when = f"{TIPS_NOW - age_days * 86400} +0100"
+        env = {"GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when, "GIT_AUTHOR_NAME": who}
+        oid = git(path, "commit-tree", tree, "-p", parent, "-m", f"work on {name}", env=env).strip()
+        git(path, "update-ref", f"refs/heads/{name}", oid.decode())
+    git(path, "worktree", "add", "-q", str(path.parent / "second"), "mid")
+    if fmt == "files":
+        git(path, "pack-refs", "--all")
+    return path
+
+
+async def tips_loaded(pilot, app) -> None:
+    """Wait until the main screen is indexed and the background tip scan has read every row."""
+    screen = app.screen
+    await wait_for(pilot, lambda: screen.is_ready())
+    await wait_for(
+        pilot, lambda: screen.tips_scanned is not None and screen.tips_scanned[0] >= screen.tips_scanned[1]
+    )
+    await app.workers.wait_for_complete()
+    await pilot.pause()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from itertools import islice
 from typing import NamedTuple
 
+from refscope.backend.refformat.tips_view import Condition, parse_age
 from refscope.backend.refpattern import is_glob, literal_prefix, wildmatch
 
 View = range | array
@@ -31,20 +32,68 @@ class Pattern(NamedTuple):
     regex: re.Pattern[bytes] | None
     needle: bytes
     negated: bool = False
+    conditions: tuple[Condition, ...] = ()  # terms on the tip (merged, age), all of which must hold
+    terms: tuple[str, ...] = ()  # the conditions as typed, for the label
 
     @property
     def label(self) -> str:
         """The mode as the count line and the filter bar name it."""
-        return f"not {self.kind}" if self.negated else self.kind
+        name = f"not {self.kind}" if self.negated else self.kind
+        if not self.conditions:
+            return name
+        return " + ".join(([] if self.kind == "all" else [name]) + list(self.terms))
 
     @property
     def instant(self) -> bool:
         """Computed by binary search alone (no scan): everything, or a prefix."""
-        return self.kind in ("all", "prefix") and not self.negated
+        return self.kind in ("all", "prefix") and not self.negated and not self.conditions
+
+    @property
+    def filtered(self) -> bool:
+        """True unless the pattern shows every ref."""
+        return self.kind != "all" or bool(self.conditions)
 
 
 def parse(text: str) -> Pattern:
-    """Classify what the user typed.
+    """The terms of what the user typed, separated by spaces (a ref name holds none), all of which must
+    hold: terms on the tip (``condition``) and at most one name pattern (``parse_name``; a second one
+    is ignored)."""
+    conditions = []
+    terms = []
+    name = ""
+    for term in text.split():
+        cond = condition(term)
+        if cond is not None:
+            conditions.append(cond)
+            terms.append(term)
+        elif not name:
+            name = term
+    if not conditions:
+        return parse_name(text)
+    return parse_name(name)._replace(text=text, conditions=tuple(conditions), terms=tuple(terms))
+
+
+def condition(term: str) -> Condition | None:
+    """A term on the ref's tip, or None (a name pattern):
+
+    - ``merged`` / ``merged:REF``: the tip is reachable from REF (default: the branch HEAD points at),
+      as ``git for-each-ref --merged``; refs whose tip is no commit are left out;
+    - ``>90d`` / ``<2w``: the tip's committer date is older / newer than that (units ``s h d w m y``,
+      ``m`` a month of 30 days);
+    - a leading ``!`` negates either (``!merged`` is ``--no-merged``).
+    """
+    negated = term.startswith("!")
+    body = term[1:] if negated else term
+    if body == "merged" or body.startswith("merged:"):
+        return Condition("merged", negated, body[len("merged:") :])
+    age = parse_age(body)
+    if age is not None:
+        return Condition("age", negated, age=age)
+    return None
+
+
+def parse_name(text: str) -> Pattern:
+    """Classify a name pattern.
 
     - empty: everything;
     - a leading ``!``: the rows the rest does not select;
@@ -96,8 +145,38 @@ def compute(
     pattern: Pattern,
     cancelled: Callable[[], bool] = lambda: False,
     progress: Callable[[int, int], None] | None = None,
+    test: Callable[[list], list[bool]] | None = None,
 ) -> View | None:
     """The rows of ``snapshot`` that ``pattern`` selects; None when cancelled mid-scan.
+
+    The name pattern first (below), then the conditions on what it selected: ``test`` (the backend's
+    ``tips_view.tester`` for them) asked a chunk of rows at a time."""
+    view = _by_name(snapshot, pattern, cancelled, None if pattern.conditions else progress)
+    if view is None or not pattern.conditions:
+        return view
+    if test is None:
+        raise ValueError("a pattern with conditions needs their test")
+    out = array("I")
+    total = len(view)
+    for lo in range(0, total, CHUNK):
+        if cancelled():
+            return None
+        rows = view[lo : lo + CHUNK]
+        hits = test([snapshot.row(i) for i in rows])
+        out.extend(i for i, hit in zip(rows, hits, strict=True) if hit)
+        if progress is not None:
+            progress(min(lo + CHUNK, total), total)
+        time.sleep(0)
+    return out
+
+
+def _by_name(
+    snapshot,
+    pattern: Pattern,
+    cancelled: Callable[[], bool],
+    progress: Callable[[int, int], None] | None,
+) -> View | None:
+    """The rows the name pattern selects.
 
     Prefix patterns cost two binary searches. Scans walk only the prefix range of the pattern's literal
     start, check ``cancelled`` every CHUNK rows and report ``progress(done, total)``. A negated pattern
@@ -143,10 +222,17 @@ def _names(snapshot, prefix: bytes, start: int, stop: int):
     return snapshot.iter_names(first)
 
 
-def index_of(snapshot, view: View, name: bytes) -> int:
-    """Position in ``view`` of ``name``, or of the first row after it (for keeping the cursor in place)."""
+def index_of(snapshot, view: View, name: bytes, by_name: bool = True) -> int:
+    """Position in ``view`` of ``name``, or of the first row after it (for keeping the cursor in place).
+    ``by_name`` False: the view is in another order (a sort); the row is looked for (0 if not there)."""
     if not len(view):
         return 0
+    if not by_name:
+        row = snapshot.prefix_range(name).start
+        try:
+            return view.index(row)
+        except ValueError:
+            return 0
     if isinstance(view, range):
         row = snapshot.prefix_range(name).start
         if row < view.start:

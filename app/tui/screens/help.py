@@ -19,6 +19,12 @@ KEYS = [
     ("/", "filter: prefix refs/… (instant), substring, or glob * ? [ ] (background scan)"),
     ("/ (views)", "search the view's records: text (substring) or git glob; enter lands on the first match"),
     ("n N (views)", "next / previous match (packed-refs before a search: next / previous shadowed record)"),
+    (
+        "/ merged >90d",
+        "terms on the tip, with a name pattern: merged[:REF] (default HEAD's branch), >90d / <2w; ! negates",
+    ),
+    ("S", "sort: name → version → committer date (newest first)"),
+    ("d", "dates: relative ↔ absolute ISO"),
     ("escape", "clear the filter / leave a view"),
     ("ctrl+p", "command palette: jump to a ref, switch view, switch engine"),
     ("Queue and commit", ""),
@@ -55,7 +61,11 @@ KEYS = [
 FILTERS = (
     "Filters: `refs/heads/fe` is a prefix (binary search, no scan); `fix` finds names containing it; "
     "`refs/tags/v1.*` and `*wip*` are globs over the whole name (a glob not starting with refs/ matches anywhere). "
-    "Scans run in the background with a progress bar; typing never waits for them."
+    "Scans run in the background with a progress bar; typing never waits for them. "
+    "Terms separated by spaces must all hold: `refs/heads/ !merged >90d` shows the branches not merged "
+    "into HEAD's branch whose tip commit is older than 90 days (units s h d w m y; m is 30 days); "
+    "`merged:REF` names another ref; `a` then queues exactly what is shown. "
+    "Columns: the tip's committer date, author and subject; * HEAD's branch, + checked out in a worktree."
 )
 
 

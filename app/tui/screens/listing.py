@@ -10,6 +10,7 @@ laid over the old rows at once (``overrides``), and changed rows flash.
 from __future__ import annotations
 
 import time
+from array import array
 from itertools import islice
 
 from refscope.backend.display import escape_name
@@ -29,6 +30,8 @@ from ..widgets.ref_list import RefList
 from ..widgets.status import StatusLine
 from ..workers import work
 
+SORTS = ("name", "version", "date")  # what ``S`` cycles through
+TIPS_CHUNK = 2048  # rows of the background tip scan read at once (the visible rows wait at most this)
 FLASH_SECONDS = 3.0
 MAX_OVERRIDES = 10_000  # changed refs laid over the old rows at once (more: wait for the swap)
 PREVIEW_ROWS = 300  # rows streamed for the first screen while the snapshot is indexed
@@ -42,6 +45,23 @@ class RefListing(Screen):
         self.pattern = filtering.parse("")
         self.generation = 0
         self._flash_timer = None
+        self.sort = "name"
+        self._facts = False  # backend tips_view.TipFacts once opened; None: no object database
+        self.tips_scanned: tuple[int, int] | None = None  # (done, total) of the background tip scan
+        self.head_branch: bytes | None = None  # the branch HEAD points at (merged's default, ahead/behind)
+
+    @property
+    def facts(self):
+        """The repository's object side (``backend.refformat.tips_view``), None without a repository."""
+        if self._facts is False:
+            repo = self.app.repo
+            if repo is None:
+                self._facts = None
+            else:
+                from refscope.backend.refformat.tips_view import TipFacts
+
+                self._facts = TipFacts(repo)
+        return self._facts
 
     @property
     def ref_list(self) -> RefList:
@@ -77,10 +97,16 @@ class RefListing(Screen):
             self.query_one("#count", Label).update(Text("counting…"))
             return
         shown = len(self.ref_list.view)
-        kind = "" if self.pattern.kind == "all" else f" ({self.pattern.label})"
-        self.query_one("#count", Label).update(Text(f"{shown:,} of {total:,} shown{kind}"))
+        kind = "" if not self.pattern.filtered else f" ({self.pattern.label})"
+        extra = "" if self.sort == "name" else f" · by {self.sort}"
+        scan = self.tips_scanned
+        if scan is not None and scan[0] < scan[1]:
+            extra += f" · tips {100 * scan[0] // max(1, scan[1])}%"
+        self.query_one("#count", Label).update(Text(f"{shown:,} of {total:,} shown{kind}{extra}"))
 
     def _show_view(self, snapshot, view, keep: bytes | None = None) -> None:
+        self.ref_list.facts = self.facts
+        self.ref_list.by_name = self.sort == "name"
         self.ref_list.set_view(snapshot, view, keep=keep)
         self.update_count()
         self.update_status()
@@ -92,13 +118,14 @@ class RefListing(Screen):
         except RefscopeError as err:
             self.app.store_error = str(err)
             refs = []
+        self.ref_list.facts = self.facts
         self.ref_list.set_preview(snapshot, refs)
         self.update_count()
         self.update_status()
 
     # -- preparing views: counting, prefix ranges and scans off the UI thread ----------------------------
     @work(thread=True, exclusive=True, group="prepare", description="index and filter")
-    def prepare(self, snapshot, pattern, generation: int, keep: bytes | None) -> None:
+    def prepare(self, snapshot, pattern, generation: int, keep: bytes | None, sort: str = "name") -> None:
         """Count ``snapshot`` (building its row index) if needed, then compute ``pattern``'s view.
 
         Runs in a thread so neither a 1M-ref index build nor a substring scan ever blocks the UI; a newer
@@ -114,7 +141,7 @@ class RefListing(Screen):
             reports.append(m.report)
         if worker.is_cancelled:
             return
-        if pattern.kind == "all":
+        if not pattern.filtered:
             view = range(count)
         else:
             last = [0.0]
@@ -127,12 +154,35 @@ class RefListing(Screen):
 
             if pattern.kind != "prefix":
                 self.post_message(FilterProgress(generation, 0, 1))
+            test = self._tester(snapshot, pattern) if pattern.conditions else None
             with app.meter.measure("filter") as m:
-                view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress)
+                view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress, test)
             reports.append(m.report)
         if view is None or worker.is_cancelled:
             return
+        if sort != "name" and len(view) and (sort == "version" or self.facts is not None):
+            from refscope.backend.refformat.tips_view import version_order
+
+            self.post_message(FilterProgress(generation, 0, 1))
+            with app.meter.measure("sort") as m:
+                if sort == "version":
+                    got = version_order(snapshot, list(view))
+                else:
+                    got = self.facts.order(snapshot, list(view), sort, lambda: worker.is_cancelled)
+            reports.append(m.report)
+            if got is None or worker.is_cancelled:
+                return
+            view = array("I", got)
         app.call_from_thread(self._prepared, generation, snapshot, count, view, keep, reports)
+
+    def _tester(self, snapshot, pattern):
+        """The backend's test of ``pattern``'s conditions (merged, age); in the worker (it may walk)."""
+        from refscope.backend.refformat.tips_view import tester
+
+        if self.facts is None:
+            raise RefscopeError(None, "merged and age filters need the repository's objects")
+        head = self.head_branch or b"HEAD"
+        return tester(self.facts, snapshot, pattern.conditions, head.decode("utf-8", "surrogateescape"))
 
     def _prepared(self, generation: int, snapshot, count: int, view, keep, reports) -> None:
         app = self.app
@@ -145,6 +195,9 @@ class RefListing(Screen):
         if keep is None and self.ref_list.preview is not None:
             keep = self.ref_list.current_name() if self.ref_list.cursor else None
         self._show_view(snapshot, view, keep=keep)
+        if self.facts is not None and self.tips_scanned is None:
+            self.tips_scanned = (0, count)
+            self.scan_tips(snapshot)
 
     def _prepare_failed(self, generation: int, snapshot, line: str) -> None:
         self.app.store_error = line
@@ -194,13 +247,13 @@ class RefListing(Screen):
         else (a scan, or a snapshot still being indexed) goes to the ``prepare`` worker."""
         app = self.app
         self.pattern = filtering.parse(text)
-        mode = "" if self.pattern.kind == "all" else f" {self.pattern.label}"
+        mode = "" if not self.pattern.filtered else f" {self.pattern.label}"
         self.query_one("#filter-label", Label).update(f"/{mode}")
         self.generation += 1
         if app.snapshot is None:
             return
         keep = self.ref_list.current_name()
-        if self.is_ready() and self.pattern.instant:
+        if self.is_ready() and self.pattern.instant and self.sort == "name":
             self.workers.cancel_group(self, "prepare")
             self.query_one("#filter-progress").display = False
             try:
@@ -216,7 +269,89 @@ class RefListing(Screen):
             return
         if self.ref_list.preview is None:
             self.query_one("#count", Label).update(Text("scanning…"))
-        self.prepare(app.snapshot, self.pattern, self.generation, keep)
+        self.prepare(app.snapshot, self.pattern, self.generation, keep, self.sort)
+
+    # -- sorting and the tip columns ----------------------------------------------------------------------
+    def action_cycle_sort(self) -> None:
+        """``S``: name → version → committer date (newest first) → name; sorted in the prepare worker."""
+        sorts = SORTS if self.facts is not None else SORTS[:2]  # (no objects: no dates)
+        self.sort = sorts[(sorts.index(self.sort) + 1) % len(sorts)]
+        self.apply_filter(self.query_one("#filter", Input).value)
+
+    def action_toggle_dates(self) -> None:
+        """``d``: relative dates ↔ absolute ISO dates in the date column."""
+        ref_list = self.ref_list
+        ref_list.set_date_mode("iso" if ref_list.date_mode == "relative" else "relative")
+        self.update_detail()
+
+    def on_ref_list_tips_wanted(self, message: RefList.TipsWanted) -> None:
+        if self.facts is not None and message.refs:
+            self.read_tips(self.ref_list.snapshot, message.refs)
+
+    @work(thread=True, exclusive=True, group="tips-visible", description="read the visible tips")
+    def read_tips(self, snapshot, refs: list) -> None:
+        """The tips of the rows on screen: a screenful of object reads, off the UI thread."""
+        self.facts.fill_rows(snapshot, refs)
+        self.app.call_from_thread(self._tips_read)
+
+    def _tips_read(self) -> None:
+        self.ref_list.tips_read()
+        self.update_detail()
+
+    @work(thread=True, exclusive=True, group="tips-scan", description="read every tip")
+    def scan_tips(self, snapshot) -> None:
+        """Every row's tip, a chunk at a time, in name order (the background scan the date sort and
+        the filters then find cached); progress on the count line."""
+        worker = get_current_worker()
+        total = len(snapshot)
+        last = 0.0
+        done = 0
+        chunk: list = []
+        for ref in snapshot.iter_from(b""):
+            chunk.append(ref)
+            if len(chunk) < TIPS_CHUNK:
+                continue
+            if worker.is_cancelled:
+                return
+            self.facts.fill_rows(snapshot, chunk)
+            done += len(chunk)
+            chunk = []
+            now = time.monotonic()
+            if now - last > 0.2:
+                last = now
+                self.app.call_from_thread(self._tips_progress, done, total)
+            time.sleep(0)
+        if chunk:
+            self.facts.fill_rows(snapshot, chunk)
+        self.app.call_from_thread(self._tips_progress, total, total)
+
+    def _tips_progress(self, done: int, total: int) -> None:
+        self.tips_scanned = (done, total)
+        self.update_count()
+        if done >= total:
+            self.ref_list.tips_read()
+
+    @work(thread=True, exclusive=True, group="context", description="read HEAD and the worktrees")
+    def read_context(self, snapshot) -> None:
+        """The branch HEAD points at and the branches checked out in any worktree (their marks)."""
+        from refscope.backend.refformat.context import context
+
+        if snapshot is None:
+            return
+        ctx = context(self.app.repo, snapshot)
+        self.app.call_from_thread(self._context_read, ctx.head, set(ctx.worktrees))
+
+    def _context_read(self, head: bytes | None, checked_out: set[bytes]) -> None:
+        self.head_branch = head
+        marks = {b: "+" for b in checked_out}
+        if head is not None and head != b"HEAD":
+            marks[head] = "*"
+        self.ref_list.branch_marks = marks
+        self.ref_list.refresh_rows()
+        self.update_detail()
+
+    def update_detail(self, walk: bool = True) -> None:
+        """The detail line of the ref under the cursor (the main screen draws it)."""
 
     def jump_to(self, name: bytes) -> None:
         """Put the visible cursor on ``name`` (a "lookup" operation). The filter stays when it shows
@@ -232,7 +367,7 @@ class RefListing(Screen):
             self.notify(f"no ref {escape_name(name)}", severity="warning", markup=False)
             return
         ref_list = self.ref_list
-        if self.pattern.kind != "all" and not self._shows(name):
+        if self.pattern.filtered and not self._shows(name):
             hidden_by = self.pattern.text
             self.query_one("#filter", Input).value = ""
             self.apply_filter("")
@@ -248,7 +383,7 @@ class RefListing(Screen):
         view = ref_list.view
         if ref_list.preview is not None or not len(view):
             return False
-        at = filtering.index_of(ref_list.snapshot, view, name)
+        at = filtering.index_of(ref_list.snapshot, view, name, ref_list.by_name)
         return ref_list.snapshot.name_at(view[at]) == name
 
     # -- following snapshots ----------------------------------------------------------------------------
@@ -257,7 +392,9 @@ class RefListing(Screen):
         counted and filtered in the worker, then swap it in with the cursor on the same name."""
         self.generation += 1
         if update.snapshot is not None:
-            self.prepare(update.snapshot, self.pattern, self.generation, self.ref_list.current_name())
+            self.prepare(
+                update.snapshot, self.pattern, self.generation, self.ref_list.current_name(), self.sort
+            )
         else:
             self._show_view(None, range(0))
         diff = update.diff
@@ -272,6 +409,9 @@ class RefListing(Screen):
         self.query_one(QueuePanel).sync()
         self.ref_list.refresh_rows()
         self.update_status()
+        if self.facts is not None and update.snapshot is not None:
+            self.tips_scanned = None  # the new snapshot's refs get their scan (read tips are cached)
+            self.read_context(update.snapshot)
 
     def _show_changed_values(self, snapshot, names) -> None:
         """Values that changed show at once: looked up by name in the new snapshot (no row index needed)

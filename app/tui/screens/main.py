@@ -31,13 +31,14 @@ from ..widgets.ops import OpsPanel
 from ..widgets.queue import QueuePanel
 from ..widgets.ref_list import RefList
 from ..widgets.status import StatusLine
-from ..workers import Failure, failure_line
+from ..workers import Failure, failure_line, work
 from .commit import COMMIT_LOCKED, COMMIT_TOTAL, QueueTransaction
 from .marking import Marking
 from .operations import BenchScreen, OperationScreen
 
 PANELS_ROWS = 9  # the queue and operations panels' height (5 below PANELS_FULL_FROM rows; z hides them)
 PANELS_FULL_FROM = 32
+DETAIL_DELAY = 0.2  # seconds the cursor rests before ahead/behind is walked (a walk per key is waste)
 
 
 def make_view(app, name: str):
@@ -113,6 +114,8 @@ class MainScreen(Marking, QueueTransaction):
         Binding("Y", "copy('oid')", "Copy oid", show=False),
         Binding("o", "git_log", "git log"),
         Binding("z", "toggle_panels", "Panels"),
+        Binding("S", "cycle_sort", "Sort", show=False),
+        Binding("d", "toggle_dates", "Dates", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False, priority=True),
         Binding("enter", "submit_filter", show=False, priority=True),
     ]
@@ -128,6 +131,7 @@ class MainScreen(Marking, QueueTransaction):
         yield HeadLine(id="head-line")
         yield ListHeader(id="list-header")
         yield RefList(queue=self.app.queue, id="refs")
+        yield Label("", id="detail")
         with Horizontal(id="commit-bar"):
             yield Label("", id="commit-phase")
             yield ProgressBar(total=COMMIT_TOTAL, show_eta=False, show_percentage=False, id="commit-progress")
@@ -135,6 +139,8 @@ class MainScreen(Marking, QueueTransaction):
             yield QueuePanel(self.app.queue, id="queue")
             yield OpsPanel(id="ops")
         yield Footer(compact=True)
+
+    _detail_timer = None
 
     def on_mount(self) -> None:
         app = self.app
@@ -146,6 +152,9 @@ class MainScreen(Marking, QueueTransaction):
         self.watch(app, "live", lambda _: self.update_status())
         self.query_one("#filter-progress").display = False
         self.query_one("#commit-bar").display = app.commit_running
+        self.query_one("#detail").display = self.facts is not None
+        if self.facts is not None:
+            self.read_context(app.snapshot)
         self.query_one(QueuePanel).sync()
         self.query_one(OpsPanel).border_title = f"operations · {len(app.reports)}"
         self.query_one(RefList).focus()
@@ -161,6 +170,66 @@ class MainScreen(Marking, QueueTransaction):
         app.first_paint = time.perf_counter()
         if app.snapshot is not None:
             self.prepare(app.snapshot, self.pattern, self.generation, None)
+
+    # -- HEAD's branch, the worktrees' branches, the detail line ------------------------------------------
+    def on_line_list_cursor_moved(self, message) -> None:
+        if message.control is self.ref_list:
+            self.update_detail(walk=False)
+            if self._detail_timer is not None:
+                self._detail_timer.stop()
+            self._detail_timer = self.set_timer(DETAIL_DELAY, self.update_detail)
+
+    def update_detail(self, walk: bool = True) -> None:
+        """The line under the list: the cursor's ref's commit, author, dates and subject at once (what
+        is read), ahead/behind HEAD's branch from a worker once the cursor rests (``walk``)."""
+        facts = self.facts
+        if facts is None:
+            return
+        from refscope.backend.refformat.tips_view import show_ident_date, target_oid
+
+        label = self.query_one("#detail", Label)
+        ref = self.ref_list.current_ref()
+        if ref is None:
+            label.update("")
+            return
+        oid = target_oid(self.ref_list.snapshot, ref)
+        tip = facts.peek(oid)
+        if tip is None or oid is None:
+            label.update(Text("reading…" if oid is not None else "resolves to no object", "dim"))
+            return
+        mode = self.ref_list.date_mode
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{tip.kind or 'missing'} {oid[:12].decode()}", "bold")
+        if tip.peeled and tip.peeled != oid:
+            text.append(f" → {tip.peeled_kind} {tip.peeled[:12].decode()}")
+        if tip.author is not None:
+            author = escape_name(tip.author.name) + " <" + escape_name(tip.author.email) + ">"
+            text.append(f" · {author} · authored {show_ident_date(tip.author, mode)}")
+        if tip.committer is not None:
+            text.append(f" · committed {show_ident_date(tip.committer, mode)}")
+        if tip.subject is not None:
+            text.append(" · " + escape_name(tip.subject))
+        label.update(text)
+        head = self.head_branch
+        if walk and tip.peeled_kind == "commit" and head is not None and self.ref_list.snapshot is not None:
+            self.ahead_behind(self.ref_list.snapshot, ref.name, tip.peeled, head, text)
+
+    @work(thread=True, exclusive=True, group="detail", description="ahead/behind")
+    def ahead_behind(self, snapshot, name: bytes, commit: bytes, head: bytes, text: Text) -> None:
+        head_oid = snapshot.resolve(head)
+        if head_oid is None:
+            return
+        head_commit = self.facts.resolve(snapshot, head_oid.decode())
+        ahead, behind = self.facts.ahead_behind(commit, head_commit)
+        self.app.call_from_thread(self._ahead_behind, name, head, ahead, behind, text)
+
+    def _ahead_behind(self, name: bytes, head: bytes, ahead: int, behind: int, text: Text) -> None:
+        if self.ref_list.current_name() != name:
+            return
+        short = head.removeprefix(b"refs/heads/")
+        line = text.copy()
+        line.append(f" · {ahead} ahead, {behind} behind {escape_name(short)}", "bold")
+        self.query_one("#detail", Label).update(line)
 
     def on_ref_list_layout_changed(self, message: RefList.LayoutChanged) -> None:
         self.query_one(ListHeader).set_layout(message.needs, self.ref_list.scrollable_content_region.width)
@@ -188,7 +257,7 @@ class MainScreen(Marking, QueueTransaction):
             else:
                 self._commit_failed(line)
         elif group == "prepare":
-            snapshot, _pattern, generation, _keep = failure.args
+            snapshot, _pattern, generation, *_ = failure.args
             self._prepare_failed(generation, snapshot, line)
         elif group == "bench":  # scratch copies or git failing: the bench screen says so
             verb = "refused" if failure.expected else "failed"

@@ -24,6 +24,9 @@ class Layout(NamedTuple):
     name: int
     value: int
     location: int
+    date: int = 0  # the tip columns (0: not shown: no object database, or no room)
+    author: int = 0
+    subject: int = 0
 
 
 class Needs(NamedTuple):
@@ -34,6 +37,9 @@ class Needs(NamedTuple):
     value: int = 0
     location: int = 0
     tables: int = 0  # 1 when a row lives in a reftable table (the header then explains "upd")
+    tips: int = 0  # 1 when the tip columns are shown (the repository's objects can be read)
+    date: int = 0  # the longest date text on screen
+    author: int = 0  # the longest author name on screen
 
     def grow(self, other: Needs) -> Needs:
         return Needs(*(max(a, b) for a, b in zip(self, other, strict=True)))
@@ -42,6 +48,32 @@ class Needs(NamedTuple):
 NONE = Needs()
 NAME_MIN = 24  # a name is cut below this only when the terminal leaves nothing else
 LOCATION_MIN = 12
+AUTHOR_MAX = 18
+SUBJECT_MIN = 12
+DATE_MIN = len("date") + 1
+
+
+def _tip_layout(avail: int, name: int, value: int, loc: int, needs: Needs) -> Layout:
+    """With the tip columns: date, author and subject share what name, value and location leave; the
+    location gives way for them first, then the name (down to NAME_MIN); then the author goes, then
+    the subject, then the date."""
+    date = max(DATE_MIN, needs.date + 1)
+    author = max(len("author") + 1, min(needs.author, AUTHOR_MAX) + 1)
+    spare = avail - name - value - loc
+    want = date + author + SUBJECT_MIN
+    if spare < want and loc:
+        spare += loc
+        loc = 0
+    if spare < want:
+        cut = min(want - spare, max(0, name - NAME_MIN))
+        name -= cut
+        spare += cut
+    if spare < want:
+        author = 0
+    if spare < date + SUBJECT_MIN:
+        date = 0 if spare < date else date
+    subject = max(0, spare - date - author) if date else 0
+    return Layout(name, value, loc, date, author, subject)
 
 
 def layout(width: int, needs: Needs = NONE) -> Layout:
@@ -76,14 +108,21 @@ def layout(width: int, needs: Needs = NONE) -> Layout:
         loc = 0
     if over > 0:
         name = max(8, name - over)
+    if needs.tips:
+        return _tip_layout(avail, name, value, loc, needs)
     return Layout(name, value, loc)
 
 
-def row_needs(ref) -> Needs:
-    """What one row asks for (escaped name, value, location; each plus one space)."""
+def row_needs(ref, cells: TipCells | None = None) -> Needs:
+    """What one row asks for (escaped name, value, location; each plus one space; the tip's date and
+    author when the tip columns are shown)."""
     name = len(escape_name(ref.name)) + 1
     value = VALUE_W if ref.target is None else len(escape_name(ref.target)) + 3  # "→ " + target + " "
-    return Needs(name, value, len(location_text(ref.location)) + 1, int(ref.location.kind == TABLE))
+    loc = len(location_text(ref.location)) + 1
+    tables = int(ref.location.kind == TABLE)
+    if cells is None:
+        return Needs(name, value, loc, tables)
+    return Needs(name, value, loc, tables, 1, len(cells.date), len(cells.author))
 
 
 def location_text(loc) -> str:
@@ -124,9 +163,16 @@ def header(width: int, style: Style | None = None, needs: Needs = NONE) -> Text:
         text.append(_fit(title if len(title) < lay.value else "oid      peeled/→", lay.value))
     if lay.location:
         room = width - MARK_W - lay.name - lay.value  # the header may use the spare cells at the end
+        if lay.date:
+            room = lay.location
         titles = TABLE_HEADERS if needs.tables else FILES_HEADERS
         title = next((h for h in titles if len(h) < room), "location")
         text.append(_fit(title, max(lay.location, min(room, len(title) + 1))))
+    if lay.date:
+        text.append(_fit("date", lay.date))
+        if lay.author:
+            text.append(_fit("author", lay.author))
+        text.append(_fit("subject", lay.subject))
     return text
 
 
@@ -146,11 +192,35 @@ class Styles(NamedTuple):
     error: Style
 
 
-def row_text(ref, width: int, marked: bool, styles: Styles, needs: Needs = NONE) -> Text:
-    """One row of the list as a Text of exactly ``width`` cells, in the columns ``layout`` gives."""
+class TipCells(NamedTuple):
+    """The tip columns of one row, as shown (escaped): empty strings while not read yet."""
+
+    date: str
+    author: str
+    subject: str
+
+
+def tip_cells(tip, mode: str) -> TipCells:
+    """A tip (``backend.objects.tips.Tip``, or None: not read yet) as its columns show it: the committer
+    date in ``mode`` ("relative" or "iso"), the author's name, the subject."""
+    from refscope.backend.refformat.tips_view import show_ident_date
+
+    if tip is None:
+        return TipCells("…", "", "")
+    if tip.kind is None:
+        return TipCells("", "", "(missing object)")
+    author = escape_name(tip.author.name) if tip.author is not None else ""
+    subject = escape_name(tip.subject) if tip.subject is not None else f"({tip.peeled_kind or tip.kind})"
+    return TipCells(show_ident_date(tip.committer, mode), author, subject)
+
+
+def row_text(ref, width: int, marked: bool, styles: Styles, needs: Needs = NONE,
+             cells: TipCells | None = None, branch: str = " ") -> Text:  # fmt: skip
+    """One row of the list as a Text of exactly ``width`` cells, in the columns ``layout`` gives;
+    ``branch``: the second cell of the mark column (``*`` HEAD's branch, ``+`` checked out elsewhere)."""
     lay = layout(width, needs)
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append("● " if marked else "  ", styles.mark)
+    text.append(("●" if marked else " ") + branch, styles.mark)
     name = Text(escape_name(ref.name), styles.name, no_wrap=True)
     name.truncate(lay.name - 1, overflow="ellipsis", pad=True)
     text.append_text(name)
@@ -168,6 +238,11 @@ def row_text(ref, width: int, marked: bool, styles: Styles, needs: Needs = NONE)
             text.append(peeled.ljust(lay.value - SHORT - 1), styles.peeled)
     if lay.location:
         text.append(_fit(location_text(ref.location), lay.location), styles.location)
+    if lay.date and cells is not None:
+        text.append(_fit(cells.date, lay.date), styles.oid)
+        if lay.author:
+            text.append(_fit(cells.author, lay.author), styles.target)
+        text.append(_fit(cells.subject, lay.subject))
     text.truncate(width, overflow="ellipsis", pad=True)
     return text
 

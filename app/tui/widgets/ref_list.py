@@ -62,6 +62,16 @@ class RefList(LineList):
         ref_list: RefList
 
     @dataclass
+    class TipsWanted(Message):
+        """Rows on screen whose tips are not read yet (the screen reads them in a worker)."""
+
+        ref_list: RefList
+        refs: list
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, RefList.TipsWanted)
+
+    @dataclass
     class LayoutChanged(Message):
         """The rows on screen asked for other column widths (the header follows)."""
 
@@ -82,6 +92,12 @@ class RefList(LineList):
         # the column widths the rows shown so far asked for: grown as rows come on screen, reset when
         # the view is swapped (so columns move at most when a longer row first shows, never back and forth)
         self.needs: columns.Needs = columns.NONE
+        # the tip columns: ``facts`` (backend ``tips_view.TipFacts``) when the repository's objects can be
+        # read; the list only peeks at what was read, the screen's workers read
+        self.facts = None
+        self.date_mode = "relative"
+        self.branch_marks: dict[bytes, str] = {}  # name -> "*" (HEAD's branch) or "+" (another worktree)
+        self.by_name = True  # False while the view is sorted otherwise (the cursor is then found by row)
 
     # -- data -------------------------------------------------------------------------------------------
     def set_view(self, snapshot, view: View, *, keep: bytes | None = None) -> None:
@@ -93,7 +109,7 @@ class RefList(LineList):
         self._cache.clear()
         self.virtual_size = Size(self.size.width, len(view))
         if keep is not None and len(view):
-            self.cursor = index_of(snapshot, view, keep)
+            self.cursor = index_of(snapshot, view, keep, self.by_name)
         else:
             self.cursor = min(self.cursor, max(0, len(view) - 1))
         self.scroll_cursor_into_view(center=keep is not None)
@@ -164,6 +180,28 @@ class RefList(LineList):
         self._cache.clear()
         self.refresh()
 
+    def tips_read(self) -> None:
+        """Tips were read (a worker): repaint and grow the columns to the new texts."""
+        self._cache.clear()
+        self._measure()
+        self.refresh()
+
+    def set_date_mode(self, mode: str) -> None:
+        self.date_mode = mode
+        self._cache.clear()
+        self._measure(reset=True)
+        self.refresh()
+
+    def cells_of(self, ref) -> columns.TipCells | None:
+        """The tip columns of ``ref`` (None when not shown); "…" while its tip is not read yet."""
+        facts = self.facts
+        if facts is None:
+            return None
+        from refscope.backend.refformat.tips_view import target_oid
+
+        oid = ref.oid if ref.target is None else target_oid(self.snapshot, ref)
+        return columns.tip_cells(facts.peek(oid), self.date_mode)
+
     def action_cursor(self, delta: int) -> None:
         if delta < 0 and self.cursor == 0:
             self.post_message(self.AboveTop(self))
@@ -174,13 +212,20 @@ class RefList(LineList):
     def _measure(self, reset: bool = False, resized: bool = False) -> None:
         """Grow ``needs`` to fit the rows now on screen (a screenful of lookups, the rows' own cost)."""
         needs = columns.NONE if reset else self.needs
+        wanted = []
         if self.snapshot is not None:
             top = self.scroll_offset.y
             for index in range(top, min(top + max(1, self.size.height), len(self.view))):
                 try:
-                    needs = needs.grow(columns.row_needs(self._ref_at(index)))
+                    ref = self._ref_at(index)
+                    cells = self.cells_of(ref)
+                    needs = needs.grow(columns.row_needs(ref, cells))
                 except Exception:
                     continue  # an unreadable row shows its error in place
+                if cells is not None and cells.date == "…":
+                    wanted.append(ref)
+        if wanted:
+            self.post_message(self.TipsWanted(self, wanted))
         if needs != self.needs or resized:
             self.needs = needs
             self._cache.clear()
@@ -223,7 +268,7 @@ class RefList(LineList):
             return Strip.blank(width, base)
         row = self.view[index] if self.preview is None else -1 - index
         selected = index == self.cursor
-        key = (row, width, selected, self.needs)
+        key = (row, width, selected, self.needs, self.date_mode)
         strip = self._cache.get(key)
         if strip is not None:
             return strip
@@ -235,7 +280,9 @@ class RefList(LineList):
             extra = Style()
         else:
             marked = ref.name in self.queue
-            text = columns.row_text(ref, width, marked, styles, self.needs)
+            cells = self.cells_of(ref)
+            branch = self.branch_marks.get(ref.name, " ")
+            text = columns.row_text(ref, width, marked, styles, self.needs, cells, branch)
             extra = Style()
             if marked:
                 extra += self._style("reflist--marked")

@@ -1,0 +1,176 @@
+"""The main list's tip columns, sorts and tip filters against git on generated repositories (issue 16):
+what the columns show is what ``git for-each-ref`` prints, the date and version orders are git's
+``--sort``, ``merged`` is ``--merged``, the age filters follow the committer dates git prints, and "mark
+all shown" queues exactly what a filter shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from tests.support.git import git
+from tests.support.tui import TIPS_NOW, make_app, set_filter, tips_loaded, tips_repo, wait_for
+
+pytestmark = pytest.mark.anyio
+SIZE = (160, 40)
+
+
+@pytest.fixture
+def tips(tmp_path: Path, git_bin: str, ref_format: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GIT_TEST_DATE_NOW", str(TIPS_NOW))
+    return tips_repo(tmp_path / "repo", fmt=ref_format)
+
+
+def git_lines(repo: Path, *args: str) -> list[bytes]:
+    out = git(repo, "for-each-ref", *args, env={"GIT_TEST_DATE_NOW": str(TIPS_NOW)})
+    return [line for line in out.split(b"\n") if line]
+
+
+def shown(app) -> list[bytes]:
+    ref_list = app.screen.ref_list
+    return [ref_list._name_at(i) for i in range(ref_list.row_count)]
+
+
+async def filtered(pilot, app, text: str) -> list[bytes]:
+    await set_filter(pilot, app, text)
+    await wait_for(pilot, lambda: app.screen.ref_list.preview is None)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    return shown(app)
+
+
+async def test_columns_show_gits_values(tips: Path) -> None:
+    # a tag shows the commit it peels to (``%(*...)``); tags of a blob or tree have no commit columns
+    pick = "%(if)%(*objectname)%(then)%(*{0})%(else)%({0})%(end)"
+    fmt = "%00".join(
+        ["%(refname)", "%(if)%(*objecttype)%(then)%(*objecttype)%(else)%(objecttype)%(end)"]
+        + [pick.format(a) for a in ("committerdate:relative", "authorname", "subject", "committerdate:iso")]
+    )
+    want = {}
+    for line in git_lines(tips, f"--format={fmt}"):
+        name, kind, rel, author, subject, iso = line.split(b"\0")
+        if kind == b"commit":
+            want[name] = (rel.decode(), author.decode(), subject.decode(), iso.decode())
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        ref_list = app.screen.ref_list
+        snap = ref_list.snapshot
+        got = {}
+        for i in range(len(snap)):
+            ref = snap.row(i)
+            if ref.name in want:
+                cells = ref_list.cells_of(ref)
+                got[ref.name] = (cells.date, cells.author, cells.subject)
+        assert got == {n: w[:3] for n, w in want.items()}
+        await pilot.press("d")
+        await pilot.pause()
+        iso = {n: ref_list.cells_of(snap.lookup(n)).date for n in want}
+        assert iso == {n: w[3] for n, w in want.items()}
+        # the screen shows them too: the first row's subject is on its line
+        first = ref_list.render_line(0).text
+        assert want[ref_list._name_at(0)][0] not in first  # (iso now)
+        assert want[ref_list._name_at(0)][3] in first
+        assert want[ref_list._name_at(0)][2][:10] in first
+
+
+async def test_marks_head_branch_and_worktrees(tips: Path) -> None:
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        marks = app.screen.ref_list.branch_marks
+        assert marks == {b"refs/heads/main": "*", b"refs/heads/mid": "+"}
+        screen = app.screen
+        screen.jump_to(b"refs/heads/mid")
+        await pilot.pause()
+        y = screen.ref_list.cursor - screen.ref_list.scroll_offset.y
+        assert screen.ref_list.render_line(y).text.startswith(" +refs/heads/mid")
+        await wait_for(pilot, lambda: "behind main" in str(screen.query_one("#detail").render()))
+        detail = str(screen.query_one("#detail").render())
+        assert "0 ahead, 10 behind main" in detail
+        left, right = git(tips, "rev-list", "--left-right", "--count", "stale/b...main").split()
+        screen.jump_to(b"refs/heads/stale/b")
+        await wait_for(pilot, lambda: "1 ahead" in str(screen.query_one("#detail").render()))
+        assert f"{int(left)} ahead, {int(right)} behind main" in str(screen.query_one("#detail").render())
+
+
+async def test_sorts_equal_gits(tips: Path) -> None:
+    by_version = git_lines(tips, "--sort=version:refname", "--format=%(refname)")
+    by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        await pilot.press("S")
+        await wait_for(pilot, lambda: not app.screen.ref_list.by_name)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert shown(app) == by_version
+        await pilot.press("S")
+        await wait_for(pilot, lambda: app.screen.sort == "date")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert shown(app) == by_date
+        # a filter keeps the order: git's sorted list of the same refs
+        assert await filtered(pilot, app, "refs/heads/") == git_lines(
+            tips, "--sort=-committerdate", "--format=%(refname)", "refs/heads/"
+        )
+        await pilot.press("S")
+        await wait_for(pilot, lambda: app.screen.sort == "name")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert shown(app) == git_lines(tips, "--format=%(refname)", "refs/heads/")
+
+
+async def test_merged_filters_equal_gits(tips: Path) -> None:
+    fmt = "--format=%(refname)"
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        assert await filtered(pilot, app, "merged") == git_lines(tips, fmt, "--merged=main")
+        assert await filtered(pilot, app, "!merged") == git_lines(tips, fmt, "--no-merged=main")
+        assert await filtered(pilot, app, "merged:mid") == git_lines(tips, fmt, "--merged=mid")
+        assert await filtered(pilot, app, "refs/heads/ !merged") == git_lines(
+            tips, fmt, "--no-merged=main", "refs/heads/"
+        )
+        assert await filtered(pilot, app, "!merged stale") == [b"refs/heads/stale/a", b"refs/heads/stale/b"]
+
+
+async def test_age_filters(tips: Path) -> None:
+    rows = git_lines(tips, "--format=%(refname) %(committerdate:unix) %(*committerdate:unix)")
+    when = {}
+    for line in rows:
+        name, own, peeled = (line.split(b" ") + [b""])[:3]
+        t = peeled or own
+        if t:
+            when[name] = int(t)
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        older = [n for n, t in when.items() if TIPS_NOW - t > 90 * 86400]
+        assert await filtered(pilot, app, ">90d") == sorted(older)
+        assert older == [b"refs/heads/stale/a", b"refs/heads/stale/b"]
+        newer = [n for n, t in when.items() if TIPS_NOW - t < 2 * 7 * 86400]
+        assert await filtered(pilot, app, "<2w") == sorted(newer)
+        assert b"refs/heads/fresh/c" in newer
+        assert await filtered(pilot, app, "refs/heads/ !>90d !<2w") == sorted(
+            n for n in when if n.startswith(b"refs/heads/") and n not in older and n not in newer
+        )
+
+
+async def test_mark_all_shown_queues_the_filtered_set(tips: Path) -> None:
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        names = await filtered(pilot, app, "refs/heads/ !merged >30d")
+        want = [
+            n for n in git_lines(tips, "--format=%(refname)", "--no-merged=main", "refs/heads/") if n in names
+        ]
+        assert names == want and names
+        app.screen.set_focus(app.screen.ref_list)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: len(app.queue) == len(names))
+        await app.workers.wait_for_complete()
+        assert sorted(app.queue) == sorted(names)
+        assert app.screen.query_one("#filter", Input).value == "refs/heads/ !merged >30d"
