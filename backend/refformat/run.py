@@ -91,11 +91,11 @@ def for_each_ref(
     if by_name and count is not None:
         selected = selected[:count]  # the listing is in name order already: nothing else to read
     ev.prefetch(selected)
-    cols = ev.columns(selected)
-    order = list(range(len(selected))) if by_name else sort_order(len(selected), cols, p.keys, numeric)
+    strs, nums = ev.table(selected)
+    order = None if by_name else sort_order(len(selected), strs, nums, p.keys, numeric)
     if count is not None:
-        order = order[:count]
-    yield from _lines(p.format, cols, order, omit_empty, escape)
+        order = list(range(min(count, len(selected)))) if order is None else order[:count]
+    yield from _lines(p.format, strs, order, omit_empty, escape)
 
 
 def _index_of(atoms: list[Atom], text: str) -> int:
@@ -105,30 +105,42 @@ def _index_of(atoms: list[Atom], text: str) -> int:
     return -1
 
 
-def _lines(f: Format, cols, order: list[int], omit_empty: bool, escape) -> Iterator[bytes]:
-    """The output lines in ``order``, a chunk at a time: the format becomes one ``%`` template (its text
-    with ``%`` doubled), filled from the value columns."""
-    template = b"".join(
-        piece.replace(b"%", b"%%") if isinstance(piece, bytes) else b"%s" for piece in f.pieces
-    )
-    template += b"\n"
+def _lines(
+    f: Format, strs: list[list[bytes]], order: list[int] | None, omit_empty: bool, escape
+) -> Iterator[bytes]:
+    """The output lines in ``order`` (None: as listed), a chunk at a time. The columns are put in order
+    first, then joined by C-level calls: a format whose atoms are all parted by the same text is one
+    ``join`` per line, any other one ``%`` template (the text with ``%`` doubled) filled per line."""
     used = [piece for piece in f.pieces if not isinstance(piece, bytes)]
-    strs = []
+    cols = []
     for k in used:
-        col = [v.s for v in cols[k]]
-        strs.append(col if escape is None else [escape(x) for x in col])
-    step = 4096
-    for lo in range(0, len(order), step):
-        part = order[lo : lo + step]
-        rows = (
-            zip(*[list(map(col.__getitem__, part)) for col in strs], strict=True)
-            if strs
-            else ((),) * len(part)
-        )
-        lines = [template % row for row in rows]
-        if omit_empty:
-            lines = [ln for ln in lines if ln != b"\n"]
-        yield b"".join(lines)
+        col = strs[k] if order is None else list(map(strs[k].__getitem__, order))
+        cols.append(col if escape is None else [escape(x) for x in col])
+    texts = [b""]
+    for piece in f.pieces:
+        if isinstance(piece, bytes):
+            texts[-1] += piece
+        else:
+            texts.append(b"")
+    head, tail, seps = texts[0], texts[-1] + b"\n", set(texts[1:-1])
+    n = len(strs[0]) if order is None and strs else len(order or ())
+    step = 1 << 14
+    if cols and len(seps) <= 1 and not omit_empty:
+        sep = seps.pop() if seps else b""
+        rows = cols[0] if len(cols) == 1 else list(map(sep.join, zip(*cols, strict=True)))
+        glue = tail + head
+        for lo in range(0, len(rows), step):
+            yield head + glue.join(rows[lo : lo + step]) + tail
+        return
+    if not cols:
+        lines = [head + tail] * n
+    else:
+        template = b"%s".join(t.replace(b"%", b"%%") for t in texts[:-1]) + b"%s" + tail.replace(b"%", b"%%")
+        lines = list(map(template.__mod__, zip(*cols, strict=True)))
+    if omit_empty:
+        lines = [ln for ln in lines if ln != b"\n"]
+    for lo in range(0, len(lines), step):
+        yield b"".join(lines[lo : lo + step])
 
 
 def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list[Ref]:

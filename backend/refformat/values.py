@@ -9,6 +9,8 @@ a C string, so a NUL ends them where it ends git's.
 
 from __future__ import annotations
 
+import re
+
 from ..errors import RefscopeError
 from ..model import PACKED, Ref
 from . import dates
@@ -44,19 +46,19 @@ def _cstr(data: bytes) -> bytes:
 
 def _wholine(who: bytes, buf: bytes) -> bytes | None:
     """find_wholine: the rest of the buffer after ``who `` at a header line's start (None: not in the
-    header). Like git, the result runs to the end of the buffer; each reader stops where git's does."""
-    pos = 0
-    n = len(buf)
-    while pos < n:
-        if buf.startswith(who, pos) and buf[pos + len(who) : pos + len(who) + 1] == b" ":
-            return buf[pos + len(who) + 1 :]
-        eol = buf.find(b"\n", pos)
-        if eol < 0:
-            return None
-        pos = eol + 1
-        if buf[pos : pos + 1] == b"\n":
-            return None
-    return None
+    header, which ends at the first empty line). Like git, the result runs to the end of the buffer; each
+    reader stops where git's does. Two C-level searches: the first line start holding ``who `` and the
+    first empty line (a match after it is in the message)."""
+    key = who + b" "
+    if buf.startswith(key):
+        return buf[len(key) :]
+    pos = buf.find(b"\n" + key)
+    if pos < 0:
+        return None
+    end = buf.find(b"\n\n")
+    if 0 <= end < pos:
+        return None
+    return buf[pos + 1 + len(key) :]
 
 
 def _line(buf: bytes) -> bytes:
@@ -128,6 +130,9 @@ def _strtol(buf: bytes, pos: int) -> int:
 
 
 _MODES: dict[str, str] = {}
+# a timestamp of at most 19 digits (below the 2^64-1 that means overflow), one space and a zone of a sign
+# and four digits, each digit run maximal: strtoumax and strtol read exactly these numbers from it
+_WELL_FORMED = re.compile(rb"(\d{1,19}) ([+-]\d{4})(?!\d)")
 
 
 def _date(buf: bytes, arg: str | None) -> Value:
@@ -142,6 +147,10 @@ def _date(buf: bytes, arg: str | None) -> Value:
     gt = buf.find(b"> ")
     if gt < 0:
         return Value(b"", None if arg else 0)
+    m = _WELL_FORMED.match(buf, gt + 2)
+    if m is not None:  # what strtoumax and strtol read from such a line, without their loops
+        when = int(m[1])
+        return Value(dates.show(when, int(m[2]), mode).encode(), None if arg else when)
     when, zone = _strtoumax(buf, gt + 2)
     if when == _TIME_MAX:
         return Value(b"", None if arg else 0)
@@ -268,15 +277,28 @@ class Evaluator:
                     peeled.append(r.peeled or self._peel(r.oid, got, r.name))
             self.objects.prefetch(peeled)
 
-    def columns(self, refs: list[Ref]) -> list[list[Value]]:
-        """Every atom's values for ``refs``, one column per atom: the object atoms' values are made once
-        per object id and spread over the refs with C-level lookups -- at a million refs the per-ref work
-        is what costs, and here it is one list lookup per atom."""
-        cols: list[list[Value]] = []
-        for fn in self._fns:
-            cols.append([fn(r) for r in refs])
+    def table(self, refs: list[Ref]) -> tuple[list[list[bytes]], list[list[int]]]:
+        """Every atom's values for ``refs``, one column per atom: (the bytes printed, the numbers sorted
+        by; 0 where an atom has none). The object atoms' values are made once per object id and spread
+        over the refs with C-level lookups, the ref-only ones straight from each ref -- at a million refs
+        the per-ref work is what costs, so it is one list lookup per atom and no object per value."""
+        n = len(refs)
+        strs: list[list[bytes]] = []
+        nums: list[list[int]] = []
+        zeros = [0] * n
+        for k, fn in enumerate(self._fns):
+            a = self.atoms[k]
+            if a.name in NEEDS_OBJECT and not (a.name == "objectname" and not a.deref):
+                strs.append([])  # filled below
+            elif a.name == "refname" and a.arg is None and not a.deref:
+                strs.append([r.name for r in refs])
+            elif a.name == "objectname" and a.arg is None:
+                strs.append([r.oid for r in refs])
+            else:
+                strs.append([fn(r).s for r in refs])
+            nums.append(zeros)
         if not self._wants_object:
-            return cols
+            return strs, nums
         by_oid = self._by_oid
         read = self.objects.read
         for r in refs:
@@ -291,8 +313,7 @@ class Evaluator:
             by_oid[oid] = self._object_values(oid, got, False, r.name)
         oids = [r.oid for r in refs]
         for j, k in enumerate(self._plain):
-            per = {o: vs[j] for o, vs in by_oid.items()}
-            cols[k] = list(map(per.__getitem__, oids))
+            self._spread(strs, nums, k, {o: vs[j] for o, vs in by_oid.items()}, oids)
         if self._deref:
             keys = []
             for r in refs:
@@ -312,8 +333,15 @@ class Evaluator:
             for j, k in enumerate(self._deref):
                 per = {o: vs[j] for o, vs in self._by_peeled.items()}
                 per[None] = EMPTY
-                cols[k] = list(map(per.__getitem__, keys))
-        return cols
+                self._spread(strs, nums, k, per, keys)
+        return strs, nums
+
+    @staticmethod
+    def _spread(strs: list, nums: list, k: int, per: dict, keys: list) -> None:
+        """Column ``k`` from the values ``per`` key (an object id), one per ref's key."""
+        strs[k] = list(map({o: v.s for o, v in per.items()}.__getitem__, keys))
+        if any(v.v for v in per.values()):
+            nums[k] = list(map({o: v.v or 0 for o, v in per.items()}.__getitem__, keys))
 
     def _peel(self, oid: bytes, got, refname: bytes) -> bytes:
         hops = 0
