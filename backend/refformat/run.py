@@ -83,10 +83,12 @@ def for_each_ref(
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
     terminal: through the display function; the format's own text is the user's and stays as written)."""
     objects = Objects(odb)
-    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
-                   abbrev=odb.abbrev)  # fmt: skip
-    selected = _filter(list(refs), objects, filters, commit_graph)
     numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
+    shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
+    shown.update(k for k, _, version in p.keys if version or not numeric[k])
+    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
+                   abbrev=odb.abbrev, numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
+    selected = _filter(list(refs), objects, filters, commit_graph)
     by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]
     if by_name and count is not None:
         selected = selected[:count]  # the listing is in name order already: nothing else to read

@@ -135,29 +135,42 @@ _MODES: dict[str, str] = {}
 _WELL_FORMED = re.compile(rb"(\d{1,19}) ([+-]\d{4})(?!\d)")
 
 
-def _date(buf: bytes, arg: str | None) -> Value:
-    """grab_date: the timestamp after the first ``> `` and the zone after it; a date format makes the
-    value sort as text (git turns the atom into a string field)."""
+def _mode(arg: str | None) -> str:
     if arg is None:
-        mode = "default"
-    else:
-        mode = _MODES.get(arg)
-        if mode is None:
-            mode = _MODES[arg] = dates.parse_mode(arg)
+        return "default"
+    mode = _MODES.get(arg)
+    if mode is None:
+        mode = _MODES[arg] = dates.parse_mode(arg)
+    return mode
+
+
+def _when(buf: bytes) -> tuple[int, int] | None:
+    """grab_date's reading: the timestamp after the first ``> `` and the zone after it, or None where git
+    shows nothing."""
     gt = buf.find(b"> ")
     if gt < 0:
-        return Value(b"", None if arg else 0)
+        return None
     m = _WELL_FORMED.match(buf, gt + 2)
     if m is not None:  # what strtoumax and strtol read from such a line, without their loops
-        when = int(m[1])
-        return Value(dates.show(when, int(m[2]), mode).encode(), None if arg else when)
+        return int(m[1]), int(m[2])
     when, zone = _strtoumax(buf, gt + 2)
     if when == _TIME_MAX:
-        return Value(b"", None if arg else 0)
+        return None
     tz = _strtol(buf, zone)
     if not -(1 << 31) <= tz < (1 << 31):
+        return None
+    return when, tz
+
+
+def _date(buf: bytes, arg: str | None) -> Value:
+    """grab_date; a date format makes the value sort as text (git turns the atom into a string field)."""
+    got = _when(buf)
+    if got is None:
         return Value(b"", None if arg else 0)
-    return Value(dates.show(when, tz, mode).encode(), None if arg else when)
+    return Value(dates.show(got[0], got[1], _mode(arg)).encode(), None if arg else got[0])
+
+
+_DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
 
 
 def _subpos(buf: bytes) -> tuple[bytes, bytes, bytes, bytes]:
@@ -245,7 +258,8 @@ class Evaluator:
     """The values of ``atoms`` for refs of one repository."""
 
     def __init__(self, atoms: list[Atom], objects: Objects, *, head: bytes | None, worktrees: dict[bytes, bytes],
-                 shorten, abbrev) -> None:  # fmt: skip
+                 shorten, abbrev, numbers_only: frozenset[int] = frozenset()) -> None:  # fmt: skip
+        """``numbers_only``: atoms only sorted by number, never printed (their text is not made)."""
         self.atoms = atoms
         self.objects = objects
         self.head = head
@@ -262,6 +276,22 @@ class Evaluator:
         self._by_oid: dict[bytes, list] = {}
         self._by_peeled: dict[bytes, list] = {}
         self._fns = [self._special_fn(a) for a in atoms]
+        self._numbers_only = numbers_only
+        self._commit_dates = {False: self._dates_plan(self._plain), True: self._dates_plan(self._deref)}
+
+    def _dates_plan(self, which: list[int]):
+        """When every object atom of ``which`` is a date a commit's author or committer line gives:
+        (line, date modifier, whether only the number is wanted) per atom, so that a commit's line is
+        found and read once for them all; else None. A modifier is parsed when a value is made, as git
+        does (a bad one fails only where a date is shown)."""
+        plan = []
+        for k in which:
+            a = self.atoms[k]
+            src = _DATE_SOURCE.get(a.name)
+            if src is None:
+                return None
+            plan.append((src, a.arg, k in self._numbers_only))
+        return plan
 
     def prefetch(self, refs: list[Ref]) -> None:
         """Read the objects the atoms need for ``refs`` in bulk (then the tags' targets, if ``*`` atoms
@@ -430,6 +460,24 @@ class Evaluator:
     def _object_values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[Value]:
         kind, content = got
         which = self._deref if deref else self._plain
+        plan = self._commit_dates[deref]
+        if plan is not None and kind == "commit":
+            buf = _cstr(content)
+            seen: dict[bytes, tuple[int, int] | None] = {}
+            out = []
+            for src, arg, number in plan:
+                got = seen.get(src, False)
+                if got is False:
+                    line = _wholine(src, buf)
+                    got = seen[src] = None if line is None else _when(line)
+                if got is None:
+                    out.append(Value(b"", 0))
+                elif number:
+                    out.append(Value(b"", got[0]))
+                else:
+                    show = dates.show(got[0], got[1], _mode(arg)).encode()
+                    out.append(Value(show, None if arg else got[0]))
+            return out
         textual = kind in ("commit", "tag")
         buf = _cstr(content) if textual else b""
         heads = None
