@@ -246,6 +246,24 @@ class Odb:
             out[h] = self.read(h)
         return out
 
+    def info_many(self, hexoids) -> dict[bytes, tuple[str, int] | None]:
+        """{id: (type name, size) or None} for many ids at once, each pack index turned into one dict
+        when a good part of it is asked for: the types of many tips without inflating one."""
+        todo = {h: self._raw(h) for h in hexoids}
+        out: dict[bytes, tuple[str, int] | None] = {}
+        for ps in self._packsets():
+            if not todo:
+                break
+            for h, raw in list(todo.items()):
+                hit = ps.find(raw, bulk=len(todo))
+                if hit is not None:
+                    kind, size = hit[0].info(hit[1], self._ref_base)
+                    out[h] = (TYPE_NAMES[kind], size)
+                    del todo[h]
+        for h in todo:
+            out[h] = self.info(h)
+        return out
+
     def approximate_count(self) -> int:
         """git's approximate object count: what the multi-pack-indexes and pack indexes hold (loose
         objects not counted), the basis of the default abbreviation."""

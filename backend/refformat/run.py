@@ -152,25 +152,27 @@ def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list
     if not (f.merged or f.no_merged or f.contains or f.no_contains):
         return refs
     graph = Graph(objects, commit_graph)
-    commits = {}
-    for r in refs:
-        c = graph.commit_of(r.oid)
-        if c is not None:
-            commits[r.name] = graph.node(c)
-    refs = [r for r in refs if r.name in commits]
-    tips = list(dict.fromkeys(commits.values()))
+    # per distinct tip (refs share them): its walk name, or None when it is no commit
+    oids = list(dict.fromkeys(r.oid for r in refs))
+    graph.prefetch(oids)
+    nodes = {}
+    for oid in oids:
+        c = graph.commit_of(oid)
+        nodes[oid] = None if c is None else graph.node(c)
+    refs = [r for r in refs if nodes[r.oid] is not None]
+    tips = list(dict.fromkeys(n for n in nodes.values() if n is not None))
     if f.contains:
         keep = graph.containing(list(f.contains), tips)
-        refs = [r for r in refs if commits[r.name] in keep]
+        refs = [r for r in refs if nodes[r.oid] in keep]
     if f.no_contains:
         drop = graph.containing(list(f.no_contains), tips)
-        refs = [r for r in refs if commits[r.name] not in drop]
+        refs = [r for r in refs if nodes[r.oid] not in drop]
     if f.merged:
         reach = graph.ancestors(list(f.merged))
-        refs = [r for r in refs if commits[r.name] in reach]
+        refs = [r for r in refs if nodes[r.oid] in reach]
     if f.no_merged:
         reach = graph.ancestors(list(f.no_merged))
-        refs = [r for r in refs if commits[r.name] not in reach]
+        refs = [r for r in refs if nodes[r.oid] not in reach]
     return refs
 
 
