@@ -33,8 +33,7 @@ class Graph:
         without one), from the pack entries' headers: ``commit_of`` then inflates only tags."""
         todo = [o for o in oids if self._position(o) is None and o not in self._kinds]
         if todo:
-            got = self.objects.odb.info_many(todo)
-            self._kinds.update((o, None if v is None else v[0]) for o, v in got.items())
+            self._kinds.update(self.objects.odb.types(todo))
 
     def node(self, oid: bytes):
         """The walk's name for commit ``oid``: its commit-graph position, else the id itself."""

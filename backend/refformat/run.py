@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
+from itertools import compress
 
 from ..errors import RefscopeError
 from ..model import Ref
@@ -153,27 +154,28 @@ def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list
         return refs
     graph = Graph(objects, commit_graph)
     # per distinct tip (refs share them): its walk name, or None when it is no commit
-    oids = list(dict.fromkeys(r.oid for r in refs))
+    oids_of = [r.oid for r in refs]
+    oids = list(dict.fromkeys(oids_of))
     graph.prefetch(oids)
     nodes = {}
     for oid in oids:
         c = graph.commit_of(oid)
         nodes[oid] = None if c is None else graph.node(c)
-    refs = [r for r in refs if nodes[r.oid] is not None]
     tips = list(dict.fromkeys(n for n in nodes.values() if n is not None))
+    keep = {o: n is not None for o, n in nodes.items()}
     if f.contains:
-        keep = graph.containing(list(f.contains), tips)
-        refs = [r for r in refs if nodes[r.oid] in keep]
+        hit = graph.containing(list(f.contains), tips)
+        keep = {o: k and nodes[o] in hit for o, k in keep.items()}
     if f.no_contains:
-        drop = graph.containing(list(f.no_contains), tips)
-        refs = [r for r in refs if nodes[r.oid] not in drop]
+        hit = graph.containing(list(f.no_contains), tips)
+        keep = {o: k and nodes[o] not in hit for o, k in keep.items()}
     if f.merged:
-        reach = graph.ancestors(list(f.merged))
-        refs = [r for r in refs if nodes[r.oid] in reach]
+        hit = graph.ancestors(list(f.merged))
+        keep = {o: k and nodes[o] in hit for o, k in keep.items()}
     if f.no_merged:
-        reach = graph.ancestors(list(f.no_merged))
-        refs = [r for r in refs if nodes[r.oid] not in reach]
-    return refs
+        hit = graph.ancestors(list(f.no_merged))
+        keep = {o: k and nodes[o] not in hit for o, k in keep.items()}
+    return list(compress(refs, map(keep.__getitem__, oids_of)))
 
 
 def _points_at(r: Ref, wanted: set[bytes], objects: Objects) -> bool:
