@@ -342,7 +342,7 @@ class Evaluator:
                 obj = got[oid]
                 if obj is None:
                     return None
-                out.append([(v.s, v.v) for v in self._object_values(oid, obj, False, b"")])
+                out.append(self._object_values(oid, obj, False, b""))
             return out
         except (RefscopeError, ValueError):
             return None
@@ -371,7 +371,8 @@ class Evaluator:
             return strs, nums
         by_oid = self._by_oid
         read = self.objects.read
-        for r in refs:
+        oids = [r.oid for r in refs]
+        for r in () if all(map(by_oid.__contains__, oids)) else refs:
             oid = r.oid
             if oid in by_oid:
                 continue
@@ -380,8 +381,7 @@ class Evaluator:
                 raise RefscopeError(
                     None, f"missing object {oid.decode()} for {r.name.decode('utf-8', 'replace')}"
                 )
-            by_oid[oid] = [(v.s, v.v) for v in self._object_values(oid, got, False, r.name)]
-        oids = [r.oid for r in refs]
+            by_oid[oid] = self._object_values(oid, got, False, r.name)
         for j, k in enumerate(self._plain):
             self._spread(strs, nums, k, {o: vs[j] for o, vs in by_oid.items()}, oids)
         if self._deref:
@@ -398,9 +398,7 @@ class Evaluator:
                         raise RefscopeError(
                             None, f"missing object {peeled.decode()} for {r.name.decode('utf-8', 'replace')}"
                         )
-                    self._by_peeled[peeled] = [
-                        (v.s, v.v) for v in self._object_values(peeled, pgot, True, r.name)
-                    ]
+                    self._by_peeled[peeled] = self._object_values(peeled, pgot, True, r.name)
                 keys.append(peeled)
             for j, k in enumerate(self._deref):
                 per = {o: vs[j] for o, vs in self._by_peeled.items()}
@@ -408,11 +406,11 @@ class Evaluator:
                 self._spread(strs, nums, k, per, keys)
         return strs, nums
 
-    @staticmethod
-    @staticmethod
-    def _spread(strs: list, nums: list, k: int, per: dict, keys: list) -> None:
-        """Column ``k`` from the values (text, number) ``per`` key (an object id), one per ref's key."""
-        strs[k] = list(map({o: v[0] for o, v in per.items()}.__getitem__, keys))
+    def _spread(self, strs: list, nums: list, k: int, per: dict, keys: list) -> None:
+        """Column ``k`` from the values (text, number) ``per`` key (an object id), one per ref's key; an
+        atom only sorted by number gets no text column."""
+        if k not in self._numbers_only:
+            strs[k] = list(map({o: v[0] for o, v in per.items()}.__getitem__, keys))
         if any(v[1] for v in per.values()):
             nums[k] = list(map({o: v[1] or 0 for o, v in per.items()}.__getitem__, keys))
 
@@ -500,7 +498,8 @@ class Evaluator:
             return self.abbrev(oid, -1)
         return self.abbrev(oid, max(int(arg[6:]), 4))
 
-    def _object_values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[Value]:
+    def _object_values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[tuple[bytes, int | None]]:
+        """(text, number) of each object atom of the object ``got``."""
         kind, content = got
         which = self._deref if deref else self._plain
         plan = self._commit_dates[deref]
@@ -514,12 +513,12 @@ class Evaluator:
                     line = _wholine(src, buf)
                     got = seen[src] = None if line is None else _when(line)
                 if got is None:
-                    out.append(Value(b"", 0))
+                    out.append((b"", 0))
                 elif number:
-                    out.append(Value(b"", got[0]))
+                    out.append((b"", got[0]))
                 else:
                     show = dates.show(got[0], got[1], _mode(arg)).encode()
-                    out.append(Value(show, None if arg else got[0]))
+                    out.append((show, None if arg else got[0]))
             return out
         textual = kind in ("commit", "tag")
         buf = _cstr(content) if textual else b""
@@ -533,7 +532,8 @@ class Evaluator:
             if textual and any(self.atoms[k].name in ("subject", "body", "contents") for k in which)
             else None
         )
-        return [self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub) for k in which]
+        values = (self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub) for k in which)
+        return [(v.s, v.v) for v in values]
 
     def _object_value(self, atom: Atom, oid, kind, content, buf, heads, sub) -> Value:
         name = atom.name
