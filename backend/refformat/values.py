@@ -278,6 +278,7 @@ class Evaluator:
         self._by_peeled: dict[bytes, list] = {}
         self._fns = [self._special_fn(a) for a in atoms]
         self._numbers_only = numbers_only
+        self._oids_memo: tuple[list[Ref], list[bytes]] | None = None
         self._commit_dates = {False: self._dates_plan(self._plain), True: self._dates_plan(self._deref)}
 
     def _dates_plan(self, which: list[int]):
@@ -317,7 +318,7 @@ class Evaluator:
         reports the first problem in ref order as git does. False: nothing was done."""
         from ..parallel import FAILED, Forked, may_fork
 
-        oids = list(dict.fromkeys(r.oid for r in refs).keys() - self._by_oid.keys())
+        oids = list(dict.fromkeys(self._oids(refs)).keys() - self._by_oid.keys())
         if len(oids) < _FORK_MIN or not may_fork():
             return False
         mid = len(oids) // 2
@@ -371,8 +372,10 @@ class Evaluator:
             return strs, nums
         by_oid = self._by_oid
         read = self.objects.read
-        oids = [r.oid for r in refs]
-        for r in () if all(map(by_oid.__contains__, oids)) else refs:
+        oids = self._oids(refs)
+        where = {o: i for i, o in enumerate(by_oid)}
+        at = list(map(where.get, oids))  # each ref's object's place in ``by_oid``
+        for r in refs if None in at else ():
             oid = r.oid
             if oid in by_oid:
                 continue
@@ -382,8 +385,15 @@ class Evaluator:
                     None, f"missing object {oid.decode()} for {r.name.decode('utf-8', 'replace')}"
                 )
             by_oid[oid] = self._object_values(oid, got, False, r.name)
+        if None in at:
+            where = {o: i for i, o in enumerate(by_oid)}
+            at = list(map(where.__getitem__, oids))
+        values = list(by_oid.values())
         for j, k in enumerate(self._plain):
-            self._spread(strs, nums, k, {o: vs[j] for o, vs in by_oid.items()}, oids)
+            if k not in self._numbers_only:
+                strs[k] = list(map([vs[j][0] for vs in values].__getitem__, at))
+            if any(vs[j][1] for vs in values):
+                nums[k] = list(map([vs[j][1] or 0 for vs in values].__getitem__, at))
         if self._deref:
             keys = []
             for r in refs:
@@ -405,6 +415,13 @@ class Evaluator:
                 per[None] = (b"", None)
                 self._spread(strs, nums, k, per, keys)
         return strs, nums
+
+    def _oids(self, refs: list[Ref]) -> list[bytes]:
+        """The refs' object ids, one column made once for the passes that want it."""
+        memo = self._oids_memo
+        if memo is None or memo[0] is not refs:
+            memo = self._oids_memo = (refs, [r.oid for r in refs])
+        return memo[1]
 
     def _spread(self, strs: list, nums: list, k: int, per: dict, keys: list) -> None:
         """Column ``k`` from the values (text, number) ``per`` key (an object id), one per ref's key; an
