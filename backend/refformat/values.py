@@ -9,202 +9,30 @@ a C string, so a NUL ends them where it ends git's.
 
 from __future__ import annotations
 
-import re
-
 from ..errors import RefscopeError
 from ..model import PACKED, Ref
 from . import dates
+from .fields import (
+    EMPTY,
+    Value,
+    cstr,
+    date,
+    date_mode,
+    first_line,
+    ident_email,
+    ident_name,
+    subject_line,
+    subpos,
+    when,
+    wholine,
+)
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
-_SIGNATURES = (
-    b"-----BEGIN PGP SIGNATURE-----",
-    b"-----BEGIN PGP MESSAGE-----",
-    b"-----BEGIN SIGNED MESSAGE-----",
-    b"-----BEGIN SSH SIGNATURE-----",
-)
 _MAX_PEEL = 64
-_TIME_MAX = (1 << 64) - 1
 _FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
 
 
-class Value:
-    """One atom's value: ``s`` the bytes printed, ``v`` the number sorted by (or None: compare ``s``)."""
-
-    __slots__ = ("s", "v")
-
-    def __init__(self, s: bytes, v: int | None = None) -> None:
-        self.s = s
-        self.v = v
-
-
-EMPTY = Value(b"")
-
-
-def _cstr(data: bytes) -> bytes:
-    nul = data.find(b"\0")
-    return data if nul < 0 else data[:nul]
-
-
-def _wholine(who: bytes, buf: bytes) -> bytes | None:
-    """find_wholine: the rest of the buffer after ``who `` at a header line's start (None: not in the
-    header, which ends at the first empty line). Like git, the result runs to the end of the buffer; each
-    reader stops where git's does. Two C-level searches: the first line start holding ``who `` and the
-    first empty line (a match after it is in the message)."""
-    key = who + b" "
-    if buf.startswith(key):
-        return buf[len(key) :]
-    pos = buf.find(b"\n" + key)
-    if pos < 0:
-        return None
-    end = buf.find(b"\n\n")
-    if 0 <= end < pos:
-        return None
-    return buf[pos + 1 + len(key) :]
-
-
-def _line(buf: bytes) -> bytes:
-    eol = buf.find(b"\n")
-    return buf if eol < 0 else buf[:eol]
-
-
-def _name(buf: bytes) -> bytes:
-    line = _line(buf)
-    cut = line.find(b" <")
-    return b"" if cut < 0 else line[:cut]
-
-
-def _email(buf: bytes, arg: str | None) -> bytes:
-    lt = buf.find(b"<")
-    if lt < 0:
-        return b""
-    opts = set((arg or "").split(",")) - {""}
-    start = lt + 1 if opts & {"trim", "localpart"} else lt
-    if "localpart" in opts:
-        end = buf.find(b"@", start)
-        if end < 0:
-            end = buf.find(b">", start)
-    elif "trim" in opts:
-        end = buf.find(b">", start)
-    else:
-        end = buf.find(b">", start)
-        if end >= 0:
-            end += 1
-    return b"" if end < 0 else buf[start:end]
-
-
-def _strtoumax(buf: bytes, pos: int) -> tuple[int, int]:
-    """(value, end) of strtoumax(buf + pos, &end, 10): leading space, a sign, digits; a minus wraps."""
-    n = len(buf)
-    i = pos
-    while i < n and buf[i] in b" \t\n\v\f\r":
-        i += 1
-    neg = False
-    if i < n and buf[i] in b"+-":
-        neg = buf[i] == 0x2D
-        i += 1
-    j = i
-    while j < n and 48 <= buf[j] <= 57:
-        j += 1
-    if j == i:
-        return 0, pos
-    v = int(buf[i:j])
-    if v > _TIME_MAX:
-        return _TIME_MAX, j
-    return ((-v) & _TIME_MAX if neg else v), j
-
-
-def _strtol(buf: bytes, pos: int) -> int:
-    n = len(buf)
-    i = pos
-    while i < n and buf[i] in b" \t\n\v\f\r":
-        i += 1
-    sign = 1
-    if i < n and buf[i] in b"+-":
-        sign = -1 if buf[i] == 0x2D else 1
-        i += 1
-    j = i
-    while j < n and 48 <= buf[j] <= 57:
-        j += 1
-    if j == i:
-        return 0
-    return max(min(sign * int(buf[i:j]), (1 << 63) - 1), -(1 << 63))
-
-
-_MODES: dict[str, str] = {}
-# a timestamp of at most 19 digits (below the 2^64-1 that means overflow), one space and a zone of a sign
-# and four digits, each digit run maximal: strtoumax and strtol read exactly these numbers from it
-_WELL_FORMED = re.compile(rb"(\d{1,19}) ([+-]\d{4})(?!\d)")
-
-
-def _mode(arg: str | None) -> str:
-    if arg is None:
-        return "default"
-    mode = _MODES.get(arg)
-    if mode is None:
-        mode = _MODES[arg] = dates.parse_mode(arg)
-    return mode
-
-
-def _when(buf: bytes) -> tuple[int, int] | None:
-    """grab_date's reading: the timestamp after the first ``> `` and the zone after it, or None where git
-    shows nothing."""
-    gt = buf.find(b"> ")
-    if gt < 0:
-        return None
-    m = _WELL_FORMED.match(buf, gt + 2)
-    if m is not None:  # what strtoumax and strtol read from such a line, without their loops
-        return int(m[1]), int(m[2])
-    when, zone = _strtoumax(buf, gt + 2)
-    if when == _TIME_MAX:
-        return None
-    tz = _strtol(buf, zone)
-    if not -(1 << 31) <= tz < (1 << 31):
-        return None
-    return when, tz
-
-
-def _date(buf: bytes, arg: str | None) -> Value:
-    """grab_date; a date format makes the value sort as text (git turns the atom into a string field)."""
-    got = _when(buf)
-    if got is None:
-        return Value(b"", None if arg else 0)
-    return Value(dates.show(got[0], got[1], _mode(arg)).encode(), None if arg else got[0])
-
-
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
-
-
-def _subpos(buf: bytes) -> tuple[bytes, bytes, bytes, bytes]:
-    """find_subpos: (subject, body with signature, body without it, signature)."""
-    pos = 0
-    n = len(buf)
-    while pos < n and buf[pos] != 0x0A:
-        eol = buf.find(b"\n", pos)
-        pos = n if eol < 0 else eol + 1
-    while pos < n and buf[pos] == 0x0A:
-        pos += 1
-    rest = buf[pos:]
-    sig = len(rest)
-    at = 0
-    while at < len(rest):
-        if rest.startswith(_SIGNATURES, at):
-            sig = at
-        eol = rest.find(b"\n", at)
-        at = len(rest) if eol < 0 else eol + 1
-    eol = rest.find(b"\n\n")
-    if eol < 0:
-        eol = rest.find(b"\r\n\r\n")
-    end = min(eol, sig) if eol >= 0 else sig
-    sub = rest[:end].rstrip(b"\r\n") if end else b""
-    b = end
-    while b < len(rest) and rest[b] in b"\r\n":
-        b += 1
-    return sub, rest[b:], rest[b:sig] if b <= sig else b"", rest[sig:]
-
-
-def _subject(sub: bytes) -> bytes:
-    """copy_subject: LF as a space, the CR of a CRLF dropped."""
-    return sub.replace(b"\r\n", b" ").replace(b"\n", b" ")
 
 
 class Objects:
@@ -521,31 +349,31 @@ class Evaluator:
         which = self._deref if deref else self._plain
         plan = self._commit_dates[deref]
         if plan is not None and kind == "commit":
-            buf = _cstr(content)
+            buf = cstr(content)
             seen: dict[bytes, tuple[int, int] | None] = {}
             out = []
             for src, arg, number in plan:
                 got = seen.get(src, False)
                 if got is False:
-                    line = _wholine(src, buf)
-                    got = seen[src] = None if line is None else _when(line)
+                    line = wholine(src, buf)
+                    got = seen[src] = None if line is None else when(line)
                 if got is None:
                     out.append((b"", 0))
                 elif number:
                     out.append((b"", got[0]))
                 else:
-                    show = dates.show(got[0], got[1], _mode(arg)).encode()
+                    show = dates.show(got[0], got[1], date_mode(arg)).encode()
                     out.append((show, None if arg else got[0]))
             return out
         textual = kind in ("commit", "tag")
-        buf = _cstr(content) if textual else b""
+        buf = cstr(content) if textual else b""
         heads = None
         if textual and any(
             self.atoms[k].name in ("tree", "parent", "numparent", "tag", "type", "object") for k in which
         ):
             heads = object_headers(kind, content, oid, refname)
         sub = (
-            _subpos(buf)
+            subpos(buf)
             if textual and any(self.atoms[k].name in ("subject", "body", "contents") for k in which)
             else None
         )
@@ -581,7 +409,7 @@ class Evaluator:
         if name in ("subject", "body", "contents"):
             subject, body_sig, body, sig = sub
             if name == "subject" or atom.arg == "subject":
-                return Value(_subject(subject))
+                return Value(subject_line(subject))
             if name == "body":
                 return Value(body_sig)
             if atom.arg is None:
@@ -595,26 +423,26 @@ class Evaluator:
                 return Value(str(len(bare)).encode(), len(bare))
         if name.startswith("creator"):
             src = b"committer" if kind == "commit" else b"tagger"
-            line = _wholine(src, buf)
+            line = wholine(src, buf)
             if line is None:
                 return Value(b"", 0 if name == "creatordate" else None)
-            return _date(line, atom.arg) if name == "creatordate" else Value(_line(line))
+            return date(line, atom.arg) if name == "creatordate" else Value(first_line(line))
         for w in who:
             wn = w.decode()
             if not name.startswith(wn):
                 continue
-            line = _wholine(w, buf)
+            line = wholine(w, buf)
             if line is None:
                 return Value(b"", 0 if name.endswith("date") else None)
             field = name[len(wn) :]
             if not field:
-                return Value(_line(line))
+                return Value(first_line(line))
             if field == "name":
-                return Value(_name(line))
+                return Value(ident_name(line))
             if field == "email":
-                return Value(_email(line, atom.arg))
+                return Value(ident_email(line, atom.arg))
             if field == "date":
-                return _date(line, atom.arg)
+                return date(line, atom.arg)
         return Value(b"", 0 if name in TIME_ATOMS else None)
 
     @staticmethod
