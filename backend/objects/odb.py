@@ -138,6 +138,33 @@ class _PackSet:
                     return p, off
         return None
 
+    def find_many(self, todo: dict[bytes, bytes]) -> list[tuple[Pack, list[tuple[int, bytes]]]]:
+        """Where the objects of ``todo`` ({hex id: raw id}) are: [(pack, [(offset, hex id)...])...],
+        each found one taken out of ``todo``."""
+        found: dict[int, tuple[Pack, list]] = {}  # id(pack) -> (pack, [(offset, hexoid)])
+        if self.midx is not None:
+            for h, raw in list(todo.items()):
+                hit = self.find(raw)
+                if hit is not None:
+                    found.setdefault(id(hit[0]), (hit[0], []))[1].append((hit[1], h))
+                    del todo[h]
+            return list(found.values())
+        for name, index in self.indexes:
+            if not todo:
+                break
+            hexs = list(todo)
+            offs = index.lookup_many(list(todo.values()))
+            hits = [(off, h) for off, h in zip(offs, hexs, strict=True) if off is not None]
+            if not hits:
+                continue
+            p = self.pack(name)
+            if p is None:
+                continue
+            found.setdefault(id(p), (p, []))[1].extend(hits)
+            for _, h in hits:
+                del todo[h]
+        return list(found.values())
+
 
 def _common_hex(a: bytes, b: bytes) -> int:
     """The number of leading hex digits two raw ids share."""
@@ -231,19 +258,29 @@ class Odb:
         for ps in self._packsets():
             if not todo:
                 break
-            found: dict[int, list] = {}  # id(pack) -> [pack, [(offset, hexoid)]]
-            for h, raw in todo.items():
-                hit = ps.find(raw, bulk=len(todo))
-                if hit is not None:
-                    found.setdefault(id(hit[0]), [hit[0], []])[1].append((hit[1], h))
-            for pack, entries in found.values():
+            for pack, entries in ps.find_many(todo):
                 entries.sort()
                 got = pack.read_many([off for off, _ in entries], self._ref_base)
                 for (_, h), (kind, content) in zip(entries, got, strict=True):
                     out[h] = (TYPE_NAMES[kind], content)
-                    del todo[h]
         for h in todo:
             out[h] = self.read(h)
+        return out
+
+    def types(self, hexoids) -> dict[bytes, str | None]:
+        """{id: type name or None} for many ids at once, from the pack entries' headers: the kinds of
+        many tips without inflating one."""
+        todo = {h: self._raw(h) for h in hexoids}
+        out: dict[bytes, str | None] = {}
+        for ps in self._packsets():
+            if not todo:
+                break
+            for pack, entries in ps.find_many(todo):
+                kinds = pack.types([off for off, _ in entries], self._ref_base)
+                out.update(zip([h for _, h in entries], map(TYPE_NAMES.__getitem__, kinds), strict=True))
+        for h in todo:
+            got = self.info(h)
+            out[h] = None if got is None else got[0]
         return out
 
     def approximate_count(self) -> int:

@@ -120,6 +120,14 @@ class PackIndex:
         i = self.find(raw)
         return None if i is None else self.offset(i)
 
+    def lookup_many(self, raws: list[bytes]) -> list[int | None]:
+        """The pack offsets of ``raws`` (None where absent), through one dict when they are many."""
+        if len(raws) * 8 > self.count:
+            self.build_table()
+        if self._table is not None:
+            return list(map(self._table.get, raws))
+        return [self.lookup(raw) for raw in raws]
+
     def offsets(self) -> list[int]:
         """Every object's pack offset, in index (name) order."""
         n = self.count

@@ -106,7 +106,7 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
             w = lines[0].index(b" ")
             oids = [ln[:w] for ln in lines]
             names = [ln[w + 1 :] for ln in lines]
-            yield from map(Ref, names, oids, _nones(len(names)), _nones(len(names)), _nones(len(names)))
+            yield from _refs(names, oids)
         return
 
     pats = ForEachRefPatterns(patterns) if patterns else None
@@ -136,7 +136,7 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
                 targets = targets[:k] if targets is not None else None
                 done = True
             if peeled is None and targets is None and match is None:
-                yield from map(Ref, names, oids, _nones(len(names)), _nones(len(names)), _nones(len(names)))
+                yield from _refs(names, oids)
             else:
                 for j, name in enumerate(names):
                     if match is not None and not match(name):
@@ -151,7 +151,14 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
                 break
 
 
-def _nones(n: int):
+def _refs(names: list[bytes], oids: list[bytes]):
+    """Refs of names and ids alone, made by ``tuple.__new__`` straight from C (a namedtuple's own
+    ``__new__`` is a Python call per ref)."""
     from itertools import repeat
 
-    return repeat(None, n)
+    from ..model import Ref
+
+    none = repeat(None)
+    return map(
+        tuple.__new__, repeat(Ref), zip(names, oids, none, none, none, strict=False)
+    )  # endless repeats

@@ -69,23 +69,24 @@ def _cmp(a, b) -> int:
     return (a > b) - (a < b)
 
 
-def sort_order(n: int, cols: list, keys: list[tuple[int, bool, bool]], numeric: list[bool]) -> list[int]:
+def sort_order(
+    n: int, strs: list, nums: list, keys: list[tuple[int, bool, bool]], numeric: list[bool]
+) -> list[int]:
     """The order of ``n`` refs listed in name order, by ``keys`` (atom index, reverse, version; primary
-    first) over the value columns ``cols``: one stable sort per key, least significant first, so ties
-    keep name order as git's final refname comparison does, and each key is a C-level lookup."""
+    first) over the value columns (``strs`` the bytes, ``nums`` the numbers, per atom): one stable sort
+    per key, least significant first, so ties keep name order as git's final refname comparison does,
+    and each key is a C-level lookup."""
     order = list(range(n))
     for k, reverse, version in reversed(keys):
-        col = cols[k]
+        col = strs[k]
         if version:
-            strs = [v.s for v in col]
             order.sort(
-                key=functools.cmp_to_key(lambda a, b, strs=strs: versioncmp(strs[a], strs[b])),
+                key=functools.cmp_to_key(lambda a, b, col=col: versioncmp(col[a], col[b])),
                 reverse=reverse,
             )
         elif numeric[k]:
-            nums = [v.v or 0 for v in col]
-            order.sort(key=nums.__getitem__, reverse=reverse)
+            order.sort(key=nums[k].__getitem__, reverse=reverse)
         else:
-            strs = [v.s if b"\0" not in v.s else _cstr(v.s) for v in col]
-            order.sort(key=strs.__getitem__, reverse=reverse)
+            col = [s if b"\0" not in s else _cstr(s) for s in col]
+            order.sort(key=col.__getitem__, reverse=reverse)
     return order

@@ -19,6 +19,7 @@ class Graph:
         self.cg = commit_graph
         self._parents: dict = {}
         self._positions: dict[bytes, int] | None = None
+        self._kinds: dict[bytes, str | None] = {}  # type names learnt by ``prefetch``
 
     def _position(self, oid: bytes) -> int | None:
         if self.cg is None:
@@ -26,6 +27,13 @@ class Graph:
         if self._positions is None:
             self._positions = self.cg.position_map()
         return self._positions.get(bytes.fromhex(oid.decode()))
+
+    def prefetch(self, oids: list[bytes]) -> None:
+        """Learn in bulk the types of those of ``oids`` the commit-graph does not hold (all of them
+        without one), from the pack entries' headers: ``commit_of`` then inflates only tags."""
+        todo = [o for o in oids if self._position(o) is None and o not in self._kinds]
+        if todo:
+            self._kinds.update(self.objects.odb.types(todo))
 
     def node(self, oid: bytes):
         """The walk's name for commit ``oid``: its commit-graph position, else the id itself."""
@@ -37,12 +45,16 @@ class Graph:
         for _ in range(64):
             if self._position(oid) is not None:
                 return oid  # the graph holds commits only
+            kind = self._kinds.get(oid, False)
+            if kind is False:
+                got = self.objects.read(oid)
+                kind = None if got is None else got[0]
+            if kind == "commit":
+                return oid
+            if kind != "tag":
+                return None
             got = self.objects.read(oid)
             if got is None:
-                return None
-            if got[0] == "commit":
-                return oid
-            if got[0] != "tag":
                 return None
             try:
                 _, _, oid = object_headers("tag", got[1], oid, b"")

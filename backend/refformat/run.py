@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
+from itertools import compress
 
 from ..errors import RefscopeError
 from ..model import Ref
@@ -83,19 +84,21 @@ def for_each_ref(
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
     terminal: through the display function; the format's own text is the user's and stays as written)."""
     objects = Objects(odb)
-    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
-                   abbrev=odb.abbrev)  # fmt: skip
-    selected = _filter(list(refs), objects, filters, commit_graph)
     numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
+    shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
+    shown.update(k for k, _, version in p.keys if version or not numeric[k])
+    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
+                   abbrev=odb.abbrev, numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
+    selected = _filter(list(refs), objects, filters, commit_graph)
     by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]
     if by_name and count is not None:
         selected = selected[:count]  # the listing is in name order already: nothing else to read
     ev.prefetch(selected)
-    cols = ev.columns(selected)
-    order = list(range(len(selected))) if by_name else sort_order(len(selected), cols, p.keys, numeric)
+    strs, nums = ev.table(selected)
+    order = None if by_name else sort_order(len(selected), strs, nums, p.keys, numeric)
     if count is not None:
-        order = order[:count]
-    yield from _lines(p.format, cols, order, omit_empty, escape)
+        order = list(range(min(count, len(selected)))) if order is None else order[:count]
+    yield from _lines(p.format, strs, order, omit_empty, escape)
 
 
 def _index_of(atoms: list[Atom], text: str) -> int:
@@ -105,30 +108,42 @@ def _index_of(atoms: list[Atom], text: str) -> int:
     return -1
 
 
-def _lines(f: Format, cols, order: list[int], omit_empty: bool, escape) -> Iterator[bytes]:
-    """The output lines in ``order``, a chunk at a time: the format becomes one ``%`` template (its text
-    with ``%`` doubled), filled from the value columns."""
-    template = b"".join(
-        piece.replace(b"%", b"%%") if isinstance(piece, bytes) else b"%s" for piece in f.pieces
-    )
-    template += b"\n"
+def _lines(
+    f: Format, strs: list[list[bytes]], order: list[int] | None, omit_empty: bool, escape
+) -> Iterator[bytes]:
+    """The output lines in ``order`` (None: as listed), a chunk at a time. The columns are put in order
+    first, then joined by C-level calls: a format whose atoms are all parted by the same text is one
+    ``join`` per line, any other one ``%`` template (the text with ``%`` doubled) filled per line."""
     used = [piece for piece in f.pieces if not isinstance(piece, bytes)]
-    strs = []
+    cols = []
     for k in used:
-        col = [v.s for v in cols[k]]
-        strs.append(col if escape is None else [escape(x) for x in col])
-    step = 4096
-    for lo in range(0, len(order), step):
-        part = order[lo : lo + step]
-        rows = (
-            zip(*[list(map(col.__getitem__, part)) for col in strs], strict=True)
-            if strs
-            else ((),) * len(part)
-        )
-        lines = [template % row for row in rows]
-        if omit_empty:
-            lines = [ln for ln in lines if ln != b"\n"]
-        yield b"".join(lines)
+        col = strs[k] if order is None else list(map(strs[k].__getitem__, order))
+        cols.append(col if escape is None else [escape(x) for x in col])
+    texts = [b""]
+    for piece in f.pieces:
+        if isinstance(piece, bytes):
+            texts[-1] += piece
+        else:
+            texts.append(b"")
+    head, tail, seps = texts[0], texts[-1] + b"\n", set(texts[1:-1])
+    n = len(strs[0]) if order is None and strs else len(order or ())
+    step = 1 << 14
+    if cols and len(seps) <= 1 and not omit_empty:
+        sep = seps.pop() if seps else b""
+        rows = cols[0] if len(cols) == 1 else list(map(sep.join, zip(*cols, strict=True)))
+        glue = tail + head
+        for lo in range(0, len(rows), step):
+            yield head + glue.join(rows[lo : lo + step]) + tail
+        return
+    if not cols:
+        lines = [head + tail] * n
+    else:
+        template = b"%s".join(t.replace(b"%", b"%%") for t in texts[:-1]) + b"%s" + tail.replace(b"%", b"%%")
+        lines = list(map(template.__mod__, zip(*cols, strict=True)))
+    if omit_empty:
+        lines = [ln for ln in lines if ln != b"\n"]
+    for lo in range(0, len(lines), step):
+        yield b"".join(lines[lo : lo + step])
 
 
 def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list[Ref]:
@@ -138,26 +153,29 @@ def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list
     if not (f.merged or f.no_merged or f.contains or f.no_contains):
         return refs
     graph = Graph(objects, commit_graph)
-    commits = {}
-    for r in refs:
-        c = graph.commit_of(r.oid)
-        if c is not None:
-            commits[r.name] = graph.node(c)
-    refs = [r for r in refs if r.name in commits]
-    tips = list(dict.fromkeys(commits.values()))
+    # per distinct tip (refs share them): its walk name, or None when it is no commit
+    oids_of = [r.oid for r in refs]
+    oids = list(dict.fromkeys(oids_of))
+    graph.prefetch(oids)
+    nodes = {}
+    for oid in oids:
+        c = graph.commit_of(oid)
+        nodes[oid] = None if c is None else graph.node(c)
+    tips = list(dict.fromkeys(n for n in nodes.values() if n is not None))
+    keep = {o: n is not None for o, n in nodes.items()}
     if f.contains:
-        keep = graph.containing(list(f.contains), tips)
-        refs = [r for r in refs if commits[r.name] in keep]
+        hit = graph.containing(list(f.contains), tips)
+        keep = {o: k and nodes[o] in hit for o, k in keep.items()}
     if f.no_contains:
-        drop = graph.containing(list(f.no_contains), tips)
-        refs = [r for r in refs if commits[r.name] not in drop]
+        hit = graph.containing(list(f.no_contains), tips)
+        keep = {o: k and nodes[o] not in hit for o, k in keep.items()}
     if f.merged:
-        reach = graph.ancestors(list(f.merged))
-        refs = [r for r in refs if commits[r.name] in reach]
+        hit = graph.ancestors(list(f.merged))
+        keep = {o: k and nodes[o] in hit for o, k in keep.items()}
     if f.no_merged:
-        reach = graph.ancestors(list(f.no_merged))
-        refs = [r for r in refs if commits[r.name] not in reach]
-    return refs
+        hit = graph.ancestors(list(f.no_merged))
+        keep = {o: k and nodes[o] not in hit for o, k in keep.items()}
+    return list(compress(refs, map(keep.__getitem__, oids_of)))
 
 
 def _points_at(r: Ref, wanted: set[bytes], objects: Objects) -> bool:

@@ -12,176 +12,27 @@ from __future__ import annotations
 from ..errors import RefscopeError
 from ..model import PACKED, Ref
 from . import dates
+from .fields import (
+    EMPTY,
+    Value,
+    cstr,
+    date,
+    date_mode,
+    first_line,
+    ident_email,
+    ident_name,
+    subject_line,
+    subpos,
+    when,
+    wholine,
+)
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
-_SIGNATURES = (
-    b"-----BEGIN PGP SIGNATURE-----",
-    b"-----BEGIN PGP MESSAGE-----",
-    b"-----BEGIN SIGNED MESSAGE-----",
-    b"-----BEGIN SSH SIGNATURE-----",
-)
 _MAX_PEEL = 64
-_TIME_MAX = (1 << 64) - 1
+_FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
 
 
-class Value:
-    """One atom's value: ``s`` the bytes printed, ``v`` the number sorted by (or None: compare ``s``)."""
-
-    __slots__ = ("s", "v")
-
-    def __init__(self, s: bytes, v: int | None = None) -> None:
-        self.s = s
-        self.v = v
-
-
-EMPTY = Value(b"")
-
-
-def _cstr(data: bytes) -> bytes:
-    nul = data.find(b"\0")
-    return data if nul < 0 else data[:nul]
-
-
-def _wholine(who: bytes, buf: bytes) -> bytes | None:
-    """find_wholine: the rest of the buffer after ``who `` at a header line's start (None: not in the
-    header). Like git, the result runs to the end of the buffer; each reader stops where git's does."""
-    pos = 0
-    n = len(buf)
-    while pos < n:
-        if buf.startswith(who, pos) and buf[pos + len(who) : pos + len(who) + 1] == b" ":
-            return buf[pos + len(who) + 1 :]
-        eol = buf.find(b"\n", pos)
-        if eol < 0:
-            return None
-        pos = eol + 1
-        if buf[pos : pos + 1] == b"\n":
-            return None
-    return None
-
-
-def _line(buf: bytes) -> bytes:
-    eol = buf.find(b"\n")
-    return buf if eol < 0 else buf[:eol]
-
-
-def _name(buf: bytes) -> bytes:
-    line = _line(buf)
-    cut = line.find(b" <")
-    return b"" if cut < 0 else line[:cut]
-
-
-def _email(buf: bytes, arg: str | None) -> bytes:
-    lt = buf.find(b"<")
-    if lt < 0:
-        return b""
-    opts = set((arg or "").split(",")) - {""}
-    start = lt + 1 if opts & {"trim", "localpart"} else lt
-    if "localpart" in opts:
-        end = buf.find(b"@", start)
-        if end < 0:
-            end = buf.find(b">", start)
-    elif "trim" in opts:
-        end = buf.find(b">", start)
-    else:
-        end = buf.find(b">", start)
-        if end >= 0:
-            end += 1
-    return b"" if end < 0 else buf[start:end]
-
-
-def _strtoumax(buf: bytes, pos: int) -> tuple[int, int]:
-    """(value, end) of strtoumax(buf + pos, &end, 10): leading space, a sign, digits; a minus wraps."""
-    n = len(buf)
-    i = pos
-    while i < n and buf[i] in b" \t\n\v\f\r":
-        i += 1
-    neg = False
-    if i < n and buf[i] in b"+-":
-        neg = buf[i] == 0x2D
-        i += 1
-    j = i
-    while j < n and 48 <= buf[j] <= 57:
-        j += 1
-    if j == i:
-        return 0, pos
-    v = int(buf[i:j])
-    if v > _TIME_MAX:
-        return _TIME_MAX, j
-    return ((-v) & _TIME_MAX if neg else v), j
-
-
-def _strtol(buf: bytes, pos: int) -> int:
-    n = len(buf)
-    i = pos
-    while i < n and buf[i] in b" \t\n\v\f\r":
-        i += 1
-    sign = 1
-    if i < n and buf[i] in b"+-":
-        sign = -1 if buf[i] == 0x2D else 1
-        i += 1
-    j = i
-    while j < n and 48 <= buf[j] <= 57:
-        j += 1
-    if j == i:
-        return 0
-    return max(min(sign * int(buf[i:j]), (1 << 63) - 1), -(1 << 63))
-
-
-_MODES: dict[str, str] = {}
-
-
-def _date(buf: bytes, arg: str | None) -> Value:
-    """grab_date: the timestamp after the first ``> `` and the zone after it; a date format makes the
-    value sort as text (git turns the atom into a string field)."""
-    if arg is None:
-        mode = "default"
-    else:
-        mode = _MODES.get(arg)
-        if mode is None:
-            mode = _MODES[arg] = dates.parse_mode(arg)
-    gt = buf.find(b"> ")
-    if gt < 0:
-        return Value(b"", None if arg else 0)
-    when, zone = _strtoumax(buf, gt + 2)
-    if when == _TIME_MAX:
-        return Value(b"", None if arg else 0)
-    tz = _strtol(buf, zone)
-    if not -(1 << 31) <= tz < (1 << 31):
-        return Value(b"", None if arg else 0)
-    return Value(dates.show(when, tz, mode).encode(), None if arg else when)
-
-
-def _subpos(buf: bytes) -> tuple[bytes, bytes, bytes, bytes]:
-    """find_subpos: (subject, body with signature, body without it, signature)."""
-    pos = 0
-    n = len(buf)
-    while pos < n and buf[pos] != 0x0A:
-        eol = buf.find(b"\n", pos)
-        pos = n if eol < 0 else eol + 1
-    while pos < n and buf[pos] == 0x0A:
-        pos += 1
-    rest = buf[pos:]
-    sig = len(rest)
-    at = 0
-    while at < len(rest):
-        if rest.startswith(_SIGNATURES, at):
-            sig = at
-        eol = rest.find(b"\n", at)
-        at = len(rest) if eol < 0 else eol + 1
-    eol = rest.find(b"\n\n")
-    if eol < 0:
-        eol = rest.find(b"\r\n\r\n")
-    end = min(eol, sig) if eol >= 0 else sig
-    sub = rest[:end].rstrip(b"\r\n") if end else b""
-    b = end
-    while b < len(rest) and rest[b] in b"\r\n":
-        b += 1
-    return sub, rest[b:], rest[b:sig] if b <= sig else b"", rest[sig:]
-
-
-def _subject(sub: bytes) -> bytes:
-    """copy_subject: LF as a space, the CR of a CRLF dropped."""
-    return sub.replace(b"\r\n", b" ").replace(b"\n", b" ")
+_DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
 
 
 class Objects:
@@ -236,7 +87,8 @@ class Evaluator:
     """The values of ``atoms`` for refs of one repository."""
 
     def __init__(self, atoms: list[Atom], objects: Objects, *, head: bytes | None, worktrees: dict[bytes, bytes],
-                 shorten, abbrev) -> None:  # fmt: skip
+                 shorten, abbrev, numbers_only: frozenset[int] = frozenset()) -> None:  # fmt: skip
+        """``numbers_only``: atoms only sorted by number, never printed (their text is not made)."""
         self.atoms = atoms
         self.objects = objects
         self.head = head
@@ -253,11 +105,30 @@ class Evaluator:
         self._by_oid: dict[bytes, list] = {}
         self._by_peeled: dict[bytes, list] = {}
         self._fns = [self._special_fn(a) for a in atoms]
+        self._numbers_only = numbers_only
+        self._oids_memo: tuple[list[Ref], list[bytes]] | None = None
+        self._commit_dates = {False: self._dates_plan(self._plain), True: self._dates_plan(self._deref)}
+
+    def _dates_plan(self, which: list[int]):
+        """When every object atom of ``which`` is a date a commit's author or committer line gives:
+        (line, date modifier, whether only the number is wanted) per atom, so that a commit's line is
+        found and read once for them all; else None. A modifier is parsed when a value is made, as git
+        does (a bad one fails only where a date is shown)."""
+        plan = []
+        for k in which:
+            a = self.atoms[k]
+            src = _DATE_SOURCE.get(a.name)
+            if src is None:
+                return None
+            plan.append((src, a.arg, k in self._numbers_only))
+        return plan
 
     def prefetch(self, refs: list[Ref]) -> None:
         """Read the objects the atoms need for ``refs`` in bulk (then the tags' targets, if ``*`` atoms
         want them): the per-ref reads that follow hit the cache."""
         if not self._wants_object:
+            return
+        if not self._deref and self._values_in_two(refs):
             return
         self.objects.prefetch(r.oid for r in refs)
         if self._deref:
@@ -268,18 +139,71 @@ class Evaluator:
                     peeled.append(r.peeled or self._peel(r.oid, got, r.name))
             self.objects.prefetch(peeled)
 
-    def columns(self, refs: list[Ref]) -> list[list[Value]]:
-        """Every atom's values for ``refs``, one column per atom: the object atoms' values are made once
-        per object id and spread over the refs with C-level lookups -- at a million refs the per-ref work
-        is what costs, and here it is one list lookup per atom."""
-        cols: list[list[Value]] = []
-        for fn in self._fns:
-            cols.append([fn(r) for r in refs])
+    def _values_in_two(self, refs: list[Ref]) -> bool:
+        """The object atoms' values of many objects made over two cores: half the ids read and evaluated
+        in a forked child (``parallel.Forked``), half here. Only when nothing goes wrong on either side:
+        a missing object, a refused one or a failed child leaves the work to the one-process path, which
+        reports the first problem in ref order as git does. False: nothing was done."""
+        from ..parallel import FAILED, Forked, may_fork
+
+        oids = list(dict.fromkeys(self._oids(refs)).keys() - self._by_oid.keys())
+        if len(oids) < _FORK_MIN or not may_fork():
+            return False
+        mid = len(oids) // 2
+        child = Forked(self._values_of, oids[mid:])
+        mine = self._values_of(oids[:mid])
+        if mine is None:
+            child.abandon()
+            return False
+        theirs = child.result()
+        if theirs is FAILED or theirs is None:
+            return False
+        self._by_oid.update(zip(oids[:mid], mine, strict=True))
+        self._by_oid.update(zip(oids[mid:], theirs, strict=True))
+        return True
+
+    def _values_of(self, oids: list[bytes]) -> list | None:
+        """[(text, number) per object atom] for each of ``oids``, or None if one is missing or refused."""
+        try:
+            got = self.objects.odb.read_many(oids)
+            out = []
+            for oid in oids:
+                obj = got[oid]
+                if obj is None:
+                    return None
+                out.append(self._object_values(oid, obj, False, b""))
+            return out
+        except (RefscopeError, ValueError):
+            return None
+
+    def table(self, refs: list[Ref]) -> tuple[list[list[bytes]], list[list[int]]]:
+        """Every atom's values for ``refs``, one column per atom: (the bytes printed, the numbers sorted
+        by; 0 where an atom has none). The object atoms' values are made once per object id and spread
+        over the refs with C-level lookups, the ref-only ones straight from each ref -- at a million refs
+        the per-ref work is what costs, so it is one list lookup per atom and no object per value."""
+        n = len(refs)
+        strs: list[list[bytes]] = []
+        nums: list[list[int]] = []
+        zeros = [0] * n
+        for k, fn in enumerate(self._fns):
+            a = self.atoms[k]
+            if a.name in NEEDS_OBJECT and not (a.name == "objectname" and not a.deref):
+                strs.append([])  # filled below
+            elif a.name == "refname" and a.arg is None and not a.deref:
+                strs.append([r.name for r in refs])
+            elif a.name == "objectname" and a.arg is None:
+                strs.append([r.oid for r in refs])
+            else:
+                strs.append([fn(r).s for r in refs])
+            nums.append(zeros)
         if not self._wants_object:
-            return cols
+            return strs, nums
         by_oid = self._by_oid
         read = self.objects.read
-        for r in refs:
+        oids = self._oids(refs)
+        where = {o: i for i, o in enumerate(by_oid)}
+        at = list(map(where.get, oids))  # each ref's object's place in ``by_oid``
+        for r in refs if None in at else ():
             oid = r.oid
             if oid in by_oid:
                 continue
@@ -289,10 +213,15 @@ class Evaluator:
                     None, f"missing object {oid.decode()} for {r.name.decode('utf-8', 'replace')}"
                 )
             by_oid[oid] = self._object_values(oid, got, False, r.name)
-        oids = [r.oid for r in refs]
+        if None in at:
+            where = {o: i for i, o in enumerate(by_oid)}
+            at = list(map(where.__getitem__, oids))
+        values = list(by_oid.values())
         for j, k in enumerate(self._plain):
-            per = {o: vs[j] for o, vs in by_oid.items()}
-            cols[k] = list(map(per.__getitem__, oids))
+            if k not in self._numbers_only:
+                strs[k] = list(map([vs[j][0] for vs in values].__getitem__, at))
+            if any(vs[j][1] for vs in values):
+                nums[k] = list(map([vs[j][1] or 0 for vs in values].__getitem__, at))
         if self._deref:
             keys = []
             for r in refs:
@@ -311,9 +240,24 @@ class Evaluator:
                 keys.append(peeled)
             for j, k in enumerate(self._deref):
                 per = {o: vs[j] for o, vs in self._by_peeled.items()}
-                per[None] = EMPTY
-                cols[k] = list(map(per.__getitem__, keys))
-        return cols
+                per[None] = (b"", None)
+                self._spread(strs, nums, k, per, keys)
+        return strs, nums
+
+    def _oids(self, refs: list[Ref]) -> list[bytes]:
+        """The refs' object ids, one column made once for the passes that want it."""
+        memo = self._oids_memo
+        if memo is None or memo[0] is not refs:
+            memo = self._oids_memo = (refs, [r.oid for r in refs])
+        return memo[1]
+
+    def _spread(self, strs: list, nums: list, k: int, per: dict, keys: list) -> None:
+        """Column ``k`` from the values (text, number) ``per`` key (an object id), one per ref's key; an
+        atom only sorted by number gets no text column."""
+        if k not in self._numbers_only:
+            strs[k] = list(map({o: v[0] for o, v in per.items()}.__getitem__, keys))
+        if any(v[1] for v in per.values()):
+            nums[k] = list(map({o: v[1] or 0 for o, v in per.items()}.__getitem__, keys))
 
     def _peel(self, oid: bytes, got, refname: bytes) -> bytes:
         hops = 0
@@ -399,22 +343,42 @@ class Evaluator:
             return self.abbrev(oid, -1)
         return self.abbrev(oid, max(int(arg[6:]), 4))
 
-    def _object_values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[Value]:
+    def _object_values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[tuple[bytes, int | None]]:
+        """(text, number) of each object atom of the object ``got``."""
         kind, content = got
         which = self._deref if deref else self._plain
+        plan = self._commit_dates[deref]
+        if plan is not None and kind == "commit":
+            buf = cstr(content)
+            seen: dict[bytes, tuple[int, int] | None] = {}
+            out = []
+            for src, arg, number in plan:
+                got = seen.get(src, False)
+                if got is False:
+                    line = wholine(src, buf)
+                    got = seen[src] = None if line is None else when(line)
+                if got is None:
+                    out.append((b"", 0))
+                elif number:
+                    out.append((b"", got[0]))
+                else:
+                    show = dates.show(got[0], got[1], date_mode(arg)).encode()
+                    out.append((show, None if arg else got[0]))
+            return out
         textual = kind in ("commit", "tag")
-        buf = _cstr(content) if textual else b""
+        buf = cstr(content) if textual else b""
         heads = None
         if textual and any(
             self.atoms[k].name in ("tree", "parent", "numparent", "tag", "type", "object") for k in which
         ):
             heads = object_headers(kind, content, oid, refname)
         sub = (
-            _subpos(buf)
+            subpos(buf)
             if textual and any(self.atoms[k].name in ("subject", "body", "contents") for k in which)
             else None
         )
-        return [self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub) for k in which]
+        values = (self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub) for k in which)
+        return [(v.s, v.v) for v in values]
 
     def _object_value(self, atom: Atom, oid, kind, content, buf, heads, sub) -> Value:
         name = atom.name
@@ -445,7 +409,7 @@ class Evaluator:
         if name in ("subject", "body", "contents"):
             subject, body_sig, body, sig = sub
             if name == "subject" or atom.arg == "subject":
-                return Value(_subject(subject))
+                return Value(subject_line(subject))
             if name == "body":
                 return Value(body_sig)
             if atom.arg is None:
@@ -459,26 +423,26 @@ class Evaluator:
                 return Value(str(len(bare)).encode(), len(bare))
         if name.startswith("creator"):
             src = b"committer" if kind == "commit" else b"tagger"
-            line = _wholine(src, buf)
+            line = wholine(src, buf)
             if line is None:
                 return Value(b"", 0 if name == "creatordate" else None)
-            return _date(line, atom.arg) if name == "creatordate" else Value(_line(line))
+            return date(line, atom.arg) if name == "creatordate" else Value(first_line(line))
         for w in who:
             wn = w.decode()
             if not name.startswith(wn):
                 continue
-            line = _wholine(w, buf)
+            line = wholine(w, buf)
             if line is None:
                 return Value(b"", 0 if name.endswith("date") else None)
             field = name[len(wn) :]
             if not field:
-                return Value(_line(line))
+                return Value(first_line(line))
             if field == "name":
-                return Value(_name(line))
+                return Value(ident_name(line))
             if field == "email":
-                return Value(_email(line, atom.arg))
+                return Value(ident_email(line, atom.arg))
             if field == "date":
-                return _date(line, atom.arg)
+                return date(line, atom.arg)
         return Value(b"", 0 if name in TIME_ATOMS else None)
 
     @staticmethod

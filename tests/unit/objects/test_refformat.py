@@ -376,3 +376,28 @@ def test_cli_merged_on_a_tree_is_refused(tmp_path):
         1,
         "refscope: option `merged' must point to a commit",
     )
+
+
+def test_objects_read_over_two_processes_match_git(tmp_path, monkeypatch):
+    """The forked half of a big run (here every run: the threshold is 1) gives git's bytes, and a missing
+    object still fails with git's words for the first ref that names one."""
+    from refscope.backend import parallel
+    from refscope.backend.refformat import values
+
+    forks = []
+    real = parallel.Forked
+    monkeypatch.setattr(values, "_FORK_MIN", 1)
+    monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(1) or real(*a, **k))
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
+    for f, sort in [
+        ("%(committerdate:unix) %(refname)", ["-committerdate"]),
+        ("%(authordate:iso)|%(creatordate)|%(subject)|%(objecttype)", ["creatordate"]),
+        ("%(refname)%(committerdate:relative)", ["authordate", "-objectsize"]),
+    ]:
+        assert _ours(repo, f, sort) == _theirs(repo, f, sort).stdout, f
+    assert forks
+    (repo / ".git" / "refs" / "heads" / "gone").write_text("1" * 40 + "\n")
+    proc = _theirs(repo, "%(objecttype) %(refname)", [])
+    with pytest.raises(RefscopeError) as e:
+        _ours(repo, "%(objecttype) %(refname)", [])
+    assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"

@@ -1,0 +1,196 @@
+"""How ref-filter.c reads one field of a commit or tag: find_wholine, the ident parts, grab_date's
+numbers (strtoumax and strtol as C reads them) and find_subpos's subject, body and signature. Each
+returns what git prints, with git's edge cases: a NUL ends the text, a missing line is empty.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import dates
+
+
+class Value:
+    """One atom's value: ``s`` the bytes printed, ``v`` the number sorted by (or None: compare ``s``)."""
+
+    __slots__ = ("s", "v")
+
+    def __init__(self, s: bytes, v: int | None = None) -> None:
+        self.s = s
+        self.v = v
+
+
+EMPTY = Value(b"")
+
+
+_SIGNATURES = (
+    b"-----BEGIN PGP SIGNATURE-----",
+    b"-----BEGIN PGP MESSAGE-----",
+    b"-----BEGIN SIGNED MESSAGE-----",
+    b"-----BEGIN SSH SIGNATURE-----",
+)
+_TIME_MAX = (1 << 64) - 1
+
+
+def cstr(data: bytes) -> bytes:
+    nul = data.find(b"\0")
+    return data if nul < 0 else data[:nul]
+
+
+def wholine(who: bytes, buf: bytes) -> bytes | None:
+    """find_wholine: the rest of the buffer after ``who `` at a header line's start (None: not in the
+    header, which ends at the first empty line). Like git, the result runs to the end of the buffer; each
+    reader stops where git's does. Two C-level searches: the first line start holding ``who `` and the
+    first empty line (a match after it is in the message)."""
+    key = who + b" "
+    if buf.startswith(key):
+        return buf[len(key) :]
+    pos = buf.find(b"\n" + key)
+    if pos < 0:
+        return None
+    end = buf.find(b"\n\n")
+    if 0 <= end < pos:
+        return None
+    return buf[pos + 1 + len(key) :]
+
+
+def first_line(buf: bytes) -> bytes:
+    eol = buf.find(b"\n")
+    return buf if eol < 0 else buf[:eol]
+
+
+def ident_name(buf: bytes) -> bytes:
+    line = first_line(buf)
+    cut = line.find(b" <")
+    return b"" if cut < 0 else line[:cut]
+
+
+def ident_email(buf: bytes, arg: str | None) -> bytes:
+    lt = buf.find(b"<")
+    if lt < 0:
+        return b""
+    opts = set((arg or "").split(",")) - {""}
+    start = lt + 1 if opts & {"trim", "localpart"} else lt
+    if "localpart" in opts:
+        end = buf.find(b"@", start)
+        if end < 0:
+            end = buf.find(b">", start)
+    elif "trim" in opts:
+        end = buf.find(b">", start)
+    else:
+        end = buf.find(b">", start)
+        if end >= 0:
+            end += 1
+    return b"" if end < 0 else buf[start:end]
+
+
+def _strtoumax(buf: bytes, pos: int) -> tuple[int, int]:
+    """(value, end) of strtoumax(buf + pos, &end, 10): leading space, a sign, digits; a minus wraps."""
+    n = len(buf)
+    i = pos
+    while i < n and buf[i] in b" \t\n\v\f\r":
+        i += 1
+    neg = False
+    if i < n and buf[i] in b"+-":
+        neg = buf[i] == 0x2D
+        i += 1
+    j = i
+    while j < n and 48 <= buf[j] <= 57:
+        j += 1
+    if j == i:
+        return 0, pos
+    v = int(buf[i:j])
+    if v > _TIME_MAX:
+        return _TIME_MAX, j
+    return ((-v) & _TIME_MAX if neg else v), j
+
+
+def _strtol(buf: bytes, pos: int) -> int:
+    n = len(buf)
+    i = pos
+    while i < n and buf[i] in b" \t\n\v\f\r":
+        i += 1
+    sign = 1
+    if i < n and buf[i] in b"+-":
+        sign = -1 if buf[i] == 0x2D else 1
+        i += 1
+    j = i
+    while j < n and 48 <= buf[j] <= 57:
+        j += 1
+    if j == i:
+        return 0
+    return max(min(sign * int(buf[i:j]), (1 << 63) - 1), -(1 << 63))
+
+
+_MODES: dict[str, str] = {}
+# a timestamp of at most 19 digits (below the 2^64-1 that means overflow), one space and a zone of a sign
+# and four digits, each digit run maximal: strtoumax and strtol read exactly these numbers from it
+_WELL_FORMED = re.compile(rb"(\d{1,19}) ([+-]\d{4})(?!\d)")
+
+
+def date_mode(arg: str | None) -> str:
+    if arg is None:
+        return "default"
+    mode = _MODES.get(arg)
+    if mode is None:
+        mode = _MODES[arg] = dates.parse_mode(arg)
+    return mode
+
+
+def when(buf: bytes) -> tuple[int, int] | None:
+    """grab_date's reading: the timestamp after the first ``> `` and the zone after it, or None where git
+    shows nothing."""
+    gt = buf.find(b"> ")
+    if gt < 0:
+        return None
+    m = _WELL_FORMED.match(buf, gt + 2)
+    if m is not None:  # what strtoumax and strtol read from such a line, without their loops
+        return int(m[1]), int(m[2])
+    when, zone = _strtoumax(buf, gt + 2)
+    if when == _TIME_MAX:
+        return None
+    tz = _strtol(buf, zone)
+    if not -(1 << 31) <= tz < (1 << 31):
+        return None
+    return when, tz
+
+
+def date(buf: bytes, arg: str | None) -> Value:
+    """grab_date; a date format makes the value sort as text (git turns the atom into a string field)."""
+    got = when(buf)
+    if got is None:
+        return Value(b"", None if arg else 0)
+    return Value(dates.show(got[0], got[1], date_mode(arg)).encode(), None if arg else got[0])
+
+
+def subpos(buf: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+    """find_subpos: (subject, body with signature, body without it, signature)."""
+    pos = 0
+    n = len(buf)
+    while pos < n and buf[pos] != 0x0A:
+        eol = buf.find(b"\n", pos)
+        pos = n if eol < 0 else eol + 1
+    while pos < n and buf[pos] == 0x0A:
+        pos += 1
+    rest = buf[pos:]
+    sig = len(rest)
+    at = 0
+    while at < len(rest):
+        if rest.startswith(_SIGNATURES, at):
+            sig = at
+        eol = rest.find(b"\n", at)
+        at = len(rest) if eol < 0 else eol + 1
+    eol = rest.find(b"\n\n")
+    if eol < 0:
+        eol = rest.find(b"\r\n\r\n")
+    end = min(eol, sig) if eol >= 0 else sig
+    sub = rest[:end].rstrip(b"\r\n") if end else b""
+    b = end
+    while b < len(rest) and rest[b] in b"\r\n":
+        b += 1
+    return sub, rest[b:], rest[b:sig] if b <= sig else b"", rest[sig:]
+
+
+def subject_line(sub: bytes) -> bytes:
+    """copy_subject: LF as a space, the CR of a CRLF dropped."""
+    return sub.replace(b"\r\n", b" ").replace(b"\n", b" ")
