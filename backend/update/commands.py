@@ -123,7 +123,10 @@ class _Line:
     def rest(self, i: int | None = None) -> str:
         """``%s`` of the buffer from ``i``: up to the first NUL."""
         i = self.i if i is None else i
-        return _s(self.buf[i : self.buf.index(0, i)])
+        text = self.buf[i : self.buf.index(0, i)]
+        if self.term and text.endswith(b"\n"):
+            text = text[:-1]  # git prints the line's LF too (a blank line after the fatal one): one line here
+        return _s(text)
 
 
 def _parse_arg(ln: _Line) -> bytes:
