@@ -83,13 +83,12 @@ class Plan:
     def __init__(self, repo, commands, peeled: dict[bytes, bytes], zero: bytes) -> None:
         self.repo = repo
         self.zero = zero
-        self.updates: list[Upd] = []
-        self.names: set[bytes] = set()
-        for c in commands:
-            u = Upd(c.name, c.new, c.old, c.new_target, c.old_target, c.no_deref)
-            if c.new is not None and c.new_target is None:
-                u.peeled = peeled.get(c.new)
-            self._add(u)
+        self.updates: list[Upd] = [Upd(*c[1:]) for c in commands]  # (verb dropped) name new old targets
+        if peeled:
+            for u in self.updates:
+                if u.new is not None and u.new_target is None:
+                    u.peeled = peeled.get(u.new)
+        self.names: set[bytes] = {u.name for u in self.updates}
         self.to_check: list[Upd] = []
 
     # -- what engines supply --------------------------------------------------------------------------
@@ -137,6 +136,8 @@ class Plan:
         return u.new_target is None and u.new is not None and u.new == self.zero
 
     def reject_duplicates(self) -> None:
+        if len(self.names) == len(self.updates):
+            return  # (before any split: every update is one the caller gave)
         names = sorted(u.name for u in self.updates if not u.log_only)
         for a, b in zip(names, names[1:], strict=False):
             if a == b:
@@ -269,45 +270,47 @@ class Plan:
             return
         extras = sorted(self.names)
         extra_set = self.names
-        seen: set[bytes] = set()
-        conflicting: set[bytes] = set()
-        # the store's answers, batched: every leading directory's existence, every name's descendants
-        dirs: list[bytes] = []
+        # every leading directory, in the order git meets them (each is checked once: git's ``dirnames``)
+        parents: dict[bytes, None] = {}
         for u in self.to_check:
-            name = u.name
-            j = name.find(b"/")
+            parents[u.name.rpartition(b"/")[0]] = None
+        dirs: dict[bytes, None] = {}
+        for parent in parents:
+            j = parent.find(b"/")
             while j >= 0:
-                d = name[:j]
-                if d not in seen:
-                    seen.add(d)
-                    dirs.append(d)
-                j = name.find(b"/", j + 1)
+                dirs[parent[:j]] = None
+                j = parent.find(b"/", j + 1)
+            if parent:
+                dirs[parent] = None
         existing = {d for d in dirs if self.exists(d)}
         below = self.descendants([u.name + b"/" for u in self.to_check])
-        seen.clear()
+        seen: set[bytes] = set()
+        n_extras = len(extras)
         for u in self.to_check:
             name = u.name
-            j = name.find(b"/")
-            while j >= 0:
-                d = name[:j]
-                j = name.find(b"/", j + 1)
-                if d in seen:
-                    continue
-                seen.add(d)
-                if d in conflicting or d in existing:
-                    raise TransactionRefused(
-                        self.repo.gitdir, f"'{_t(d)}' exists; cannot create '{_t(name)}'"
-                    )
-                if d in extra_set:
-                    raise TransactionRefused(
-                        self.repo.gitdir, f"cannot process '{_t(name)}' and '{_t(d)}' at the same time"
-                    )
+            parent = name.rpartition(b"/")[0]
+            if parent not in seen:
+                j = name.find(b"/")
+                while j >= 0:
+                    d = name[:j]
+                    j = name.find(b"/", j + 1)
+                    if d in seen:
+                        continue
+                    seen.add(d)
+                    if d in existing:
+                        raise TransactionRefused(
+                            self.repo.gitdir, f"'{_t(d)}' exists; cannot create '{_t(name)}'"
+                        )
+                    if d in extra_set:
+                        raise TransactionRefused(
+                            self.repo.gitdir, f"cannot process '{_t(name)}' and '{_t(d)}' at the same time"
+                        )
             prefix = name + b"/"
             hit = below.get(prefix)
             if hit is not None:
                 raise TransactionRefused(self.repo.gitdir, f"'{_t(hit)}' exists; cannot create '{_t(name)}'")
             k = bisect_left(extras, prefix)
-            if k < len(extras) and extras[k].startswith(prefix):
+            if k < n_extras and extras[k].startswith(prefix):
                 raise TransactionRefused(
                     self.repo.gitdir, f"cannot process '{_t(name)}' and '{_t(extras[k])}' at the same time"
                 )

@@ -56,9 +56,14 @@ class ReftableUpdate(Plan):
         self.stacks: dict[str, Stack] = {}
         self.pre: dict[bytes, RefRecord | None] = {}
         self.written: list[Stack] = []
+        # without a linked worktree one stack holds every name: no routing per name
+        self.single = repo.gitdir == repo.commondir
+        self.main: Stack | None = None
 
     # -- stacks ---------------------------------------------------------------------------------------
     def stack(self, name: bytes, lock: bool = True) -> Stack:
+        if self.main is not None:
+            return self.main
         d = stack_dir_for(self.repo, name)
         st = self.stacks.get(d)
         if st is not None:
@@ -72,6 +77,8 @@ class ReftableUpdate(Plan):
             if snap is not None:
                 st.adopt(*snap)
             st.load()  # one read of tables.list; every table still listed is reused
+            if self.single and lock:
+                self.main = st
         except BaseException:
             if lock:
                 st.unlock()
@@ -182,29 +189,38 @@ class ReftableUpdate(Plan):
             else:
                 check = [n for n in maybe if not should_autocreate_reflog(mode, n)]
                 has_log = st.log_indexes(check) if check else {}
+            zero = self.zero
+            autocreate = should_autocreate_reflog
+            always = mode == "always"
+            msg = self.message
             for u in ups:
                 name = u.name
-                if u.have_new and u.kind != SYMREF and self.deleting(u):
+                new = u.new
+                target = u.new_target
+                dropping = target is None and new == zero
+                if dropping and u.kind != SYMREF:
                     logs += [_new(LogRecord, (name, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for ui in live.get(name, ())]  # fmt: skip
-                elif u.have_new and (
-                    mode == "always" or should_autocreate_reflog(mode, name) or name in has_log
+                elif (new is not None or target is not None) and (
+                    always or autocreate(mode, name) or name in has_log
                 ):
-                    new = self.log_new(u)
-                    if new is not None:
+                    value = self.log_new(u)
+                    if value is not None:
                         if ident is None:
                             ident = committer_ident(self.repo)
-                        logs.append(_new(LogRecord, (name, ts, LOG_UPDATE, u.current or self.zero, new, ident.name, ident.email, ident.time, ident.tz_hhmm(), self.message)))  # fmt: skip
+                            who = (ident.name, ident.email, ident.time, ident.tz_hhmm(), msg)
+                        logs.append(_new(LogRecord, (name, ts, LOG_UPDATE, u.current or zero, value, *who)))
                 if u.log_only:
                     continue
-                if u.new_target is not None:
-                    refs.append(_new(RefRecord, (name, ts, VALUE_SYMREF, None, None, u.new_target)))
-                elif u.new is not None and u.new == self.zero:
+                if target is not None:
+                    refs.append(_new(RefRecord, (name, ts, VALUE_SYMREF, None, None, target)))
+                elif new is None:
+                    continue
+                elif dropping:
                     refs.append(_new(RefRecord, (name, ts, VALUE_DELETION, None, None, None)))
-                elif u.new is not None:
-                    if u.peeled is not None:
-                        refs.append(_new(RefRecord, (name, ts, VALUE_VAL2, u.new, u.peeled, None)))
-                    else:
-                        refs.append(_new(RefRecord, (name, ts, VALUE_VAL1, u.new, None, None)))
+                elif u.peeled is not None:
+                    refs.append(_new(RefRecord, (name, ts, VALUE_VAL2, new, u.peeled, None)))
+                else:
+                    refs.append(_new(RefRecord, (name, ts, VALUE_VAL1, new, None, None)))
             if refs or logs:
                 plans.append((st, ts, table_bytes(self.repo, refs, logs, ts, ts)))
         do_fsync = fsync_references(self.repo)
