@@ -20,7 +20,6 @@ import os
 import stat as _stat
 
 from ..engines.common import (
-    committer_ident,
     fsync_references,
     log_all_ref_updates,
     log_path,
@@ -37,6 +36,7 @@ from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
 from ..lockfile import unable_to_lock_message as lock_message
 from ..model import HASH_HEXSZ
+from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
 
 

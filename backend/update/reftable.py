@@ -18,7 +18,6 @@ import os
 from bisect import bisect_left
 
 from ..engines.common import (
-    committer_ident,
     config_int,
     fsync_references,
     log_all_ref_updates,
@@ -40,6 +39,7 @@ from ..formats.reftable.record import (
 from ..formats.reftable.table import Table
 from ..lockfile import remove
 from ..model import HASH_HEXSZ
+from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
 
 _new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (50k-ref batches)
