@@ -147,6 +147,8 @@ def run(argv: list[str]) -> int:
         if parsed.error is not None:
             if parsed.pending:
                 (txn or new_txn()).queue(parsed.pending)  # an object error git met first
+            if parsed.error.file is None:
+                parsed.error.file = repo.gitdir  # the parser knows no file; the line names the repository
             raise parsed.error
     except RefscopeError as err:
         if args.json:
