@@ -78,17 +78,16 @@ class FilesUpdate(Plan):
 
     def packed(self) -> PackedRefs:
         """packed-refs as git's packed store reads it (without its lock): the snapshot's mapping while
-        the file is the same, else read afresh and checked whole."""
+        the file is the same, else read afresh and checked whole. Read once for the prepare: what is read
+        from it is checked again where it matters, under packed-refs.lock, for the deletions."""
+        view = self.packed_view
+        if view is not None:
+            return view
         path = os.path.join(self.repo.commondir, "packed-refs")
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             st = None
-        view = self.packed_view
-        if view is not None and (
-            view.stat is None if st is None else view.stat is not None and identity(view.stat) == identity(st)
-        ):
-            return view
         snap = getattr(self.snapshot, "packed", None)
         if st is None:
             view = PackedRefs.from_bytes(b"", path, self.repo.hash_name)
