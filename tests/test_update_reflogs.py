@@ -144,3 +144,18 @@ def test_committer_identity(fmt: str, who: str, tmp_path: Path, monkeypatch) -> 
     assert show(ours, env) == show(theirs, env)
     if fmt == "files":
         assert log_files(ours) == log_files(theirs)
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_long_message(fmt: str, tmp_path: Path, monkeypatch) -> None:
+    """reftable keeps at most half a block of a message (git's xstrndup), trimmed; files keeps it whole."""
+    from tests.test_txn_support import reftable_files
+
+    src = make(tmp_path, fmt, False)
+    env = git_env()
+    ours, theirs = run_both(src, tmp_path, env, "m" * 2047 + "  tail of a long message", monkeypatch)
+    assert show(ours, env) == show(theirs, env)
+    if fmt == "reftable":
+        assert reftable_files(ours) == reftable_files(theirs)
+    else:
+        assert log_files(ours) == log_files(theirs)

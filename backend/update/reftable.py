@@ -192,7 +192,11 @@ class ReftableUpdate(Plan):
             zero = self.zero
             autocreate = should_autocreate_reflog
             always = mode == "always"
-            msg = self.message
+            # git: xstrndup(msg, block_size / 2), then its writer's rtrim + LF (one line: reflog_message)
+            msg = (
+                self.message[: config_int(self.repo, "reftable.blockSize", 4096) // 2].rstrip(b" \t\n\r\v\f")
+                + b"\n"
+            )
             for u in ups:
                 name = u.name
                 new = u.new
@@ -222,7 +226,7 @@ class ReftableUpdate(Plan):
                 else:
                     refs.append(_new(RefRecord, (name, ts, VALUE_VAL1, new, None, None)))
             if refs or logs:
-                plans.append((st, ts, table_bytes(self.repo, refs, logs, ts, ts)))
+                plans.append((st, ts, table_bytes(self.repo, refs, logs, ts, ts, exact_log_message=True)))
         do_fsync = fsync_references(self.repo)
         for st, ts, data in plans:
             name = st.write_table(data, ts, ts, do_fsync)
