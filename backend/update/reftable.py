@@ -192,7 +192,7 @@ class ReftableUpdate(Plan):
             zero = self.zero
             autocreate = should_autocreate_reflog
             always = mode == "always"
-            # git: xstrndup(msg, block_size / 2), then its writer's rtrim + LF (one line: reflog_message)
+            # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
             msg = (
                 self.message[: config_int(self.repo, "reftable.blockSize", 4096) // 2].rstrip(b" \t\n\r\v\f")
                 + b"\n"
