@@ -193,10 +193,7 @@ class ReftableUpdate(Plan):
             autocreate = should_autocreate_reflog
             always = mode == "always"
             # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
-            msg = (
-                self.message[: config_int(self.repo, "reftable.blockSize", 4096) // 2].rstrip(b" \t\n\r\v\f")
-                + b"\n"
-            )
+            msg = self.message[: config_int(self.repo, "reftable.blockSize", 4096) // 2].rstrip(b"\n") + b"\n"
             for u in ups:
                 name = u.name
                 new = u.new
