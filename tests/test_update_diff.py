@@ -327,3 +327,18 @@ def test_from_linked_worktree(base, tmp_path: Path) -> None:
         assert a == b, name
     assert leftovers(ours) == []
     check_clean(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "conflict", [None, b"refs/heads/p02/x", b"refs/heads/nested/dir", b"refs/heads/big-7/y"]
+)
+def test_big_batches(base, conflict, tmp_path: Path) -> None:
+    """Batches big enough for the engines' batched reads (a small stack read whole, D/F checks by bisection)."""
+    fmt, _hash, src, blob = base
+    obj = objects(src, blob)
+    lines = [b"create refs/heads/big-%d %s" % (i, obj["head"]) for i in range(400)]
+    lines += [b"update refs/heads/p%02d %s" % (i, obj["second"]) for i in range(0, 24, 5)]
+    lines += [b"delete refs/heads/l04", b"create refs/tags/big-tag %s" % obj["tag"]]
+    if conflict is not None:
+        lines.insert(200, b"create %s %s" % (conflict, obj["head"]))
+    compare(fmt, src, tmp_path, b"\n".join(lines) + b"\n", "native", "big")

@@ -58,6 +58,8 @@ class ReftableUpdate(Plan):
         self.written: list[Stack] = []
         # without a linked worktree one stack holds every name: no routing per name
         self.single = repo.gitdir == repo.commondir
+        self.whole: dict[str, dict[bytes, RefRecord]] = {}  # stack dir -> its live records (small stacks)
+        self._sorted: dict[str, list[bytes]] = {}
         self.main: Stack | None = None
 
     # -- stacks ---------------------------------------------------------------------------------------
@@ -98,7 +100,13 @@ class ReftableUpdate(Plan):
         for u in self.updates:
             by_stack.setdefault(self.stack(u.name).dir, []).append(u.name)
         for d, names in by_stack.items():
-            self.pre.update(self.stacks[d].lookup_many(names))
+            st = self.stacks[d]
+            small = self.small_stack(st, len(names) // 4) if len(names) > 256 else None
+            if small is not None:  # a small stack under a big batch (the seed's creates): read it whole
+                get = small.get
+                self.pre.update((n, get(n)) for n in names)
+            else:
+                self.pre.update(st.lookup_many(names))
         d = stack_dir_for(self.repo, b"HEAD")
         st = self.stacks.get(d) or self.stack(b"HEAD", lock=False)
         rec = st.lookup(b"HEAD")
@@ -122,11 +130,38 @@ class ReftableUpdate(Plan):
             name = rec.target
         return None
 
+    def small_stack(self, st: Stack, cap: int) -> dict[bytes, RefRecord] | None:
+        """Every live record of ``st`` by name, when it holds at most ``cap`` records in all (else None):
+        one pass over a few blocks instead of a sorted lookup of every name of a big batch."""
+        whole = self.whole.get(st.dir)
+        if whole is not None:
+            return whole
+        seen: dict[bytes, RefRecord] = {}
+        n = 0
+        for t in reversed(st.tables):
+            for rec in t.iter_refs():
+                n += 1
+                if n > cap:
+                    return None
+                seen.setdefault(rec.name, rec)
+        live = {k: r for k, r in seen.items() if r.value_type != VALUE_DELETION}
+        self.whole[st.dir] = live
+        return live
+
     def exists(self, name: bytes) -> bool:
-        return self.stack(name).lookup(name) is not None
+        st = self.stack(name)
+        whole = self.whole.get(st.dir)
+        return name in whole if whole is not None else st.lookup(name) is not None
 
     def descendants(self, prefixes: list[bytes]) -> dict[bytes, bytes]:
         out: dict[bytes, bytes] = {}
+        if len(self.whole) == len(self.stacks):  # every stack read whole already: bisect its names
+            for p in prefixes:
+                names = self.whole_names(self.stack(p).dir)
+                k = bisect_left(names, p)
+                if k < len(names) and names[k].startswith(p):
+                    out[p] = names[k]
+            return out
         groups: dict[str, list[bytes]] = {}
         for p in prefixes:
             groups.setdefault(self.stack(p).dir, []).append(p)
@@ -158,6 +193,12 @@ class ReftableUpdate(Plan):
                         out[p] = n
                         break
         return out
+
+    def whole_names(self, d: str) -> list[bytes]:
+        names = self._sorted.get(d)
+        if names is None:
+            names = self._sorted[d] = sorted(self.whole[d])
+        return names
 
     # -- writing --------------------------------------------------------------------------------------
     def queued(self, u: Upd) -> bool:
