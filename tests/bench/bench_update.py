@@ -189,17 +189,21 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--only", choices=["creates", "updates"], default=None)
+    ap.add_argument("--format", choices=["files", "reftable"], default=None, dest="fmt")
     args = ap.parse_args()
     os.environ.setdefault("REFSCOPE_GIT", git_binary())
     rows = []
     with tempfile.TemporaryDirectory(prefix="refscope-bench-update-") as tmp:
         root = Path(tmp)
+        formats = [args.fmt] if args.fmt else ["reftable", "files"]
         if args.only in (None, "creates"):
-            rows += bench_creates(root, "reftable", args.creates, args.runs)
-            rows += bench_creates(root, "files", args.creates, max(3, args.runs // 2))
+            for fmt in formats:
+                rows += bench_creates(
+                    root, fmt, args.creates, args.runs if fmt == "reftable" else max(3, args.runs // 2)
+                )
         if args.only in (None, "updates"):
-            rows += bench_updates(root, "reftable", args.refs, args.updates, args.runs)
-            rows += bench_updates(root, "files", args.refs, args.updates, args.runs)
+            for fmt in formats:
+                rows += bench_updates(root, fmt, args.refs, args.updates, args.runs)
     print(f"git: {subprocess.run([git_binary(), 'version'], capture_output=True, text=True).stdout.strip()}")
     print()
     print("| operation | refscope (native) | git | ratio |")
