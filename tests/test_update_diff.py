@@ -190,19 +190,11 @@ def assert_same(fmt: str, ours: Path, theirs: Path, scratch: Path) -> None:
     assert state(ours) == state(theirs)
     if fmt == "reftable":
         assert reftable_files(ours) == reftable_files(theirs)
-    else:
-        assert files_layout(ours)[0] == files_layout(theirs)[0]
-        loose_ours = {
-            p: (ours / ".git" / p).read_bytes()
-            for p in files_layout(ours)[1]
-            if (ours / ".git" / p).is_file()
-        }
-        loose_theirs = {
-            p: (theirs / ".git" / p).read_bytes()
-            for p in files_layout(theirs)[1]
-            if (theirs / ".git" / p).is_file()
-        }
-        assert loose_ours == loose_theirs
+    else:  # the same packed-refs bytes, loose files, reflog files and directories
+        assert files_layout(ours) == files_layout(theirs)
+        for p in files_layout(ours)[1]:
+            if (ours / ".git" / p).is_file():
+                assert (ours / ".git" / p).read_bytes() == (theirs / ".git" / p).read_bytes(), p
     assert reflogs(ours, fmt, scratch / "a") == reflogs(theirs, fmt, scratch / "b")
     fmt_log = "--format=%H %gd %gn %ge %gs"
     for name in ("HEAD", "refs/heads/main", "refs/heads/sym", "refs/heads/p01"):

@@ -400,11 +400,10 @@ class FilesUpdate(Plan):
             step("unlock packed-refs")
             remove(self.packed_lock)
             self.packed_lock = ""
+        # git's files_transaction_cleanup: empty parent directories of every locked ref go, committed or
+        # not (those a lock needed, those a deletion emptied)
         for u in self.locked:
-            if done and not u.log_only and self.deleting(u):
-                self._remove_empty_parents(u.name, ref_base(self.repo, u.name))
-            elif not done:
-                self._drop_dirs(u.name, u.lock.dirs)  # only what this transaction made
+            self._remove_empty_parents(u.name, ref_base(self.repo, u.name))
         self.locked = []
 
     def run(self) -> list[Upd]:
