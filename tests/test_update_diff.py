@@ -334,3 +334,35 @@ def test_big_batches(base, conflict, tmp_path: Path) -> None:
     if conflict is not None:
         lines.insert(200, b"create %s %s" % (conflict, obj["head"]))
     compare(fmt, src, tmp_path, b"\n".join(lines) + b"\n", "native", "big")
+
+
+def test_stack_moved_after_the_snapshot(base, tmp_path: Path) -> None:
+    """The plan is made from the snapshot; when the ref storage moved before the lock, the engine decides
+    again under the lock, as git: a stale old value is refused, an unrelated write is kept."""
+    from refscope.backend.errors import StaleValue
+
+    fmt, hash_name, src, blob = base
+    obj = objects(src, blob)
+    repo = copy_repo(src, tmp_path / "r")
+    p02 = git(repo, "rev-parse", "refs/heads/p02").strip()
+    store = open_txn_store(repo)
+    snap = store.snapshot()
+    txn = UpdateTransaction(store, snapshot=snap, allow_checked_out=True)
+    txn.queue(
+        parse(b"update refs/heads/p02 %s %s\n" % (obj["second"], p02), hexsz=HASH_HEXSZ[hash_name])
+        .batches[0]
+        .commands
+    )
+    git(repo, "update-ref", "refs/heads/p02", obj["head"] if p02 != obj["head"] else obj["second"])
+    with pytest.raises(StaleValue, match="is at"):
+        txn.commit()
+    txn = UpdateTransaction(store, snapshot=store.snapshot(), allow_checked_out=True)
+    txn.queue(
+        parse(b"create refs/heads/mine %s\n" % obj["head"], hexsz=HASH_HEXSZ[hash_name]).batches[0].commands
+    )
+    git(repo, "update-ref", "refs/heads/theirs", obj["head"])
+    txn.commit()
+    names = {r[0] for r in for_each_ref(repo)}
+    assert {b"refs/heads/mine", b"refs/heads/theirs"} <= names
+    git(repo, "refs", "verify")
+    assert leftovers(repo) == []

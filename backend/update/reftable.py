@@ -26,6 +26,7 @@ from ..engines.common import (
 )
 from ..engines.reftable import snapshot_stack, stack_dir_for
 from ..engines.stack_io import SEEK_LIMIT, Stack, table_bytes
+from ..errors import TransactionRefused
 from ..formats.reftable.record import (
     LOG_DELETION,
     LOG_UPDATE,
@@ -49,6 +50,10 @@ class ReftableUpdate(Plan):
     def __init__(self, store, commands, peeled, *, snapshot=None, message: bytes = b"") -> None:
         repo = store.repo
         super().__init__(repo, commands, peeled, b"0" * HASH_HEXSZ[repo.hash_name])
+        self.commands = commands
+        self.peeled = peeled
+        self.raw_message = message
+        self.prebuilt: tuple[Stack, list[str], list] | None = None
         self.store = store
         self.snapshot = snapshot
         self.message = reflog_message(message) if message else b""
@@ -210,6 +215,10 @@ class ReftableUpdate(Plan):
         return u.have_new and (u.current or self.zero) != (u.new or self.zero)
 
     def write(self) -> None:
+        self.publish(self.build())
+
+    def build(self) -> list[tuple[Stack, int, bytes]]:
+        """(stack, update index, table bytes) of every stack the transaction writes."""
         mode = log_all_ref_updates(self.repo)
         batches: dict[str, list[Upd]] = {}
         for u in self.updates:
@@ -265,6 +274,9 @@ class ReftableUpdate(Plan):
                     refs.append(_new(RefRecord, (name, ts, VALUE_VAL1, new, None, None)))
             if refs or logs:
                 plans.append((st, ts, table_bytes(self.repo, refs, logs, ts, ts, exact_log_message=True)))
+        return plans
+
+    def publish(self, plans: list[tuple[Stack, int, bytes]]) -> None:
         do_fsync = fsync_references(self.repo)
         for st, ts, data in plans:
             name = st.write_table(data, ts, ts, do_fsync)
@@ -285,9 +297,60 @@ class ReftableUpdate(Plan):
             st.unlock()
 
     def run(self) -> list[Upd]:
+        if self.prebuilt is not None:
+            return self._run_prebuilt()
         try:
             self.prepare()
             self.write()
         finally:
             self.release()
         return self.updates
+
+    # -- the whole plan before the lock ---------------------------------------------------------------
+    def prebuild(self) -> bool:
+        """Plan the transaction and build its table against the snapshot's stack, before any lock (the
+        delete engine's read-ahead, taken to the table itself): under the lock, ``run`` then reads
+        ``tables.list`` once and, when it names the very tables planned against (tables never change),
+        only writes the table and the list. Only for one stack (no linked worktree). False when there is
+        nothing to plan against, or the plan was refused (``run`` must then be a fresh engine's, which
+        decides under the lock as git does)."""
+        if not self.single or self.snapshot is None:
+            return False
+        d = os.path.join(self.repo.commondir, "reftable")
+        snap = snapshot_stack(self.snapshot, d)
+        if snap is None:
+            return False
+        st = Stack(d, self.repo.hash_name)
+        st.adopt(*snap)
+        self.stacks[d] = st
+        self.main = st
+        try:
+            self.prepare()
+            plans = self.build()
+        except TransactionRefused:
+            return False
+        finally:
+            del self.stacks[d]
+            self.main = None
+        self.prebuilt = (st, list(st.names), plans)
+        return True
+
+    def _run_prebuilt(self) -> list[Upd]:
+        st, names, plans = self.prebuilt
+        st.lock(self.timeout)
+        self.stacks[st.dir] = st
+        self.main = st
+        try:
+            st.load()  # one read of tables.list under the lock
+            if st.names == names:
+                self.publish(plans)
+                return self.updates
+        finally:
+            self.release()
+        # the stack moved since the snapshot: plan again, under the lock, as git does
+        fresh = ReftableUpdate(
+            self.store, self.commands, self.peeled, snapshot=None, message=self.raw_message
+        )
+        updates = fresh.run()
+        self.written = fresh.written
+        return updates

@@ -157,14 +157,24 @@ class UpdateTransaction:
         protect()
         updates = []
         try:
+            e = None
+            if self.engine == "native" and self.commands:
+                target = store if store.format == "reftable" else self.repo
+                e = Engine(target, self.commands, self.peeled, snapshot=snap, message=self.message)
+                if store.format == "reftable":
+                    # the plan and its table, built from the snapshot before the lock (its own phase)
+                    with measure("prepare") as mp:
+                        if not e.prebuild():
+                            e = Engine(
+                                target, self.commands, self.peeled, snapshot=snap, message=self.message
+                            )
+                    self._phases.append(mp.report)
             with measure("commit", children=self.engine == "git") as m:
                 if not self.commands:
                     pass  # git takes no lock for an empty transaction
                 elif self.engine == "git":
                     engine.commit(self.repo, self.commands, message=self.message)
                 else:
-                    target = store if store.format == "reftable" else self.repo
-                    e = Engine(target, self.commands, self.peeled, snapshot=snap, message=self.message)
                     updates = e.run()
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
@@ -172,7 +182,7 @@ class UpdateTransaction:
             file = os.fsdecode(err.filename) if err.filename is not None else self.repo.gitdir
             raise TransactionRefused(file, err.strerror or str(err)) from None
         self._done = True
-        if self.engine == "native" and store.format == "reftable" and e.written:
+        if e is not None and store.format == "reftable" and e.written:
             from ..engines.common import auto_compaction
             from ..engines.compaction import auto_compact
 
