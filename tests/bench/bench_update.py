@@ -61,9 +61,11 @@ try:
 except OSError:
     pass
 comp = [p for p in res.phases if p.name == "auto-compaction"]
+prep = [p for p in res.phases if p.name == "prepare"]
 print(json.dumps({"wall_ms": res.report.wall_ms, "cpu_ms": res.report.cpu_ms, "syscalls": res.report.syscalls_total,
                   "by_name": res.report.syscalls_by_name, "source": res.report.source,
-                  "compaction_ms": sum(p.wall_ms for p in comp)}))
+                  "compaction_ms": sum(p.wall_ms for p in comp), "prepare_ms": sum(p.wall_ms for p in prep),
+                  "prepare_cpu_ms": sum(p.cpu_ms for p in prep)}))
 """
 
 
@@ -113,7 +115,7 @@ def saver(repo: Path, saved: Path):
 def rows_for(label: str, repo: Path, data: bytes, reset, runs: int, tmp: Path) -> list[tuple]:
     input_path = tmp / f"{label.replace(' ', '-').replace(':', '')}.input"
     input_path.write_bytes(data)
-    walls, cpus, counts, comps = [], [], [], []
+    walls, cpus, counts, comps, preps, prep_cpus = [], [], [], [], [], []
     by_name, source = {}, ""
     for _ in range(runs):
         reset()
@@ -122,6 +124,8 @@ def rows_for(label: str, repo: Path, data: bytes, reset, runs: int, tmp: Path) -
         cpus.append(r["cpu_ms"])
         counts.append(r["syscalls"])
         comps.append(r["compaction_ms"])
+        preps.append(r["prepare_ms"])
+        prep_cpus.append(r["prepare_cpu_ms"])
         by_name, source = r["by_name"], r["source"]
     reset()
     st = strace_count([sys.executable, "-c", CHILD, str(repo), str(input_path)], repo, window=True)
@@ -135,7 +139,8 @@ def rows_for(label: str, repo: Path, data: bytes, reset, runs: int, tmp: Path) -
         (
             f"{label} — commit",
             f"{med(walls):.1f} ms wall, {med(cpus):.1f} ms cpu, {min(counts)} syscalls ({source}); "
-            f"strace window {sum(st.values())}; auto-compaction apart: {med(comps):.1f} ms",
+            f"strace window {sum(st.values())}; before the lock (plan and table from the snapshot): "
+            f"{med(preps):.1f} ms wall, {med(prep_cpus):.1f} ms cpu; auto-compaction apart: {med(comps):.1f} ms",
             f"{med(git_walls):.1f} ms wall, {git_cpu:.1f} ms cpu, {sum(git_st.values())} syscalls "
             "(whole git update-ref --stdin)",
             f"{med(walls) / med(git_walls):.2f}x wall, {med(cpus) / git_cpu:.2f}x cpu",
