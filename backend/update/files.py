@@ -55,8 +55,6 @@ class _Lock:
 
 
 class FilesUpdate(Plan):
-    wrap_conflicts = True
-
     def __init__(self, repo, commands, peeled, *, snapshot=None, message: bytes = b"") -> None:
         hexsz = HASH_HEXSZ[repo.hash_name]
         super().__init__(repo, commands, peeled, b"0" * hexsz)

@@ -78,8 +78,6 @@ def _t(b: bytes) -> str:
 class Plan:
     """One transaction's updates and the shared prepare loop. Subclasses implement the reads."""
 
-    wrap_conflicts = False  # files: D/F conflicts found while locking read "cannot lock ref '...': ..."
-
     def __init__(self, repo, commands, peeled: dict[bytes, bytes], zero: bytes) -> None:
         self.repo = repo
         self.zero = zero
