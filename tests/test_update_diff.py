@@ -366,3 +366,15 @@ def test_stack_moved_after_the_snapshot(base, tmp_path: Path) -> None:
     assert {b"refs/heads/mine", b"refs/heads/theirs"} <= names
     git(repo, "refs", "verify")
     assert leftovers(repo) == []
+
+
+def test_revision_values(base, tmp_path: Path) -> None:
+    """Values are any revision git reads (a ref name, ``HEAD~1``, an abbreviated object name)."""
+    fmt, _hash, src, blob = base
+    obj = objects(src, blob)
+    data = (
+        b"create refs/heads/r1 HEAD~1\ncreate refs/heads/r2 main\ncreate refs/tags/r3 %s\nupdate refs/heads/p07 v0^{commit}\n"
+        % obj["tag"][:10]
+    )
+    assert compare(fmt, src, tmp_path, data, "native", "revisions")
+    assert not compare(fmt, src, tmp_path / "bad", b"create refs/heads/r4 no-such-rev\n", "native", None)

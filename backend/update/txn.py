@@ -94,9 +94,36 @@ class UpdateTransaction:
                 oid = resolved(name) if resolved is not None else None
                 if oid is not None:
                     return oid
-            return None
+            return self._rev_parse(arg)
 
         return resolve
+
+    def _rev_parse(self, arg: bytes) -> bytes | None:
+        """Any other revision (``HEAD~1``, an abbreviated object name...) as git's get_oid reads it: asked of
+        ``git rev-parse --verify`` (rare in scripts; refscope has no object database of its own)."""
+        import subprocess
+
+        from ..engines.git import git_binary
+
+        if arg.startswith(b"-"):
+            return None
+        env = dict(os.environ)
+        env.pop("GIT_DIR", None)
+        env.pop("GIT_COMMON_DIR", None)
+        argv = [
+            git_binary(),
+            "--git-dir=" + self.repo.gitdir,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            os.fsdecode(arg),
+        ]
+        try:
+            proc = subprocess.run(argv, capture_output=True, env=env)
+        except OSError:
+            return None
+        out = proc.stdout.strip()
+        return out if proc.returncode == 0 and len(out) == len(self.zero) else None
 
     # -- queueing -------------------------------------------------------------------------------------
     def queue(self, commands) -> None:
