@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import for_each_ref, git, git_binary, git_env, init_repo
-from tests.test_txn_support import copy_repo, leftovers
+from tests.update_support import copy_repo, for_each_ref, git, git_binary, git_env, init_repo, leftovers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +69,7 @@ def test_acks_and_nul_form(repo: Path) -> None:
 
 
 def test_refusal_is_one_line_and_changes_nothing(repo: Path) -> None:
-    from tests.faultutil import fingerprint
+    from tests.update_support import fingerprint
 
     head = git(repo, "rev-parse", "HEAD").strip()
     before = fingerprint(repo / ".git")

@@ -13,9 +13,7 @@ from refscope.backend.errors import TransactionRefused
 from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 
-from tests.gitutil import for_each_ref, git, git_env, init_repo
-from tests.test_concurrency_txn import GitWorker
-from tests.test_txn_support import leftovers, open_txn_store
+from tests.update_support import GitWorker, for_each_ref, git, git_env, init_repo, leftovers, open_txn_store
 
 N_TXNS = 60
 DEADLINE_S = 20.0

@@ -19,9 +19,16 @@ from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 from refscope.backend.verify import stale_locks
 
-from tests.gitutil import for_each_ref, git, git_env
-from tests.test_crash_txn import fast_copy, leftover_files
-from tests.test_txn_support import build_repo, copy_repo, open_txn_store
+from tests.update_support import (
+    build_repo,
+    copy_repo,
+    fast_copy,
+    for_each_ref,
+    git,
+    git_env,
+    leftover_files,
+    open_txn_store,
+)
 
 
 @pytest.fixture(autouse=True)

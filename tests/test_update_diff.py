@@ -22,13 +22,16 @@ from refscope.backend.model import HASH_HEXSZ
 from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 
-from tests.faultutil import fingerprint
-from tests.gitutil import for_each_ref, git, git_binary, git_env
-from tests.test_txn_support import (
+from tests.update_support import (
     build_repo,
     check_clean,
     copy_repo,
     files_layout,
+    fingerprint,
+    for_each_ref,
+    git,
+    git_binary,
+    git_env,
     leftovers,
     open_txn_store,
     reflogs,

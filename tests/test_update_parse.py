@@ -9,7 +9,7 @@ import pytest
 from refscope.backend.errors import UpdateInputError
 from refscope.backend.update.commands import parse
 
-from tests.gitutil import git_binary, git_env, init_repo
+from tests.update_support import git_binary, git_env, init_repo
 
 H = "9" * 40
 

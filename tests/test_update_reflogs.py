@@ -13,8 +13,7 @@ from refscope.backend.model import HASH_HEXSZ
 from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 
-from tests.gitutil import git, git_binary, git_env, init_repo
-from tests.test_txn_support import copy_repo, leftovers, open_txn_store
+from tests.update_support import copy_repo, git, git_binary, git_env, init_repo, leftovers, open_txn_store
 
 NAMES = (
     "HEAD",
@@ -149,7 +148,7 @@ def test_committer_identity(fmt: str, who: str, tmp_path: Path, monkeypatch) -> 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_long_message(fmt: str, tmp_path: Path, monkeypatch) -> None:
     """reftable keeps at most half a block of a message (git's xstrndup), trimmed; files keeps it whole."""
-    from tests.test_txn_support import reftable_files
+    from tests.update_support import reftable_files
 
     src = make(tmp_path, fmt, False)
     env = git_env()

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitutil import for_each_ref, git, git_env, init_repo
-from tests.test_txn_support import copy_repo, leftovers
+from tests.update_support import copy_repo, for_each_ref, git, git_env, init_repo, leftovers
 
 
 def make(root: Path, fmt: str) -> tuple[Path, bytes]:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_delete import bench_env, med, side_by_side, strace_count  # noqa: E402
 
-from tests.gitutil import git, git_binary, init_repo  # noqa: E402
+from tests.update_support import git, git_binary, init_repo  # noqa: E402
 
 REFSCOPE = str(ROOT / ".venv" / "bin" / "refscope")
 
