@@ -18,14 +18,13 @@ import os
 from bisect import bisect_left
 
 from ..engines.common import (
-    config_int,
     fsync_references,
     log_all_ref_updates,
     reflog_message,
     should_autocreate_reflog,
 )
 from ..engines.reftable import snapshot_stack, stack_dir_for
-from ..engines.stack_io import SEEK_LIMIT, Stack, table_bytes
+from ..engines.stack_io import table_bytes
 from ..errors import TransactionRefused
 from ..formats.reftable.record import (
     LOG_DELETION,
@@ -40,6 +39,7 @@ from ..formats.reftable.record import (
 from ..formats.reftable.table import Table
 from ..lockfile import remove
 from ..model import HASH_HEXSZ
+from .compat import SEEK_LIMIT, Stack
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
 
@@ -57,7 +57,7 @@ class ReftableUpdate(Plan):
         self.store = store
         self.snapshot = snapshot
         self.message = reflog_message(message) if message else b""
-        self.timeout = config_int(repo, "reftable.lockTimeout", 100)
+        self.timeout = repo.config.reftable_lock_timeout()
         self.stacks: dict[str, Stack] = {}
         self.pre: dict[bytes, RefRecord | None] = {}
         self.written: list[Stack] = []
@@ -243,7 +243,7 @@ class ReftableUpdate(Plan):
             autocreate = should_autocreate_reflog
             always = mode == "always"
             # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
-            msg = self.message[: config_int(self.repo, "reftable.blockSize", 4096) // 2].rstrip(b"\n") + b"\n"
+            msg = self.message[: self.repo.config.reftable_block_size() // 2].rstrip(b"\n") + b"\n"
             for u in ups:
                 name = u.name
                 new = u.new

@@ -145,7 +145,7 @@ class UpdateTransaction:
     def _refuse_checked_out(self, deletions) -> None:
         if not deletions:
             return
-        from ..txn import checked_out_worktrees
+        from .compat import checked_out_worktrees
 
         heads = checked_out_worktrees(self.repo)
         if not heads:
