@@ -15,6 +15,7 @@ COMMANDS = {
     "dump": "cmd_dump",
     "verify": "cmd_verify",
     "delete": "cmd_delete",
+    "update": "cmd_update",
     "watch": "cmd_watch",
     "bench": "cmd_bench",
 }

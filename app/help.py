@@ -22,6 +22,7 @@ commands:
   dump     one packed-refs or reftable file, block by block, record by record, with offsets
   verify   integrity findings (file, offset, severity, message); exit 1 on errors
   delete   delete refs in one atomic transaction, through the native engine or git
+  update   git's update-ref --stdin language (create, update, delete, verify, symrefs), one transaction
   watch    change events with the ref-level diff, one per line, until interrupted
   bench    the same transaction through both engines (and other git binaries) on scratch copies
 
@@ -158,6 +159,31 @@ options:
 examples:
   refscope delete refs/heads/old-topic
   refscope list 'refs/pull/*/merge' | refscope delete --stdin --json
+""",
+    "update": """\
+usage: refscope update [-C PATH] [--engine native|git] [-m MSG] [-z] [--stdin] [--json] [--no-deref]
+                       [--allow-checked-out]
+
+Read git's `update-ref --stdin` commands from standard input (create, update, delete, verify,
+symref-create/-update/-delete/-verify, option no-deref, start/prepare/commit/abort) and commit them as
+one atomic transaction, with reflogs as git writes them. Refusals are git's own words, one line on
+stderr; nothing on disk changed. Exit 0 committed, 1 refused, 2 usage.
+
+options:
+  -C PATH              run as if started in PATH
+  --engine ENGINE      native (default: refscope's own engine, git's locking protocol) or git
+                       (`git update-ref --stdin -z`)
+  -m MSG               the reflog message of every update
+  -z                   NUL-terminated input (git's -z form)
+  --stdin              accepted for git's sake: standard input is the only input
+  --no-deref           update symrefs themselves rather than the refs they point to
+  --allow-checked-out  also delete branches checked out in a worktree (git update-ref allows it too)
+  --json               one object: {"committed", "engine", "updates", "wall_ms", "cpu_ms", "syscalls",
+                       "phases"}; "updates" lists {"name", "old", "new"} of every ref written
+
+examples:
+  seq -f "create refs/tags/foo-%g $blob" 50000 | refscope update --json
+  printf 'update refs/heads/main %s %s\\n' "$new" "$old" | refscope update -m 'move main'
 """,
     "watch": """\
 usage: refscope watch [-C PATH] [--json]

@@ -194,3 +194,11 @@ class FormatError(RefscopeError):
 
 class UnsupportedDate(FormatError):
     """A date format git knows that refscope does not print (``human``, ``format:``, ``-local``)."""
+
+    """A line of a queue file that is not ``REF [OLD_OID]`` (``offset`` is None; the line number is in
+    ``what``)."""
+
+
+class UpdateInputError(TransactionRefused):
+    """A line of git's ``update-ref --stdin`` language that git itself dies on (``what`` is git's text
+    after ``fatal: ``): nothing was locked or written."""

@@ -5,8 +5,6 @@ git commands imply; every refusal is clean (typed error, the ref untouched); not
 
 from __future__ import annotations
 
-import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -14,51 +12,11 @@ import pytest
 from refscope.backend.errors import TransactionRefused
 from refscope.backend.txn import Transaction
 
-from tests.support.git import for_each_ref, git, git_binary, git_env, init_repo
-from tests.support.txn import leftovers, open_txn_store
+from tests.support.git import for_each_ref, git, git_env, init_repo
+from tests.support.txn import GitWorker, leftovers, open_txn_store
 
 N_TXNS = 100
 DEADLINE_S = 20.0
-
-
-class GitWorker(threading.Thread):
-    """Runs git commands in a loop until stopped; remembers which of its refs exist at the end."""
-
-    def __init__(self, repo: Path, kind: str, tag: str) -> None:
-        super().__init__(daemon=True)
-        self.repo = repo
-        self.kind = kind
-        self.tag = tag
-        self.stop = threading.Event()
-        self.exists: dict[bytes, bool] = {}
-        self.runs = 0
-        self.failures = 0
-
-    def git(self, *args: str) -> bool:
-        proc = subprocess.run([git_binary(), *args], cwd=self.repo, capture_output=True, env=git_env())
-        self.runs += 1
-        if proc.returncode != 0:
-            self.failures += 1
-        return proc.returncode == 0
-
-    def run(self) -> None:
-        i = 0
-        while not self.stop.is_set():
-            i += 1
-            if self.kind == "churn":
-                name = f"refs/heads/git/{self.tag}-{i % 7}"
-                if self.exists.get(name.encode()):
-                    if self.git("update-ref", "-d", name):
-                        self.exists[name.encode()] = False
-                elif self.git("update-ref", name, "HEAD"):
-                    self.exists[name.encode()] = True
-            elif self.kind == "create":
-                name = f"refs/heads/git/{self.tag}-{i}"
-                if self.git("update-ref", name, "HEAD"):
-                    self.exists[name.encode()] = True
-            else:  # pack / compact
-                self.git("pack-refs", "--all")
-                time.sleep(0.005)
 
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])

@@ -10,7 +10,6 @@ result is exactly git's.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from refscope.backend.txn import Transaction
 from refscope.backend.verify import stale_locks
 
 from tests.support.git import copy_repo, for_each_ref, git, git_env
-from tests.support.txn import build_repo, git_delete, open_txn_store
+from tests.support.txn import build_repo, fast_copy, git_delete, leftover_files, open_txn_store
 
 BATCH = [
     b"refs/heads/p02",  # packed only
@@ -55,15 +54,6 @@ def crash_base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     return fmt, src, oracle
 
 
-def fast_copy(src: Path, dst: Path) -> Path:
-    """A copy sharing the object store (a symlink): only the ref storage is written by these tests."""
-    shutil.copytree(
-        src, dst, symlinks=True, ignore=lambda d, names: ["objects"] if d.endswith(".git") else []
-    )
-    os.symlink(src / ".git" / "objects", dst / ".git" / "objects")
-    return dst
-
-
 def commit_batch(repo: Path) -> None:
     txn = Transaction(open_txn_store(repo), allow_checked_out=True)
     for name in BATCH:
@@ -86,18 +76,6 @@ def run_child(repo: Path, at: int) -> int:
             os._exit(code)
     _pid, status = os.waitpid(pid, 0)
     return status
-
-
-def leftover_files(repo: Path) -> tuple[list[Path], list[Path]]:
-    locks, others = [], []
-    for p in (repo / ".git").rglob("*"):
-        if "objects" in p.parts or not p.is_file() or p.name == "index.lock":
-            continue
-        if p.name.endswith(".lock"):
-            locks.append(p)
-        elif p.name.endswith(".new") or ".temp." in p.name:
-            others.append(p)
-    return locks, others
 
 
 def test_crash_at_every_step(crash_base, tmp_path: Path) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo
@@ -140,3 +143,64 @@ def open_txn_store(path: Path):
     from refscope.backend.store import open_store
 
     return open_store(discover(str(path), git_env()))
+
+
+class GitWorker(threading.Thread):
+    """Runs git commands in a loop until stopped; remembers which of its refs exist at the end."""
+
+    def __init__(self, repo: Path, kind: str, tag: str) -> None:
+        super().__init__(daemon=True)
+        self.repo = repo
+        self.kind = kind
+        self.tag = tag
+        self.stop = threading.Event()
+        self.exists: dict[bytes, bool] = {}
+        self.runs = 0
+        self.failures = 0
+
+    def git(self, *args: str) -> bool:
+        proc = subprocess.run([git_binary(), *args], cwd=self.repo, capture_output=True, env=git_env())
+        self.runs += 1
+        if proc.returncode != 0:
+            self.failures += 1
+        return proc.returncode == 0
+
+    def run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            i += 1
+            if self.kind == "churn":
+                name = f"refs/heads/git/{self.tag}-{i % 7}"
+                if self.exists.get(name.encode()):
+                    if self.git("update-ref", "-d", name):
+                        self.exists[name.encode()] = False
+                elif self.git("update-ref", name, "HEAD"):
+                    self.exists[name.encode()] = True
+            elif self.kind == "create":
+                name = f"refs/heads/git/{self.tag}-{i}"
+                if self.git("update-ref", name, "HEAD"):
+                    self.exists[name.encode()] = True
+            else:  # pack / compact
+                self.git("pack-refs", "--all")
+                time.sleep(0.005)
+
+
+def fast_copy(src: Path, dst: Path) -> Path:
+    """A copy sharing the object store (a symlink): only the ref storage is written by these tests."""
+    shutil.copytree(
+        src, dst, symlinks=True, ignore=lambda d, names: ["objects"] if d.endswith(".git") else []
+    )
+    os.symlink(src / ".git" / "objects", dst / ".git" / "objects")
+    return dst
+
+
+def leftover_files(repo: Path) -> tuple[list[Path], list[Path]]:
+    locks, others = [], []
+    for p in (repo / ".git").rglob("*"):
+        if "objects" in p.parts or not p.is_file() or p.name == "index.lock":
+            continue
+        if p.name.endswith(".lock"):
+            locks.append(p)
+        elif p.name.endswith(".new") or ".temp." in p.name:
+            others.append(p)
+    return locks, others

@@ -1,0 +1,249 @@
+"""``UpdateTransaction``: any mix of git's ``update-ref --stdin`` commands, committed all or nothing.
+
+Queueing checks what git checks when it reads a command (``commands.parse`` has checked the syntax and
+the names): pseudorefs are refused, every new object must exist (a branch must get a commit), and --
+refscope's guard, as for deletions -- a branch checked out in a worktree is not deleted unless asked.
+``commit()`` hands the updates to an engine, which checks everything else under the locks (duplicates,
+old values, symrefs and HEAD, D/F conflicts) and writes the refs and their reflogs:
+
+- ``native``: ``update/files.py`` or ``update/reftable.py`` (git's protocol, one table per commit);
+- ``git``: ``git update-ref --stdin -z`` (``update/gitfeed.py``), counted with its child process.
+
+The cost of the commit (first lock to last unlink, auto-compaction apart) is measured by the meter.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+
+from ..errors import CorruptStore, TransactionRefused
+from ..meter import OpReport, measure
+from ..model import HASH_HEXSZ
+
+ENGINES = ("native", "git")
+PSEUDOREFS = (b"FETCH_HEAD", b"MERGE_HEAD")  # git's is_pseudo_ref
+
+
+class UpdateResult(namedtuple("UpdateResult", "committed engine updates report phases")):
+    """``updates``: one (name, old, new) per ref written (``old``/``new``: hex oid, ``ref: <target>``
+    for a symref, None for absent), in the order git applies them; ``report``: the commit's OpReport;
+    ``phases``: every OpReport (snapshot, objects, commit, auto-compaction...)."""
+
+    __slots__ = ()
+
+
+def _t(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+class UpdateTransaction:
+    """Queued ``commands.Command`` records against one store. Not thread-safe; commit at most once."""
+
+    def __init__(
+        self,
+        store,
+        engine: str = "native",
+        *,
+        message: bytes = b"",
+        allow_checked_out: bool = False,
+        snapshot=None,
+    ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r} (expected one of {ENGINES})")
+        self.store = store
+        self.repo = store.repo
+        self.engine = engine
+        self.message = message
+        self.allow_checked_out = allow_checked_out
+        self.commands: list = []
+        self.peeled: dict[bytes, bytes] = {}
+        self._snapshot = snapshot
+        self._phases: list[OpReport] = []
+        self._done = False
+
+    @property
+    def zero(self) -> bytes:
+        return b"0" * HASH_HEXSZ[self.repo.hash_name]
+
+    @property
+    def snapshot(self):
+        if self._snapshot is None:
+            with measure("snapshot") as m:
+                try:
+                    self._snapshot = self.store.snapshot()
+                except CorruptStore as err:
+                    raise TransactionRefused(err.file, err.what, err.offset) from None
+            self._phases.append(m.report)
+        return self._snapshot
+
+    def resolver(self):
+        """The ``resolve`` for ``commands.parse``: a value that is a ref name (git's rev-parse rules:
+        as given, ``refs/``, ``refs/tags/``, ``refs/heads/``, ``refs/remotes/``) as its oid."""
+
+        def resolve(arg: bytes) -> bytes | None:
+            snap = self.snapshot
+            for rule in (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s"):
+                name = rule % arg
+                ref = snap.head() if name == b"HEAD" else snap.lookup(name)
+                if ref is None:
+                    continue
+                if ref.target is None:
+                    return ref.oid
+                oid = snap.resolve(name)
+                if oid is not None:
+                    return oid
+            return self._rev_parse(arg)
+
+        return resolve
+
+    def _rev_parse(self, arg: bytes) -> bytes | None:
+        """Any other revision (``HEAD~1``, an abbreviated object name...) as git's get_oid reads it: asked of
+        ``git rev-parse --verify`` (rare in scripts; refscope has no object database of its own)."""
+        import subprocess
+
+        from ..engines.git import git_binary
+
+        if arg.startswith(b"-"):
+            return None
+        env = dict(os.environ)
+        env.pop("GIT_DIR", None)
+        env.pop("GIT_COMMON_DIR", None)
+        argv = [
+            git_binary(),
+            "--git-dir=" + self.repo.gitdir,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            os.fsdecode(arg),
+        ]
+        try:
+            proc = subprocess.run(argv, capture_output=True, env=env)
+        except OSError:
+            return None
+        out = proc.stdout.strip()
+        return out if proc.returncode == 0 and len(out) == len(self.zero) else None
+
+    # -- queueing -------------------------------------------------------------------------------------
+    def queue(self, commands) -> None:
+        """Queue ``commands`` in order, checking each as git does when it reads it."""
+        commands = list(commands)
+        for c in commands:
+            if c.name in PSEUDOREFS:
+                raise TransactionRefused(self.repo.gitdir, f"refusing to update pseudoref '{_t(c.name)}'")
+        if commands:
+            from .objects import check_new_values
+
+            with measure("objects") as m:
+                self.peeled.update(check_new_values(self.repo, commands))
+            self._phases.append(m.report)
+        if not self.allow_checked_out:
+            self._refuse_checked_out([c for c in commands if c.new == self.zero and c.new_target is None])
+        self.commands.extend(commands)
+
+    def _refuse_checked_out(self, deletions) -> None:
+        if not deletions:
+            return
+        from ..effects import checked_out_worktrees
+
+        heads = checked_out_worktrees(self.repo)
+        if not heads:
+            return
+        snap = self.snapshot
+        for c in deletions:
+            target = c.name
+            if not c.no_deref:
+                for _ in range(5):
+                    ref = snap.head() if target == b"HEAD" else snap.lookup(target)
+                    if ref is None or ref.target is None:
+                        break
+                    target = ref.target
+            for branch, path in heads:
+                if branch == target and target.startswith(b"refs/heads/"):
+                    raise TransactionRefused(
+                        self.repo.gitdir,
+                        f"cannot delete branch '{_t(target[11:])}' used by worktree at '{path}'",
+                    )
+
+    # -- committing -----------------------------------------------------------------------------------
+    def commit(self) -> UpdateResult:
+        if self._done:
+            raise TransactionRefused(self.repo.gitdir, "transaction already committed")
+        store = self.store
+        snap = self.snapshot if self.engine == "native" else None
+        extra: list[OpReport] = []
+        if self.engine == "git":
+            from . import gitfeed as engine
+        elif store.format == "files":
+            from .files import FilesUpdate as Engine
+        else:
+            from .reftable import ReftableUpdate as Engine
+        from ..lockfile import protect
+
+        protect()
+        updates = []
+        try:
+            e = None
+            if self.engine == "native" and self.commands:
+                target = store if store.format == "reftable" else self.repo
+                e = Engine(target, self.commands, self.peeled, snapshot=snap, message=self.message)
+                if store.format == "reftable":
+                    # the plan and its table, built from the snapshot before the lock (its own phase)
+                    with measure("prepare") as mp:
+                        if not e.prebuild():
+                            e = Engine(
+                                target, self.commands, self.peeled, snapshot=snap, message=self.message
+                            )
+                    self._phases.append(mp.report)
+            with measure("commit", children=self.engine == "git") as m:
+                if not self.commands:
+                    pass  # git takes no lock for an empty transaction
+                elif self.engine == "git":
+                    engine.commit(self.repo, self.commands, message=self.message)
+                else:
+                    updates = e.run()
+        except CorruptStore as err:
+            raise TransactionRefused(err.file, err.what, err.offset) from None
+        except OSError as err:
+            file = os.fsdecode(err.filename) if err.filename is not None else self.repo.gitdir
+            raise TransactionRefused(file, err.strerror or str(err)) from None
+        self._done = True
+        if e is not None and store.format == "reftable" and e.written:
+            from ..engines.common import auto_compaction
+            from ..engines.compaction import auto_compact
+
+            if auto_compaction():
+                for st in e.written:
+                    with measure("auto-compaction") as mc:
+                        auto_compact(self.repo, st)
+                    extra.append(mc.report)
+        report = m.report
+        return UpdateResult(
+            True,
+            self.engine,
+            _summary(updates, self.commands, self.zero),
+            report,
+            [*self._phases, report, *extra],
+        )
+
+
+def _summary(updates, commands, zero: bytes) -> list[tuple[bytes, bytes | None, bytes | None]]:
+    """(name, old, new) of every ref the commit wrote (the git engine: of every command that asks for a
+    new value, as git does not say what it found)."""
+    out = []
+    if updates:
+        for u in updates:
+            if u.log_only or not u.have_new:
+                continue
+            new = b"ref: " + u.new_target if u.new_target is not None else (None if u.new == zero else u.new)
+            old = b"ref: " + u.referent if u.referent is not None and u.no_deref else u.current
+            if old == new:
+                continue
+            out.append((u.name, old, new))
+        return out
+    for c in commands:
+        if c.new is None and c.new_target is None:
+            continue
+        new = b"ref: " + c.new_target if c.new_target is not None else (None if c.new == zero else c.new)
+        out.append((c.name, None if c.old in (None, zero) else c.old, new))
+    return out

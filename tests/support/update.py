@@ -1,0 +1,41 @@
+"""The shared test helpers the update tests use, in one import: the transaction fixtures of ``support.txn``
+and git's own helpers."""
+
+from __future__ import annotations
+
+from tests.support.faults import fingerprint
+from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.txn import (
+    GitWorker,
+    build_repo,
+    check_clean,
+    fast_copy,
+    files_layout,
+    leftover_files,
+    leftovers,
+    open_txn_store,
+    reflogs,
+    reftable_files,
+    state,
+)
+
+__all__ = [
+    "GitWorker",
+    "build_repo",
+    "check_clean",
+    "copy_repo",
+    "fast_copy",
+    "files_layout",
+    "fingerprint",
+    "for_each_ref",
+    "git",
+    "git_binary",
+    "git_env",
+    "init_repo",
+    "leftover_files",
+    "leftovers",
+    "open_txn_store",
+    "reflogs",
+    "reftable_files",
+    "state",
+]
