@@ -83,10 +83,6 @@ def _emit(obj: dict) -> None:
     sys.stdout.write(to_json(obj) + "\n")
 
 
-def _value(v: bytes | None):
-    return None if v is None else v.decode("utf-8", "replace")
-
-
 def run(argv: list[str]) -> int:
     args = _parse(argv)
     if args is None:
@@ -174,7 +170,7 @@ def run(argv: list[str]) -> int:
             {
                 "committed": True,
                 "engine": args.engine,
-                "updates": [{"name": n, "old": _value(o), "new": _value(v)} for n, o, v in updates],
+                "updates": [{"name": n, "old": o, "new": v} for n, o, v in updates],
                 "wall_ms": round(rep.wall_ms, 3) if rep else 0.0,
                 "cpu_ms": round(rep.cpu_ms, 3) if rep else 0.0,
                 "syscalls": rep.syscalls_json() if rep else {"total": 0, "by_name": {}, "source": None},

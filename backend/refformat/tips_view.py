@@ -168,10 +168,13 @@ class TipFacts:
             self._graph = Graph(Objects(self.odb), open_commit_graph(self.objects_dir, self.odb.rawsz))
         return self._graph
 
-    def resolve(self, snap, text: str) -> bytes:
-        """The commit ``text`` (a ref name as git resolves it, or a full id) names; RefscopeError if none."""
+    def resolve(self, snap, text: str | bytes) -> bytes:
+        """The commit ``text`` (a ref name as git resolves it, or a full id; bytes as the store holds
+        them) names; RefscopeError if none."""
         from .command import resolve_rev
 
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "surrogateescape")
         oid = resolve_rev(snap, HASH_HEXSZ[self.repo.hash_name], text)
         with self.lock:
             commit = self.graph().commit_of(oid)
@@ -219,7 +222,7 @@ class Condition(NamedTuple):
     age: Age | None = None
 
 
-def tester(facts: TipFacts, snap, conditions: tuple[Condition, ...], head_branch: str,
+def tester(facts: TipFacts, snap, conditions: tuple[Condition, ...], head_branch: str | bytes,
            now: int | None = None) -> Callable[[list], list[bool]]:  # fmt: skip
     """A test of rows (``Ref``s) against every condition (all must hold), reading what they need.
 

@@ -182,7 +182,7 @@ class RefListing(Screen):
         if self.facts is None:
             raise RefscopeError(None, "merged and age filters need the repository's objects")
         head = self.head_branch or b"HEAD"
-        return tester(self.facts, snapshot, pattern.conditions, head.decode("utf-8", "surrogateescape"))
+        return tester(self.facts, snapshot, pattern.conditions, head)
 
     def _prepared(self, generation: int, snapshot, count: int, view, keep, reports) -> None:
         app = self.app

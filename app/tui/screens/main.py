@@ -199,9 +199,9 @@ class MainScreen(Marking, QueueTransaction):
             return
         mode = self.ref_list.date_mode
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"{tip.kind or 'missing'} {oid[:12].decode()}", "bold")
+        text.append(f"{tip.kind or 'missing'} {escape_name(oid[:12])}", "bold")
         if tip.peeled and tip.peeled != oid:
-            text.append(f" → {tip.peeled_kind} {tip.peeled[:12].decode()}")
+            text.append(f" → {tip.peeled_kind} {escape_name(tip.peeled[:12])}")
         if tip.author is not None:
             author = escape_name(tip.author.name) + " <" + escape_name(tip.author.email) + ">"
             text.append(f" · {author} · authored {show_ident_date(tip.author, mode)}")
@@ -219,7 +219,7 @@ class MainScreen(Marking, QueueTransaction):
         head_oid = snapshot.resolve(head)
         if head_oid is None:
             return
-        head_commit = self.facts.resolve(snapshot, head_oid.decode())
+        head_commit = self.facts.resolve(snapshot, head_oid)
         ahead, behind = self.facts.ahead_behind(commit, head_commit)
         self.app.call_from_thread(self._ahead_behind, name, head, ahead, behind, text)
 

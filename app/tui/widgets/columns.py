@@ -54,9 +54,9 @@ DATE_MIN = len("date") + 1
 
 
 def _tip_layout(avail: int, name: int, value: int, loc: int, needs: Needs) -> Layout:
-    """With the tip columns: date, author and subject share what name, value and location leave; the
-    location gives way for them first, then the name (down to NAME_MIN); then the author goes, then
-    the subject, then the date."""
+    """With the tip columns: date, author and subject share what name, value and location leave. They are
+    the extras: the location gives way for them first, then the author goes, then the subject narrows and
+    the date goes; the name and the value keep what their content asks (a name is the row's identity)."""
     date = max(DATE_MIN, needs.date + 1)
     author = max(len("author") + 1, min(needs.author, AUTHOR_MAX) + 1)
     spare = avail - name - value - loc
@@ -64,10 +64,6 @@ def _tip_layout(avail: int, name: int, value: int, loc: int, needs: Needs) -> La
     if spare < want and loc:
         spare += loc
         loc = 0
-    if spare < want:
-        cut = min(want - spare, max(0, name - NAME_MIN))
-        name -= cut
-        spare += cut
     if spare < want:
         author = 0
     if spare < date + SUBJECT_MIN:
@@ -172,8 +168,18 @@ def header(width: int, style: Style | None = None, needs: Needs = NONE) -> Text:
         text.append(_fit("date", lay.date))
         if lay.author:
             text.append(_fit("author", lay.author))
-        text.append(_fit("subject", lay.subject))
+        # the location's title is only "location" beside the tip columns: its legend goes where the
+        # subject's title leaves room
+        legend = ("  " + LEGENDS[bool(needs.tables)]) if lay.location else ""
+        subject = "subject" + legend if len("subject" + legend) < lay.subject else "subject"
+        text.append(_fit(subject, lay.subject))
     return text
+
+
+LEGENDS = (
+    "location: packed@byte offset in packed-refs",
+    "location: table update-index range, upd = the record's update index",
+)
 
 
 def _fit(s: str, width: int) -> str:
