@@ -56,3 +56,7 @@ HASH_HEXSZ = {"sha1": 40, "sha256": 64}
 
 # refs.c is_per_worktree_ref: refs under these prefixes live with each worktree, not in the common dir.
 PER_WORKTREE_PREFIXES = (b"refs/bisect/", b"refs/worktree/", b"refs/rewritten/")
+
+# A tag of a tag of ... this deep is a loop in a hostile repository: every peel stops here (git follows a
+# chain without a bound; a real one is a handful of tags).
+TAG_CHAIN_MAX = 64

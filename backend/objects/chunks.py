@@ -1,7 +1,9 @@
-"""The chunk table shared by the multi-pack-index and the commit-graph (gitformat-chunk(5)).
+"""What git's sorted object-id tables share: the chunk table of the multi-pack-index and the commit-graph
+(gitformat-chunk(5)), and the 256-entry fanout and binary search of those two and the pack index.
 
-Both files are a header, a table of (4-byte id, 8-byte offset) rows ending in a zero id, and chunks laid
-end to end; each reader asks for its chunks by id and gets their bounds, checked against the file.
+A chunked file is a header, a table of (4-byte id, 8-byte offset) rows ending in a zero id, and chunks
+laid end to end; each reader asks for its chunks by id and gets their bounds, checked against the file.
+Every id table is sorted and fanned out by its first byte; one search serves all three.
 """
 
 from __future__ import annotations
@@ -11,6 +13,36 @@ import struct
 from ..errors import CorruptStore
 
 _ROW = struct.Struct(">4sQ")
+_FANOUT = struct.Struct(">256I")
+
+
+def read_fanout(path: str, data, at: int, what: str) -> tuple[int, ...]:
+    """The 256 cumulative counts at ``at``, refused unless they never decrease."""
+    fanout = _FANOUT.unpack_from(data, at)
+    if any(fanout[i] > fanout[i + 1] for i in range(255)):
+        raise CorruptStore(path, f"{what} fanout not monotonic", at)
+    return fanout
+
+
+def bisect_ids(
+    data, fanout: tuple[int, ...], base: int, stride: int, width: int, raw: bytes
+) -> tuple[int, bool]:
+    """(where ``raw`` is or would be inserted among the ids at ``base``, ``stride`` bytes apart, whether
+    it is there), searching only the fanout bucket of its first byte, straight on the mapped file."""
+    b = raw[0]
+    lo = fanout[b - 1] if b else 0
+    hi = fanout[b]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        at = base + mid * stride
+        name = data[at : at + width]
+        if name < raw:
+            lo = mid + 1
+        elif name > raw:
+            hi = mid
+        else:
+            return mid, True
+    return lo, False
 
 
 def read_chunks(path: str, data, table_at: int, count: int, trailer: int) -> dict[bytes, tuple[int, int]]:

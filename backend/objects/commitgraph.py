@@ -13,9 +13,8 @@ import struct
 
 from ..errors import CorruptStore
 from ..fileio import map_regular, read_regular
-from .chunks import need, read_chunks
+from .chunks import bisect_ids, need, read_chunks, read_fanout
 
-_FANOUT = struct.Struct(">256I")
 _CDAT_TAIL = struct.Struct(">IIII")
 _U32 = struct.Struct(">I")
 _HASH_VERSION = {1: 20, 2: 32}
@@ -40,29 +39,15 @@ class _Layer:
             raise CorruptStore(path, "commit-graph hash does not match the repository's", 5)
         chunks = read_chunks(path, data, 8, data[6], rawsz)
         fstart, _ = need(path, chunks, b"OIDF", 1024)
-        self.fanout = _FANOUT.unpack_from(data, fstart)
-        if any(self.fanout[i] > self.fanout[i + 1] for i in range(255)):
-            raise CorruptStore(path, "commit-graph fanout not monotonic", fstart)
+        self.fanout = read_fanout(path, data, fstart, "commit-graph")
         n = self.count = self.fanout[255]
         self.oids, _ = need(path, chunks, b"OIDL", n * rawsz)
         self.cdat, _ = need(path, chunks, b"CDAT", n * (rawsz + 16))
         self.edges, self.edges_end = chunks.get(b"EDGE", (0, 0))
 
     def find(self, raw: bytes) -> int | None:
-        b = raw[0]
-        lo = self.fanout[b - 1] if b else 0
-        hi = self.fanout[b]
-        data, base, w = self.data, self.oids, self.rawsz
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            name = data[base + mid * w : base + mid * w + w]
-            if name < raw:
-                lo = mid + 1
-            elif name > raw:
-                hi = mid
-            else:
-                return mid
-        return None
+        i, found = bisect_ids(self.data, self.fanout, self.oids, self.rawsz, self.rawsz, raw)
+        return i if found else None
 
 
 class CommitGraph:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptStore
-from .chunks import need, read_chunks
+from .chunks import bisect_ids, need, read_chunks, read_fanout
 
-_FANOUT = struct.Struct(">256I")
 _OOFF = struct.Struct(">II")
 _U64 = struct.Struct(">Q")
 _HASH_VERSION = {1: 20, 2: 32}
@@ -43,10 +42,8 @@ class MultiPackIndex:
             raise CorruptStore(path, "multi-pack-index pack names do not match its pack count", pstart)
         self.packs = packs
         fstart, _ = need(path, chunks, b"OIDF", 1024)
-        self._fanout = _FANOUT.unpack_from(data, fstart)
+        self._fanout = read_fanout(path, data, fstart, "multi-pack-index")
         n = self._fanout[255]
-        if any(self._fanout[i] > self._fanout[i + 1] for i in range(255)):
-            raise CorruptStore(path, "multi-pack-index fanout not monotonic", fstart)
         self.count = n
         self._names, _ = need(path, chunks, b"OIDL", n * rawsz)
         self._offsets, _ = need(path, chunks, b"OOFF", n * 8)
@@ -63,20 +60,7 @@ class MultiPackIndex:
 
     def bisect(self, raw: bytes) -> tuple[int, bool]:
         """(where ``raw`` is or would be inserted, whether it is there)."""
-        b = raw[0]
-        lo = self._fanout[b - 1] if b else 0
-        hi = self._fanout[b]
-        data, base, w = self.data, self._names, self.rawsz
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            name = data[base + mid * w : base + mid * w + w]
-            if name < raw:
-                lo = mid + 1
-            elif name > raw:
-                hi = mid
-            else:
-                return mid, True
-        return lo, False
+        return bisect_ids(self.data, self._fanout, self._names, self.rawsz, self.rawsz, raw)
 
     def _location(self, i: int) -> tuple[str, int]:
         at = self._offsets + i * 8

@@ -11,9 +11,9 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptStore
+from .chunks import bisect_ids, read_fanout
 
 _V2_MAGIC = b"\377tOc"
-_FANOUT = struct.Struct(">256I")
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 
@@ -51,9 +51,7 @@ class PackIndex:
             fan_at = 0
         if size < fan_at + 1024 + 2 * rawsz:
             raise CorruptStore(path, "pack index too short", 0)
-        fanout = _FANOUT.unpack_from(data, fan_at)
-        if any(fanout[i] > fanout[i + 1] for i in range(255)):
-            raise CorruptStore(path, "pack index fanout not monotonic", fan_at)
+        fanout = read_fanout(path, data, fan_at, "pack index")
         n = fanout[255]
         self.count = n
         self._fanout = fanout
@@ -82,21 +80,7 @@ class PackIndex:
 
     def bisect(self, raw: bytes) -> tuple[int, bool]:
         """(where ``raw`` is or would be inserted, whether it is there)."""
-        b = raw[0]
-        lo = self._fanout[b - 1] if b else 0
-        hi = self._fanout[b]
-        data, stride, base, w = self.data, self._stride, self._names, self.rawsz
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            at = base + mid * stride
-            name = data[at : at + w]
-            if name < raw:
-                lo = mid + 1
-            elif name > raw:
-                hi = mid
-            else:
-                return mid, True
-        return lo, False
+        return bisect_ids(self.data, self._fanout, self._names, self._stride, self.rawsz, raw)
 
     def name(self, i: int) -> bytes:
         at = self._names + i * self._stride

@@ -11,10 +11,9 @@ from __future__ import annotations
 import contextlib
 from collections import namedtuple
 
+from ..model import TAG_CHAIN_MAX
 from .odb import Odb
 from .parse import parse_object, split_ident
-
-_MAX_PEEL = 64  # a tag of a tag of ... beyond this is a loop in a hostile repository
 
 
 class Tip(namedtuple("Tip", "kind peeled peeled_kind committer author subject")):
@@ -98,7 +97,7 @@ class Tips:
         while pkind == "tag":
             target = parse_object(pdata).first(b"object")
             hops += 1
-            if target is None or hops > _MAX_PEEL:
+            if target is None or hops > TAG_CHAIN_MAX:
                 return Tip(kind, None, None, None, None, None)
             peeled = target
             got = read(target)

@@ -163,8 +163,9 @@ def date(buf: bytes, arg: str | None) -> Value:
     return Value(dates.show(got[0], got[1], date_mode(arg)).encode(), None if arg else got[0])
 
 
-def subpos(buf: bytes) -> tuple[bytes, bytes, bytes, bytes]:
-    """find_subpos: (subject, body with signature, body without it, signature)."""
+def message(buf: bytes) -> bytes:
+    """The message of a commit or tag as find_subpos finds it: after the header's lines and the empty
+    lines that follow them (``%(contents)`` is this, signature included)."""
     pos = 0
     n = len(buf)
     while pos < n and buf[pos] != 0x0A:
@@ -172,7 +173,12 @@ def subpos(buf: bytes) -> tuple[bytes, bytes, bytes, bytes]:
         pos = n if eol < 0 else eol + 1
     while pos < n and buf[pos] == 0x0A:
         pos += 1
-    rest = buf[pos:]
+    return buf[pos:]
+
+
+def subpos(buf: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+    """find_subpos: (subject, body with signature, body without it, signature)."""
+    rest = message(buf)
     sig = len(rest)
     at = 0
     while at < len(rest):

@@ -10,6 +10,7 @@ size once, whatever the number of refs.
 from __future__ import annotations
 
 from ..errors import RefscopeError
+from ..model import TAG_CHAIN_MAX
 from .values import Objects, object_headers
 
 
@@ -42,7 +43,7 @@ class Graph:
 
     def commit_of(self, oid: bytes) -> bytes | None:
         """lookup_commit_reference_gently: the commit ``oid`` is or peels to, or None."""
-        for _ in range(64):
+        for _ in range(TAG_CHAIN_MAX):
             if self._position(oid) is not None:
                 return oid  # the graph holds commits only
             kind = self._kinds.get(oid, False)

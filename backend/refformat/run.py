@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import compress
 
 from ..errors import RefscopeError
-from ..model import Ref
+from ..model import TAG_CHAIN_MAX, Ref
 from .order import sort_order
 from .reach import Graph
 from .spec import NUMBER_ATOMS, TIME_ATOMS, Atom, Format, parse_format, parse_sort
@@ -183,7 +183,7 @@ def _points_at(r: Ref, wanted: set[bytes], objects: Objects) -> bool:
     if r.oid in wanted:
         return True
     oid = r.oid
-    for _ in range(64):
+    for _ in range(TAG_CHAIN_MAX):
         got = objects.read(oid)
         if got is None:
             raise RefscopeError(None, f"malformed object at '{r.name.decode('utf-8', 'replace')}'")

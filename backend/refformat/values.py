@@ -10,7 +10,7 @@ a C string, so a NUL ends them where it ends git's.
 from __future__ import annotations
 
 from ..errors import RefscopeError
-from ..model import PACKED, Ref
+from ..model import PACKED, TAG_CHAIN_MAX, Ref
 from . import dates
 from .fields import (
     EMPTY,
@@ -21,6 +21,7 @@ from .fields import (
     first_line,
     ident_email,
     ident_name,
+    message,
     subject_line,
     subpos,
     when,
@@ -28,7 +29,6 @@ from .fields import (
 )
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
-_MAX_PEEL = 64
 _FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
 
 
@@ -266,9 +266,9 @@ class Evaluator:
             oid = target
             got = self.objects.read(oid)
             hops += 1
-            if hops > _MAX_PEEL:
+            if hops > TAG_CHAIN_MAX:
                 break
-        if got is None or hops > _MAX_PEEL:
+        if got is None or hops > TAG_CHAIN_MAX:
             raise RefscopeError(None, "bad tag")
         return oid
 
@@ -413,13 +413,13 @@ class Evaluator:
             if name == "body":
                 return Value(body_sig)
             if atom.arg is None:
-                return Value(self._bare(buf))
+                return Value(message(buf))
             if atom.arg == "body":
                 return Value(body)
             if atom.arg == "signature":
                 return Value(sig)
             if atom.arg == "size":
-                bare = self._bare(buf)
+                bare = message(buf)
                 return Value(str(len(bare)).encode(), len(bare))
         if name.startswith("creator"):
             src = b"committer" if kind == "commit" else b"tagger"
@@ -444,16 +444,3 @@ class Evaluator:
             if field == "date":
                 return date(line, atom.arg)
         return Value(b"", 0 if name in TIME_ATOMS else None)
-
-    @staticmethod
-    def _bare(buf: bytes) -> bytes:
-        """``%(contents)``: subject line onwards, signature included (C_BARE is the message from its
-        subject)."""
-        pos = 0
-        n = len(buf)
-        while pos < n and buf[pos] != 0x0A:
-            eol = buf.find(b"\n", pos)
-            pos = n if eol < 0 else eol + 1
-        while pos < n and buf[pos] == 0x0A:
-            pos += 1
-        return buf[pos:]

@@ -27,10 +27,9 @@ from typing import NamedTuple
 
 from ..errors import CorruptStore
 from ..formats.reftable.record import VALUE_SYMREF, VALUE_VAL1, VALUE_VAL2
-from ..model import SYMREF_MAXDEPTH
+from ..model import SYMREF_MAXDEPTH, TAG_CHAIN_MAX
 from .findings import Collector, quoted
 
-_MAX_PEEL = 64  # a tag of a tag of ... beyond this is a loop in a hostile repository
 _CHUNK = 512 * 1024  # bytes of packed-refs records per bulk run
 # Objects read at once (their contents are in memory together): large enough that a pack index of a
 # million objects is turned into one dict (Odb.read_many does when a batch asks for an eighth of it).
@@ -274,7 +273,7 @@ def _peel_all(reader: _Reader, tags: list[bytes], hexsz: int) -> dict[bytes, _Pe
     """The peel of every tag in ``tags`` (already read), reading each level of the chains as one batch."""
     chains = {t: t for t in tags}  # first tag -> the tag of its chain reached so far
     done: dict[bytes, _Peel] = {}
-    for _ in range(_MAX_PEEL):
+    for _ in range(TAG_CHAIN_MAX):
         if not chains:
             break
         links: list[tuple[bytes, bytes, bytes, bytes | None]] = []  # (start, tag, object, declared type)
@@ -304,7 +303,7 @@ def _peel_all(reader: _Reader, tags: list[bytes], hexsz: int) -> dict[bytes, _Pe
                 done[start] = _Peel(obj, got.kind)
     for start in chains:
         done[start] = _Peel(
-            None, None, f"the tag chain from {start.decode()} is over {_MAX_PEEL} tags deep (a loop)"
+            None, None, f"the tag chain from {start.decode()} is over {TAG_CHAIN_MAX} tags deep (a loop)"
         )
     return done
 
