@@ -33,10 +33,10 @@ from ..formats.packed import PackedRefs
 from ..lockfile import (
     LOCK_SUFFIX,
     busy_error,
-    committing,
     create_with_timeout,
     remove,
     rename,
+    two_phase,
     unable_to_lock_message,
 )
 from ..model import HASH_HEXSZ
@@ -533,20 +533,8 @@ class FilesCommit(PackedSteps):
                 self._remove_empty_parents(u.name, ref_base(self.repo, u.name))
 
     def run(self) -> list[bytes]:
-        try:
-            self.prepare()
-        except BaseException:
-            self.cleanup()
-            raise
-        # The point of no return: from the first reflog entry on, a signal waits until the transaction is
-        # complete and its locks are released (lockfile.py, "Signals"), then ends the process.
-        with committing():
-            try:
-                self.finish()
-            except BaseException:
-                # never leave our locks behind, even when a step of the finish fails
-                self.cleanup(removed=True)
-                raise
+        # The point of no return is the first reflog entry (lockfile.py, "Signals").
+        two_phase(self.prepare, self.finish, self.cleanup)
         return self.deleted
 
 

@@ -32,7 +32,7 @@ from ..engines.files import IN_THE_WAY, PackedSteps, read_loose, reflog_flags, w
 from ..engines.packed_splice import identity, kept_ranges, write_spliced
 from ..errors import TransactionRefused
 from ..formats.packed import PackedRefs
-from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
+from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, remove, rename, two_phase
 from ..lockfile import unable_to_lock_message as lock_message
 from ..model import HASH_HEXSZ
 from .ident import committer_ident
@@ -362,16 +362,9 @@ class FilesUpdate(Plan, PackedSteps):
         self.locked = []
 
     def run(self) -> list[Upd]:
-        try:
-            self.prepare()
-            self.prepare_packed()
-        except BaseException:
-            self.cleanup()
-            raise
-        with committing():
-            try:
-                self.finish()
-            except BaseException:
-                self.cleanup(done=True)
-                raise
+        two_phase(self._prepare_all, self.finish, self.cleanup)
         return self.updates
+
+    def _prepare_all(self) -> None:
+        self.prepare()
+        self.prepare_packed()
