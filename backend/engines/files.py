@@ -52,6 +52,7 @@ from .common import (
     reflog_message,
     should_autocreate_reflog,
     split_symref_update,
+    splits_head,
     zero_oid,
 )
 from .crashpoint import step
@@ -370,13 +371,7 @@ class FilesCommit(PackedSteps):
         while i < len(self.updates):
             u = self.updates[i]
             i += 1
-            if head_ref is not None and not u.log_only and not u.via_head and u.name == head_ref:
-                if b"HEAD" in self.names:
-                    raise TransactionRefused(
-                        self.repo.gitdir,
-                        "multiple updates for 'HEAD' (including one via its referent "
-                        f"'{u.name.decode(errors='replace')}') are not allowed",
-                    )
+            if splits_head(self, u, head_ref):
                 h = _Update(b"HEAD", u.old, True)
                 h.log_only = True
                 h.head_split = True

@@ -41,6 +41,7 @@ from .common import (
     reflog_message,
     should_autocreate_reflog,
     split_symref_update,
+    splits_head,
     zero_oid,
 )
 from .compaction import auto_compact
@@ -201,13 +202,7 @@ class ReftableCommit:
             if u.stack is None:
                 u.stack = self._stack(u.name)
             st = u.stack
-            if head_ref is not None and not u.log_only and not u.via_head and u.name == head_ref:
-                if b"HEAD" in self.names:
-                    raise TransactionRefused(
-                        self.repo.gitdir,
-                        f"multiple updates for 'HEAD' (including one via its referent '{_text(u.name)}') "
-                        "are not allowed",
-                    )
+            if splits_head(self, u, head_ref):
                 h = _Update(b"HEAD", u.old, True)
                 h.log_only = True
                 self._add(h)
