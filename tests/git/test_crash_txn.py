@@ -19,7 +19,7 @@ from refscope.backend.repo import discover
 from refscope.backend.txn import Transaction
 from refscope.backend.verify import stale_locks
 
-from tests.support.git import copy_repo, for_each_ref, git, git_env
+from tests.support.git import copy_repo, for_each_ref, git, git_env, use_git_identity
 from tests.support.txn import build_repo, fast_copy, git_delete, leftover_files, open_txn_store
 
 BATCH = [
@@ -35,9 +35,7 @@ BATCH = [
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
 
 
 @pytest.fixture(scope="module", params=["files", "reftable"])

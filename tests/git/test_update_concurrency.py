@@ -13,7 +13,15 @@ from refscope.backend.errors import TransactionRefused
 from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 
-from tests.support.update import GitWorker, for_each_ref, git, git_env, init_repo, leftovers, open_txn_store
+from tests.support.update import (
+    GitWorker,
+    for_each_ref,
+    git,
+    init_repo,
+    leftovers,
+    open_txn_store,
+    use_git_identity,
+)
 
 N_TXNS = 60
 DEADLINE_S = 20.0
@@ -21,9 +29,7 @@ DEADLINE_S = 20.0
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_updates_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
     repo = init_repo(tmp_path / "repo", fmt=fmt)
     first = git(repo, "rev-parse", "HEAD").strip()
     (repo / "file").write_text("two\n")

@@ -28,14 +28,13 @@ from tests.support.update import (
     git_env,
     leftover_files,
     open_txn_store,
+    use_git_identity,
 )
 
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
 
 
 def batch(repo: Path) -> bytes:

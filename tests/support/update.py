@@ -4,7 +4,7 @@ and git's own helpers."""
 from __future__ import annotations
 
 from tests.support.faults import fingerprint
-from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo, use_git_identity
 from tests.support.txn import (
     GitWorker,
     build_repo,
@@ -38,4 +38,5 @@ __all__ = [
     "reflogs",
     "reftable_files",
     "state",
+    "use_git_identity",
 ]
