@@ -20,7 +20,14 @@ from refscope.backend.txn import Transaction
 from refscope.backend.verify import stale_locks
 
 from tests.support.git import copy_repo, for_each_ref, git, git_env, use_git_identity
-from tests.support.txn import build_repo, fast_copy, git_delete, leftover_files, open_txn_store
+from tests.support.txn import (
+    build_repo,
+    fast_copy,
+    git_delete,
+    leftover_files,
+    open_txn_store,
+    run_armed_child,
+)
 
 BATCH = [
     b"refs/heads/p02",  # packed only
@@ -61,19 +68,7 @@ def commit_batch(repo: Path) -> None:
 
 def run_child(repo: Path, at: int) -> int:
     """Fork; the child commits the batch armed to die at step ``at``. Returns the child's wait status."""
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 1
-        try:
-            crashpoint.arm(at=at)
-            commit_batch(repo)
-            code = 0
-        except BaseException:
-            code = 3
-        finally:
-            os._exit(code)
-    _pid, status = os.waitpid(pid, 0)
-    return status
+    return run_armed_child(at, lambda: commit_batch(repo))
 
 
 def test_crash_at_every_step(crash_base, tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from tests.support.update import (
     git_env,
     leftover_files,
     open_txn_store,
+    run_armed_child,
     use_git_identity,
 )
 
@@ -80,19 +81,7 @@ def commit_batch(repo: Path, data: bytes) -> None:
 
 
 def run_child(repo: Path, data: bytes, at: int) -> int:
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 1
-        try:
-            crashpoint.arm(at=at)
-            commit_batch(repo, data)
-            code = 0
-        except BaseException:
-            code = 3
-        finally:
-            os._exit(code)
-    _pid, status = os.waitpid(pid, 0)
-    return status
+    return run_armed_child(at, lambda: commit_batch(repo, data))
 
 
 def test_crash_at_every_step(crash_base, tmp_path: Path) -> None:

@@ -204,3 +204,23 @@ def leftover_files(repo: Path) -> tuple[list[Path], list[Path]]:
         elif p.name.endswith(".new") or ".temp." in p.name:
             others.append(p)
     return locks, others
+
+
+def run_armed_child(at: int, commit) -> int:
+    """Fork; the child runs ``commit()`` armed (engines/crashpoint.py) to die at step ``at`` and exits 0
+    when it returned, 3 when it raised. Returns the child's wait status."""
+    from refscope.backend.engines import crashpoint
+
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 1
+        try:
+            crashpoint.arm(at=at)
+            commit()
+            code = 0
+        except BaseException:
+            code = 3
+        finally:
+            os._exit(code)
+    _pid, status = os.waitpid(pid, 0)
+    return status

@@ -16,6 +16,7 @@ from tests.support.txn import (
     open_txn_store,
     reflogs,
     reftable_files,
+    run_armed_child,
     state,
 )
 
@@ -37,6 +38,7 @@ __all__ = [
     "open_txn_store",
     "reflogs",
     "reftable_files",
+    "run_armed_child",
     "state",
     "use_git_identity",
 ]
