@@ -15,6 +15,7 @@ from refscope.backend.update.txn import UpdateTransaction
 
 from tests.support.update import (
     GitWorker,
+    create_refs,
     for_each_ref,
     git,
     init_repo,
@@ -35,12 +36,7 @@ def test_updates_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pyte
     (repo / "file").write_text("two\n")
     git(repo, "commit", "-q", "-am", "two")
     second = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/rs/%03d %s\n" % (i, first) for i in range(N_TXNS)),
-    )
+    create_refs(repo, (b"refs/heads/rs/%03d" % i for i in range(N_TXNS)), first)
     if fmt == "files":
         git(repo, "pack-refs", "--all")
     workers = [GitWorker(repo, "churn", "a"), GitWorker(repo, "create", "c"), GitWorker(repo, "pack", "p")]

@@ -4,7 +4,16 @@ and git's own helpers."""
 from __future__ import annotations
 
 from tests.support.faults import fingerprint
-from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo, use_git_identity
+from tests.support.git import (
+    copy_repo,
+    create_refs,
+    for_each_ref,
+    git,
+    git_binary,
+    git_env,
+    init_repo,
+    use_git_identity,
+)
 from tests.support.txn import (
     GitWorker,
     build_repo,
@@ -25,6 +34,7 @@ __all__ = [
     "build_repo",
     "check_clean",
     "copy_repo",
+    "create_refs",
     "fast_copy",
     "files_layout",
     "fingerprint",
