@@ -13,7 +13,7 @@ from refscope.backend.errors import TransactionRefused
 from refscope.backend.txn import Transaction
 
 from tests.support.git import for_each_ref, git, init_repo, use_git_identity
-from tests.support.txn import GitWorker, leftovers, open_txn_store
+from tests.support.txn import concurrent_git, leftovers, open_txn_store
 
 N_TXNS = 100
 DEADLINE_S = 20.0
@@ -36,13 +36,10 @@ def test_transactions_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch:
         )
     before = {r[0] for r in for_each_ref(repo)}
 
-    workers = [GitWorker(repo, "churn", "a"), GitWorker(repo, "create", "c"), GitWorker(repo, "pack", "p")]
-    for w in workers:
-        w.start()
     accepted: set[bytes] = set()
     refused: set[bytes] = set()
-    t0 = time.monotonic()
-    try:
+    with concurrent_git(repo) as workers:
+        t0 = time.monotonic()
         store = open_txn_store(repo)
         for i in range(N_TXNS):
             if time.monotonic() - t0 > DEADLINE_S:
@@ -58,11 +55,6 @@ def test_transactions_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch:
                 continue
             assert result.deleted == [name]
             accepted.add(name)
-    finally:
-        for w in workers:
-            w.stop.set()
-        for w in workers:
-            w.join(timeout=30)
     print(
         fmt,
         "accepted",

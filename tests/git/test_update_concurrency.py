@@ -14,7 +14,7 @@ from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 
 from tests.support.update import (
-    GitWorker,
+    concurrent_git,
     create_refs,
     for_each_ref,
     git,
@@ -39,13 +39,10 @@ def test_updates_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pyte
     create_refs(repo, (b"refs/heads/rs/%03d" % i for i in range(N_TXNS)), first)
     if fmt == "files":
         git(repo, "pack-refs", "--all")
-    workers = [GitWorker(repo, "churn", "a"), GitWorker(repo, "create", "c"), GitWorker(repo, "pack", "p")]
-    for w in workers:
-        w.start()
     accepted: list[int] = []
     refused: list[int] = []
-    t0 = time.monotonic()
-    try:
+    with concurrent_git(repo) as workers:
+        t0 = time.monotonic()
         store = open_txn_store(repo)
         for i in range(N_TXNS):
             if time.monotonic() - t0 > DEADLINE_S:
@@ -67,11 +64,6 @@ def test_updates_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pyte
                 refused.append(i)
                 continue
             accepted.append(i)
-    finally:
-        for w in workers:
-            w.stop.set()
-        for w in workers:
-            w.join(timeout=30)
     assert len(accepted) + len(refused) >= 10
     final = {r[0]: r[1] for r in for_each_ref(repo)}
     for i in accepted:

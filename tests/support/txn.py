@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo
@@ -224,3 +225,19 @@ def run_armed_child(at: int, commit) -> int:
             os._exit(code)
     _pid, status = os.waitpid(pid, 0)
     return status
+
+
+@contextmanager
+def concurrent_git(repo: Path):
+    """Three GitWorkers (churning, creating, packing) running in ``repo`` for the ``with`` block; stopped
+    and joined at its end. Yields the workers (their runs, failures and the names they made)."""
+    workers = [GitWorker(repo, "churn", "a"), GitWorker(repo, "create", "c"), GitWorker(repo, "pack", "p")]
+    for w in workers:
+        w.start()
+    try:
+        yield workers
+    finally:
+        for w in workers:
+            w.stop.set()
+        for w in workers:
+            w.join(timeout=30)
