@@ -87,6 +87,14 @@ def snapshot_stack(snapshot, directory: str):
     return [t.name for t in tables], list(tables)
 
 
+def load_stack(st: StackWriter, snapshot, directory: str) -> None:
+    """Read ``st``'s tables.list (once), reusing every table ``snapshot`` holds that is still listed."""
+    snap = snapshot_stack(snapshot, directory)
+    if snap is not None:
+        st.adopt(*snap)
+    st.load()
+
+
 class StackReads(namedtuple("StackReads", "dir names records logged logs")):
     """What a transaction read from its snapshot's stack before taking the lock: ``records`` (name ->
     RefRecord or None) and ``logs`` (name -> update indexes of its live reflog entries, for every name in
@@ -153,10 +161,7 @@ class ReftableCommit:
             st.lock(self.timeout)
             self.stacks[d] = st
             try:
-                snap = snapshot_stack(self.snapshot, d)
-                if snap is not None:
-                    st.adopt(*snap)
-                st.load()  # one read of tables.list under the lock; reuses every table still listed
+                load_stack(st, self.snapshot, d)  # under the lock
             except BaseException:
                 st.unlock()
                 del self.stacks[d]

@@ -23,7 +23,7 @@ from ..engines.common import (
     reflog_message,
     should_autocreate_reflog,
 )
-from ..engines.reftable import snapshot_stack, stack_dir_for
+from ..engines.reftable import load_stack, snapshot_stack, stack_dir_for
 from ..engines.stack_io import StackWriter, table_bytes
 from ..errors import TransactionRefused
 from ..formats.reftable.merged import SEEK_LIMIT, follow_symrefs
@@ -80,10 +80,7 @@ class ReftableUpdate(Plan):
             st.lock(self.timeout)
             self.stacks[d] = st
         try:
-            snap = snapshot_stack(self.snapshot, d)
-            if snap is not None:
-                st.adopt(*snap)
-            st.load()  # one read of tables.list; every table still listed is reused
+            load_stack(st, self.snapshot, d)
             if self.single and lock:
                 self.main = st
         except BaseException:
