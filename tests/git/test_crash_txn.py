@@ -21,7 +21,7 @@ from refscope.backend.verify import stale_locks
 
 from tests.support.git import copy_repo, for_each_ref, git, git_env, use_git_identity
 from tests.support.txn import (
-    build_repo,
+    crash_source,
     fast_copy,
     git_delete,
     leftover_files,
@@ -49,11 +49,7 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 def crash_base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     fmt = request.param
     root = tmp_path_factory.mktemp(f"crash-{fmt}")
-    src = build_repo(root / "repo", fmt, "sha1", worktree=False, n_branches=8)
-    if fmt == "reftable":
-        # a small stack so the commit's auto-compaction has work to do (and steps to be killed at)
-        git(src, "update-ref", "refs/heads/extra-1", "HEAD")
-        git(src, "update-ref", "refs/heads/extra-2", "HEAD")
+    src = crash_source(root, fmt)
     oracle = copy_repo(src, root / "oracle")
     assert git_delete(oracle, [(n, None) for n in BATCH]).returncode == 0
     return fmt, src, oracle

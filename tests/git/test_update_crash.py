@@ -20,8 +20,8 @@ from refscope.backend.update.txn import UpdateTransaction
 from refscope.backend.verify import stale_locks
 
 from tests.support.update import (
-    build_repo,
     copy_repo,
+    crash_source,
     fast_copy,
     for_each_ref,
     git,
@@ -62,10 +62,7 @@ def batch(repo: Path) -> bytes:
 def crash_base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     fmt = request.param
     root = tmp_path_factory.mktemp(f"upd-crash-{fmt}")
-    src = build_repo(root / "repo", fmt, "sha1", worktree=False, n_branches=8)
-    if fmt == "reftable":
-        git(src, "update-ref", "refs/heads/extra-1", "HEAD")  # a stack auto-compaction has work on
-        git(src, "update-ref", "refs/heads/extra-2", "HEAD")
+    src = crash_source(root, fmt)
     data = batch(src)
     oracle = copy_repo(src, root / "oracle")
     git(oracle, "update-ref", "--stdin", input=data)

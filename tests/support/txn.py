@@ -241,3 +241,13 @@ def concurrent_git(repo: Path):
             w.stop.set()
         for w in workers:
             w.join(timeout=30)
+
+
+def crash_source(root: Path, fmt: str) -> Path:
+    """The repository the crash tests kill commits in (``root/repo``): eight branches, and in reftable
+    a small stack so that the commit's auto-compaction has work to do (and steps to be killed at)."""
+    src = build_repo(root / "repo", fmt, "sha1", worktree=False, n_branches=8)
+    if fmt == "reftable":
+        git(src, "update-ref", "refs/heads/extra-1", "HEAD")
+        git(src, "update-ref", "refs/heads/extra-2", "HEAD")
+    return src
