@@ -16,7 +16,7 @@ unlink the reflog (1), rename (1), unlock both (2).
 
 Over 500 lines, on purpose: it is one protocol, git's files-backend transaction (prepare, the packed-refs
 lock, finish, cleanup), held by one class whose steps share its locks and update list, as
-refs/files-backend.c holds it; the parts that stand alone are apart already (the packed-refs splice in
+refs/files-backend.c holds it (PackedSteps: the steps update's FilesUpdate takes alike); the parts that stand alone are apart already (the packed-refs splice in
 packed_splice.py, the update list and reflog rules in common.py, loose-file parsing in formats/loose.py).
 """
 
