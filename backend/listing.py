@@ -146,6 +146,7 @@ class Lister:
         import bisect
 
         from .model import Location, Ref
+        from .stores.bulk import cut_before
 
         snap = self.snap
         add = self.out.add
@@ -170,10 +171,7 @@ class Lister:
                     cols = (pairs[1::2], pairs[0::2], None, None)
                 names, oids, peeled, targets = cols
                 if hi is not None and names and names[-1] >= hi:
-                    k = bisect.bisect_left(names, hi)
-                    names, oids = names[:k], oids[:k]
-                    peeled = peeled[:k] if peeled is not None else None
-                    targets = targets[:k] if targets is not None else None
+                    names, oids, peeled, targets = cut_before(hi, names, oids, peeled, targets)
                     done = True
                 if not names:
                     break

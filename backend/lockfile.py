@@ -272,6 +272,24 @@ class committing:
         _leave()
 
 
+def two_phase(prepare, finish, cleanup) -> None:
+    """A transaction's two halves: ``prepare()`` takes the locks and changes nothing anyone sees (on
+    failure: ``cleanup()``); ``finish()`` runs past the point of no return inside ``committing()``, so a
+    signal waits until the transaction is complete and its locks are released, then ends the process (on
+    failure: ``cleanup(True)``, never leaving our locks behind, even when a step of the finish fails)."""
+    try:
+        prepare()
+    except BaseException:
+        cleanup()
+        raise
+    with committing():
+        try:
+            finish()
+        except BaseException:
+            cleanup(True)
+            raise
+
+
 def create_temp(path: str, flags: int, mode: int = 0o666) -> int:
     """``os.open(path, flags)`` (flags with ``O_CREAT|O_EXCL``) for a lock or temp file, registered as one
     step for the handlers (raises OSError as os.open). The first one installs the handlers."""

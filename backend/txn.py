@@ -38,6 +38,18 @@ class CommitResult(
     __slots__ = ()
 
 
+def take_snapshot(store, phases: list[OpReport]):
+    """``store.snapshot()`` measured as the phase "snapshot" (appended to ``phases``); a corrupt store
+    refuses the transaction (the one path for deletions and update's transactions)."""
+    with measure("snapshot") as m:
+        try:
+            snap = store.snapshot()
+        except CorruptStore as err:
+            raise TransactionRefused(err.file, err.what, err.offset) from None
+    phases.append(m.report)
+    return snap
+
+
 def _text(name: bytes) -> str:
     return name.decode("utf-8", "replace")
 
@@ -96,12 +108,7 @@ class Transaction:
     def snapshot(self):
         """The snapshot the deletions were seen in (taken on first need, measured as a phase)."""
         if self._snapshot is None:
-            with measure("snapshot") as m:
-                try:
-                    self._snapshot = self.store.snapshot()
-                except CorruptStore as err:
-                    raise TransactionRefused(err.file, err.what, err.offset) from None
-            self._phases.append(m.report)
+            self._snapshot = take_snapshot(self.store, self._phases)
         return self._snapshot
 
     def delete(self, name: bytes, old_oid: bytes | None = None, _name_checked: bool = False) -> None:

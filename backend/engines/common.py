@@ -173,6 +173,21 @@ def reflog_message(msg: bytes) -> bytes:
     return b" ".join(msg.split())
 
 
+def splits_head(txn, u, head_ref: bytes | None) -> bool:
+    """Whether ``u`` updates the ref HEAD points at (``head_ref``), so that HEAD's reflog gets a log-only
+    entry of its own (git's split_head_update); refused as git does when HEAD is updated itself too.
+    ``txn``: the engine's transaction, with ``names`` (the names updated so far) and ``repo``."""
+    if head_ref is None or u.log_only or u.via_head or u.name != head_ref:
+        return False
+    if b"HEAD" in txn.names:
+        raise TransactionRefused(
+            txn.repo.gitdir,
+            "multiple updates for 'HEAD' (including one via its referent "
+            f"'{u.name.decode('utf-8', 'replace')}') are not allowed",
+        )
+    return True
+
+
 def split_symref_update(txn, u: RefUpdate, target: bytes, make) -> RefUpdate:
     """git's split_symref_update: a deletion through symref ``u`` becomes a deletion of ``target`` (made by
     ``make(name, old, no_deref)`` and returned, for the engine to add to its list) plus a log-only update

@@ -16,7 +16,7 @@ unlink the reflog (1), rename (1), unlock both (2).
 
 Over 500 lines, on purpose: it is one protocol, git's files-backend transaction (prepare, the packed-refs
 lock, finish, cleanup), held by one class whose steps share its locks and update list, as
-refs/files-backend.c holds it; the parts that stand alone are apart already (the packed-refs splice in
+refs/files-backend.c holds it (PackedSteps: the steps update's FilesUpdate takes alike); the parts that stand alone are apart already (the packed-refs splice in
 packed_splice.py, the update list and reflog rules in common.py, loose-file parsing in formats/loose.py).
 """
 
@@ -33,10 +33,10 @@ from ..formats.packed import PackedRefs
 from ..lockfile import (
     LOCK_SUFFIX,
     busy_error,
-    committing,
     create_with_timeout,
     remove,
     rename,
+    two_phase,
     unable_to_lock_message,
 )
 from ..model import HASH_HEXSZ
@@ -52,6 +52,7 @@ from .common import (
     reflog_message,
     should_autocreate_reflog,
     split_symref_update,
+    splits_head,
     zero_oid,
 )
 from .crashpoint import step
@@ -135,7 +136,93 @@ def read_loose(path: str, name: bytes, hexsz: int) -> tuple[int, bytes | None]:
     return _parse_loose(path, name, data, hexsz)
 
 
-class FilesCommit:
+class PackedSteps:
+    """The steps the deleting commit (FilesCommit) and update's FilesUpdate take alike, in git's order: the
+    packed-refs lock, a reflog entry, the reflogs of deleted refs, packed-refs.new renamed over packed-refs
+    and, on the way out, the unlock. A mixin: each engine keeps ``repo``, ``zero``, ``message``,
+    ``packed_lock`` and ``new_path`` itself."""
+
+    repo: object
+    zero: bytes
+    message: bytes
+    packed_lock: str
+    new_path: str
+
+    def _take_packed_lock(self) -> str:
+        """Take packed-refs.lock (git's packed_refs_lock); returns packed-refs' path."""
+        path = os.path.join(self.repo.commondir, "packed-refs")
+        step("lock packed-refs")
+        fd = create_with_timeout(path + LOCK_SUFFIX, self.repo.config.packed_refs_timeout())
+        if fd < 0:
+            if fd == -errno.EEXIST:
+                raise busy_error(path)
+            raise TransactionRefused(path + LOCK_SUFFIX, unable_to_lock_message(path, -fd))
+        os.close(fd)
+        self.packed_lock = path + LOCK_SUFFIX
+        return path
+
+    def _reflog_entry(self, old: bytes | None, new: bytes, ident_line: bytes) -> bytes:
+        entry = b"%s %s %s" % (old or self.zero, new, ident_line)
+        if self.message:
+            entry += b"\t" + self.message
+        return entry + b"\n"
+
+    def _remove_empty_parents(self, name: bytes, base_dir: str) -> None:
+        """git's try_remove_empty_parents: rmdir parents below ``refs/<x>/`` until one is not empty."""
+        parts = name.split(b"/")
+        for i in range(len(parts) - 1, 2, -1):
+            try:
+                os.rmdir(os.path.join(base_dir, os.fsdecode(b"/".join(parts[:i]))))
+            except OSError:
+                return
+
+    def _unlink_reflogs(self, deleting) -> None:
+        """The reflogs of the refs being deleted go, and the log directories they emptied."""
+        for u in deleting:
+            step("unlink reflog", u.name)
+            try:
+                os.unlink(log_path(self.repo, u.name))
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+            self._remove_empty_parents(u.name, os.path.join(ref_base(self.repo, u.name), "logs"))
+
+    def _commit_packed(self) -> None:
+        if self.new_path:
+            step("rename packed-refs.new")
+            rename(self.new_path, self.packed_lock[: -len(LOCK_SUFFIX)])
+            self.new_path = ""
+
+    def _unlock_packed(self) -> None:
+        """Roll back a written packed-refs.new and packed-refs.lock."""
+        if self.new_path:
+            remove(self.new_path)
+            self.new_path = ""
+        if self.packed_lock:
+            step("unlock packed-refs")
+            remove(self.packed_lock)
+            self.packed_lock = ""
+
+
+def reflog_flags(mode: str, name: bytes) -> tuple[int, bool]:
+    """os.open's flags for appending to ``name``'s reflog, and whether the reflog may be created."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO: ENXIO, never a wait
+    create = should_autocreate_reflog(mode, name)
+    if create:
+        flags |= os.O_CREAT
+    return flags, create
+
+
+def write_reflog(fd: int, entry: bytes, fsync: bool) -> None:
+    """Append ``entry`` through ``fd`` (fsynced when core.fsync says so) and close it."""
+    try:
+        os.write(fd, entry)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class FilesCommit(PackedSteps):
     """One commit of deletions through the files backend. ``run()`` returns the names deleted."""
 
     def __init__(
@@ -284,13 +371,7 @@ class FilesCommit:
         while i < len(self.updates):
             u = self.updates[i]
             i += 1
-            if head_ref is not None and not u.log_only and not u.via_head and u.name == head_ref:
-                if b"HEAD" in self.names:
-                    raise TransactionRefused(
-                        self.repo.gitdir,
-                        "multiple updates for 'HEAD' (including one via its referent "
-                        f"'{u.name.decode(errors='replace')}') are not allowed",
-                    )
+            if splits_head(self, u, head_ref):
                 h = _Update(b"HEAD", u.old, True)
                 h.log_only = True
                 h.head_split = True
@@ -379,16 +460,7 @@ class FilesCommit:
 
     def _lock_packed(self) -> PackedRefs:
         """Take packed-refs.lock; read packed-refs afresh only when it changed since the snapshot."""
-        path = os.path.join(self.repo.commondir, "packed-refs")
-        timeout = self.repo.config.packed_refs_timeout()
-        step("lock packed-refs")
-        fd = create_with_timeout(path + LOCK_SUFFIX, timeout)
-        if fd < 0:
-            if fd == -errno.EEXIST:
-                raise busy_error(path)
-            raise TransactionRefused(path + LOCK_SUFFIX, unable_to_lock_message(path, -fd))
-        os.close(fd)
-        self.packed_lock = path + LOCK_SUFFIX
+        path = self._take_packed_lock()
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -408,14 +480,8 @@ class FilesCommit:
     # -- finish --------------------------------------------------------------------------------------
     def _append_reflog(self, u: _Update, ident_line: bytes, mode: str) -> None:
         path = log_path(self.repo, u.name)
-        entry = b"%s %s %s" % (u.current or self.zero, self.zero, ident_line)
-        if self.message:
-            entry += b"\t" + self.message
-        entry += b"\n"
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO: ENXIO, never a wait
-        create = should_autocreate_reflog(mode, u.name)
-        if create:
-            flags |= os.O_CREAT
+        entry = self._reflog_entry(u.current, self.zero, ident_line)
+        flags, create = reflog_flags(mode, u.name)
         step("reflog", u.name)
         try:
             fd = os.open(path, flags, 0o666)
@@ -426,22 +492,7 @@ class FilesCommit:
             fd = os.open(path, flags, 0o666)
         except IsADirectoryError:
             return
-        try:
-            os.write(fd, entry)
-            if fsync_references(self.repo):
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _remove_empty_parents(self, name: bytes, base_dir: str, only_below: bool = True) -> None:
-        """git's try_remove_empty_parents: rmdir parents below ``refs/<x>/`` until one is not empty."""
-        parts = name.split(b"/")
-        for i in range(len(parts) - 1, 2, -1):
-            d = os.path.join(base_dir, os.fsdecode(b"/".join(parts[:i])))
-            try:
-                os.rmdir(d)
-            except OSError:
-                return
+        write_reflog(fd, entry, fsync_references(self.repo))
 
     def finish(self) -> None:
         mode = log_all_ref_updates(self.repo)
@@ -451,20 +502,8 @@ class FilesCommit:
             for u in log_only:
                 self._append_reflog(u, ident, mode)
         deleting = [u for u in self.updates if not u.log_only]
-        for u in deleting:
-            path = log_path(self.repo, u.name)
-            step("unlink reflog", u.name)
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                continue
-            except IsADirectoryError:
-                continue
-            self._remove_empty_parents(u.name, os.path.join(ref_base(self.repo, u.name), "logs"))
-        if self.new_path:
-            step("rename packed-refs.new")
-            rename(self.new_path, self.packed_lock[: -len(LOCK_SUFFIX)])
-            self.new_path = ""
+        self._unlink_reflogs(deleting)
+        self._commit_packed()
         for u in deleting:
             if u.kind != MISSING:
                 step("unlink", u.name)
@@ -483,32 +522,14 @@ class FilesCommit:
                 step("unlock", u.name)
                 remove(u.lock_path)
                 u.locked = False
-        if self.new_path:
-            remove(self.new_path)
-            self.new_path = ""
-        if self.packed_lock:
-            step("unlock packed-refs")
-            remove(self.packed_lock)
-            self.packed_lock = ""
+        self._unlock_packed()
         for u in self.updates:
             if (removed and not u.log_only and u.kind != MISSING) or u.created_dirs:
                 self._remove_empty_parents(u.name, ref_base(self.repo, u.name))
 
     def run(self) -> list[bytes]:
-        try:
-            self.prepare()
-        except BaseException:
-            self.cleanup()
-            raise
-        # The point of no return: from the first reflog entry on, a signal waits until the transaction is
-        # complete and its locks are released (lockfile.py, "Signals"), then ends the process.
-        with committing():
-            try:
-                self.finish()
-            except BaseException:
-                # never leave our locks behind, even when a step of the finish fails
-                self.cleanup(removed=True)
-                raise
+        # The point of no return is the first reflog entry (lockfile.py, "Signals").
+        two_phase(self.prepare, self.finish, self.cleanup)
         return self.deleted
 
 

@@ -66,6 +66,16 @@ def commit(repo, deletions: list[Deletion], *, no_deref: bool = False, message: 
         argv.insert(4, "--no-deref")
     if message:
         argv[4:4] = ["-m", os.fsdecode(message)]
+    data = build_input(deletions)
+    returncode, err = run_update_ref(repo, argv, data)
+    if returncode != 0:
+        raise map_error(err, repo.gitdir)
+    return [d.name for d in deletions]
+
+
+def run_update_ref(repo, argv: list[str], data: bytes) -> tuple[int, bytes]:
+    """Run ``git update-ref --stdin`` (``argv``) in ``repo`` on ``data``; returns its exit status and stderr.
+    The one way refscope hands a transaction to git (deletions and update's commands)."""
     env = dict(os.environ)
     env.pop("GIT_DIR", None)
     env.pop("GIT_COMMON_DIR", None)
@@ -73,7 +83,6 @@ def commit(repo, deletions: list[Deletion], *, no_deref: bool = False, message: 
     from ..lockfile import add_child, drop_child, hold, release
     from ..meter import child_argv
 
-    data = build_input(deletions)
     # git holds the locks: a signal that ends us goes to git too, and we wait while git's own handlers
     # remove its lock files (lockfile.py, "Signals"). Started inside a hold, so that no signal finds the
     # child started but not yet known.
@@ -100,6 +109,4 @@ def commit(repo, deletions: list[Deletion], *, no_deref: bool = False, message: 
         raise
     finally:
         drop_child(proc.pid)
-    if proc.returncode != 0:
-        raise map_error(err, repo.gitdir)
-    return [d.name for d in deletions]
+    return proc.returncode, err

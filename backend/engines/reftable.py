@@ -41,6 +41,7 @@ from .common import (
     reflog_message,
     should_autocreate_reflog,
     split_symref_update,
+    splits_head,
     zero_oid,
 )
 from .compaction import auto_compact
@@ -84,6 +85,14 @@ def snapshot_stack(snapshot, directory: str):
     if tables is None:
         return None
     return [t.name for t in tables], list(tables)
+
+
+def load_stack(st: StackWriter, snapshot, directory: str) -> None:
+    """Read ``st``'s tables.list (once), reusing every table ``snapshot`` holds that is still listed."""
+    snap = snapshot_stack(snapshot, directory)
+    if snap is not None:
+        st.adopt(*snap)
+    st.load()
 
 
 class StackReads(namedtuple("StackReads", "dir names records logged logs")):
@@ -152,10 +161,7 @@ class ReftableCommit:
             st.lock(self.timeout)
             self.stacks[d] = st
             try:
-                snap = snapshot_stack(self.snapshot, d)
-                if snap is not None:
-                    st.adopt(*snap)
-                st.load()  # one read of tables.list under the lock; reuses every table still listed
+                load_stack(st, self.snapshot, d)  # under the lock
             except BaseException:
                 st.unlock()
                 del self.stacks[d]
@@ -201,13 +207,7 @@ class ReftableCommit:
             if u.stack is None:
                 u.stack = self._stack(u.name)
             st = u.stack
-            if head_ref is not None and not u.log_only and not u.via_head and u.name == head_ref:
-                if b"HEAD" in self.names:
-                    raise TransactionRefused(
-                        self.repo.gitdir,
-                        f"multiple updates for 'HEAD' (including one via its referent '{_text(u.name)}') "
-                        "are not allowed",
-                    )
+            if splits_head(self, u, head_ref):
                 h = _Update(b"HEAD", u.old, True)
                 h.log_only = True
                 self._add(h)

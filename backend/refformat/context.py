@@ -90,10 +90,10 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
     ``locations`` are wanted (``%(flag)``: packed or not), which only the per-ref iteration carries.
     ``plain``: names and ids are all the format needs (no symref target, no recorded peeled value): then
     they are the listing's own output, its fast paths and all, split back into columns."""
-    import bisect
 
     from ..model import Ref
     from ..refpattern import ForEachRefPatterns
+    from ..stores.bulk import cut_before
 
     if plain and not locations:
         from ..listing import Out, list_refs
@@ -130,10 +130,7 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
                 names, oids, peeled, targets = cols
             done = False
             if hi is not None and names and names[-1] >= hi:
-                k = bisect.bisect_left(names, hi)
-                names, oids = names[:k], oids[:k]
-                peeled = peeled[:k] if peeled is not None else None
-                targets = targets[:k] if targets is not None else None
+                names, oids, peeled, targets = cut_before(hi, names, oids, peeled, targets)
                 done = True
             if peeled is None and targets is None and match is None:
                 yield from _refs(names, oids)

@@ -26,14 +26,13 @@ from ..engines.common import (
     ref_base,
     ref_path,
     reflog_message,
-    should_autocreate_reflog,
 )
 from ..engines.crashpoint import step
-from ..engines.files import IN_THE_WAY, read_loose
+from ..engines.files import IN_THE_WAY, PackedSteps, read_loose, reflog_flags, write_reflog
 from ..engines.packed_splice import identity, kept_ranges, write_spliced
 from ..errors import TransactionRefused
 from ..formats.packed import PackedRefs
-from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, remove, rename
+from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, remove, rename, two_phase
 from ..lockfile import unable_to_lock_message as lock_message
 from ..model import HASH_HEXSZ
 from .ident import committer_ident
@@ -54,7 +53,7 @@ class _Lock:
         self.loose = False  # a loose file (or symlink) held the ref under the lock
 
 
-class FilesUpdate(Plan):
+class FilesUpdate(Plan, PackedSteps):
     def __init__(self, repo, commands, peeled, *, snapshot=None, message: bytes = b"") -> None:
         hexsz = HASH_HEXSZ[repo.hash_name]
         super().__init__(repo, commands, peeled, b"0" * hexsz)
@@ -276,15 +275,7 @@ class FilesUpdate(Plan):
         deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
         if not deleting:
             return
-        path = os.path.join(self.repo.commondir, "packed-refs")
-        step("lock packed-refs")
-        fd = create_with_timeout(path + LOCK_SUFFIX, self.repo.config.packed_refs_timeout())
-        if fd < 0:
-            if fd == -errno.EEXIST:
-                raise busy_error(path)
-            raise TransactionRefused(path + LOCK_SUFFIX, lock_message(path, -fd))
-        os.close(fd)
-        self.packed_lock = path + LOCK_SUFFIX
+        path = self._take_packed_lock()
         self.packed_view = None  # re-read under the lock (identity check: the mapping is reused when same)
         view = self.packed()
         if view.size <= view.header_end:
@@ -302,14 +293,8 @@ class FilesUpdate(Plan):
 
     def _append_reflog(self, u: Upd, old: bytes | None, new: bytes, ident: bytes, mode: str) -> None:
         path = log_path(self.repo, u.name)
-        entry = b"%s %s %s" % (old or self.zero, new, ident)
-        if self.message:
-            entry += b"\t" + self.message
-        entry += b"\n"
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK
-        create = should_autocreate_reflog(mode, u.name)
-        if create:
-            flags |= os.O_CREAT
+        entry = self._reflog_entry(old, new, ident)
+        flags, create = reflog_flags(mode, u.name)
         step("reflog", u.name)
         for _ in range(3):
             try:
@@ -330,20 +315,7 @@ class FilesUpdate(Plan):
             raise TransactionRefused(
                 path, f"cannot update the ref '{_t(u.name)}': unable to append to '{path}'"
             )
-        try:
-            os.write(fd, entry)
-            if self.do_fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _remove_empty_parents(self, name: bytes, base_dir: str) -> None:
-        parts = name.split(b"/")
-        for i in range(len(parts) - 1, 2, -1):
-            try:
-                os.rmdir(os.path.join(base_dir, os.fsdecode(b"/".join(parts[:i]))))
-            except OSError:
-                return
+        write_reflog(fd, entry, self.do_fsync)
 
     def finish(self) -> None:
         mode = log_all_ref_updates(self.repo)
@@ -361,17 +333,8 @@ class FilesUpdate(Plan):
                 rename(u.lock.path, u.lock.path[: -len(LOCK_SUFFIX)])
                 u.lock.path = ""
         deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
-        for u in deleting:
-            step("unlink reflog", u.name)
-            try:
-                os.unlink(log_path(self.repo, u.name))
-            except (FileNotFoundError, IsADirectoryError):
-                continue
-            self._remove_empty_parents(u.name, os.path.join(ref_base(self.repo, u.name), "logs"))
-        if self.new_path:
-            step("rename packed-refs.new")
-            rename(self.new_path, self.packed_lock[: -len(LOCK_SUFFIX)])
-            self.new_path = ""
+        self._unlink_reflogs(deleting)
+        self._commit_packed()
         for u in deleting:
             if u.lock.loose:
                 step("unlink", u.name)
@@ -391,13 +354,7 @@ class FilesUpdate(Plan):
                 step("unlock", u.name)
                 remove(lk.path)
                 lk.path = ""
-        if self.new_path:
-            remove(self.new_path)
-            self.new_path = ""
-        if self.packed_lock:
-            step("unlock packed-refs")
-            remove(self.packed_lock)
-            self.packed_lock = ""
+        self._unlock_packed()
         # git's files_transaction_cleanup: empty parent directories of every locked ref go, committed or
         # not (those a lock needed, those a deletion emptied)
         for u in self.locked:
@@ -405,16 +362,9 @@ class FilesUpdate(Plan):
         self.locked = []
 
     def run(self) -> list[Upd]:
-        try:
-            self.prepare()
-            self.prepare_packed()
-        except BaseException:
-            self.cleanup()
-            raise
-        with committing():
-            try:
-                self.finish()
-            except BaseException:
-                self.cleanup(done=True)
-                raise
+        two_phase(self._prepare_all, self.finish, self.cleanup)
         return self.updates
+
+    def _prepare_all(self) -> None:
+        self.prepare()
+        self.prepare_packed()

@@ -8,10 +8,8 @@ command present, so that git reads exactly as many NUL-terminated fields as it e
 from __future__ import annotations
 
 import os
-import subprocess
 
-from ..engines.git import git_binary, map_error
-from ..errors import TransactionRefused
+from ..engines.git import git_binary, map_error, run_update_ref
 
 
 def encode(commands) -> bytes:
@@ -55,37 +53,8 @@ def commit(repo, commands, *, message: bytes = b"") -> None:
     if message:
         argv += ["-m", os.fsdecode(message)]
     argv += ["--stdin", "-z"]
-    env = dict(os.environ)
-    env.pop("GIT_DIR", None)
-    env.pop("GIT_COMMON_DIR", None)
-    from ..lockfile import add_child, drop_child, hold, release
-    from ..meter import child_argv
-
-    data = encode(commands)
-    hold()  # as engines/git.py: a signal that ends us reaches git too, and waits for its cleanup
-    try:
-        proc = subprocess.Popen(
-            child_argv(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=repo.worktree or repo.gitdir,
-        )
-        add_child(proc.pid)
-    except OSError as e:
-        raise TransactionRefused(repo.gitdir, f"cannot run {argv[0]}: {e.strerror}") from None
-    finally:
-        release()
-    try:
-        _out, err = proc.communicate(data)
-    except BaseException:
-        proc.terminate()
-        proc.wait()
-        raise
-    finally:
-        drop_child(proc.pid)
-    if proc.returncode != 0:
+    returncode, err = run_update_ref(repo, argv, encode(commands))
+    if returncode != 0:
         refused = map_error(err, repo.gitdir)
         if refused.file is None:
             refused.file = repo.gitdir

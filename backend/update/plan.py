@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from ..engines.common import splits_head
 from ..errors import StaleValue, TransactionRefused
 
 MISSING, REGULAR, SYMREF = 0, 1, 2
@@ -148,13 +149,7 @@ class Plan:
         while i < len(self.updates):
             u = self.updates[i]
             i += 1
-            if head_ref is not None and not u.log_only and not u.via_head and u.name == head_ref:
-                if b"HEAD" in self.names:
-                    raise TransactionRefused(
-                        self.repo.gitdir,
-                        f"multiple updates for 'HEAD' (including one via its referent '{_t(u.name)}') "
-                        "are not allowed",
-                    )
+            if splits_head(self, u, head_ref):
                 h = Upd(b"HEAD", u.new, u.old, u.new_target, u.old_target, True)
                 h.log_only = True
                 h.head_split = True

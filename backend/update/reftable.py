@@ -23,10 +23,10 @@ from ..engines.common import (
     reflog_message,
     should_autocreate_reflog,
 )
-from ..engines.reftable import snapshot_stack, stack_dir_for
+from ..engines.reftable import load_stack, snapshot_stack, stack_dir_for
 from ..engines.stack_io import StackWriter, table_bytes
 from ..errors import TransactionRefused
-from ..formats.reftable.merged import SEEK_LIMIT
+from ..formats.reftable.merged import SEEK_LIMIT, follow_symrefs
 from ..formats.reftable.record import (
     LOG_DELETION,
     LOG_UPDATE,
@@ -80,10 +80,7 @@ class ReftableUpdate(Plan):
             st.lock(self.timeout)
             self.stacks[d] = st
         try:
-            snap = snapshot_stack(self.snapshot, d)
-            if snap is not None:
-                st.adopt(*snap)
-            st.load()  # one read of tables.list; every table still listed is reused
+            load_stack(st, self.snapshot, d)
             if self.single and lock:
                 self.main = st
         except BaseException:
@@ -126,14 +123,7 @@ class ReftableUpdate(Plan):
         return REGULAR, rec.value
 
     def resolve(self, name: bytes) -> bytes | None:
-        for _ in range(5):
-            rec = self.stack(name).lookup(name)
-            if rec is None:
-                return None
-            if rec.value_type != VALUE_SYMREF:
-                return rec.value
-            name = rec.target
-        return None
+        return follow_symrefs(lambda n: self.stack(n).lookup(n), name)
 
     def small_stack(self, st: StackWriter, cap: int) -> dict[bytes, RefRecord] | None:
         """Every live record of ``st`` by name, when it holds at most ``cap`` records in all (else None):

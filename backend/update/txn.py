@@ -20,6 +20,7 @@ from collections import namedtuple
 from ..errors import CorruptStore, TransactionRefused
 from ..meter import OpReport, measure
 from ..model import HASH_HEXSZ
+from ..txn import take_snapshot
 
 ENGINES = ("native", "git")
 PSEUDOREFS = (b"FETCH_HEAD", b"MERGE_HEAD")  # git's is_pseudo_ref
@@ -69,12 +70,7 @@ class UpdateTransaction:
     @property
     def snapshot(self):
         if self._snapshot is None:
-            with measure("snapshot") as m:
-                try:
-                    self._snapshot = self.store.snapshot()
-                except CorruptStore as err:
-                    raise TransactionRefused(err.file, err.what, err.offset) from None
-            self._phases.append(m.report)
+            self._snapshot = take_snapshot(self.store, self._phases)
         return self._snapshot
 
     def resolver(self):

@@ -318,6 +318,11 @@ def main() -> None:
             rows += bench_reftable(root, args.refs, args.runs, 1)
             rows += bench_reftable(root, args.refs, max(3, args.runs // 3), 10_000)
             rows += bench_reftable(root, args.refs, max(3, args.runs // 3), 10_000, contiguous=True)
+    print_report(rows)
+
+
+def print_report(rows: list) -> None:
+    """git's version, then the rows as a Markdown table (bench_update prints its own the same way)."""
     print(f"git: {subprocess.run([git_binary(), 'version'], capture_output=True, text=True).stdout.strip()}")
     print()
     print("| operation | refscope (native) | git | ratio |")

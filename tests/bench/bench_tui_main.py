@@ -17,13 +17,7 @@ import asyncio  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+from procstat import rss_mb  # noqa: E402
 
 
 def render_visible(reflist) -> None:

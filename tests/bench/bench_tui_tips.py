@@ -19,6 +19,8 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
+from procstat import rss_mb  # noqa: E402
+
 
 def build(path: str, refs: int, commits: int) -> None:
     git = os.environ.get("REFSCOPE_GIT", "git")
@@ -36,14 +38,6 @@ def build(path: str, refs: int, commits: int) -> None:
         lines.append(f"reset refs/heads/branch/{r // 1000}/b{r:07d}\nfrom :{1 + (r * 7919) % commits}\n\n")
     subprocess.run([git, "fast-import", "--quiet"], cwd=path, input="".join(lines).encode(), check=True)
     subprocess.run([git, "pack-refs", "--all"], cwd=path, check=True)
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 async def lagging(app, done, out: dict, key: str, t: float | None = None) -> None:

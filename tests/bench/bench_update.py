@@ -29,7 +29,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from bench_delete import bench_env, med, side_by_side, strace_count  # noqa: E402
+from bench_delete import bench_env, med, print_report, side_by_side, strace_count  # noqa: E402
 
 from tests.support.update import git, git_binary, init_repo  # noqa: E402
 
@@ -213,12 +213,7 @@ def main() -> None:
         if args.only in (None, "updates"):
             for fmt in formats:
                 rows += bench_updates(root, fmt, args.refs, args.updates, args.runs)
-    print(f"git: {subprocess.run([git_binary(), 'version'], capture_output=True, text=True).stdout.strip()}")
-    print()
-    print("| operation | refscope (native) | git | ratio |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print_report(rows)
 
 
 if __name__ == "__main__":

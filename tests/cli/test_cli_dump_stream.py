@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.git import git, init_repo
+from tests.support.git import create_refs, git, init_repo
 
 N = 40_000  # refs (and as many reflog entries) of the table: its whole description is ~250 MB; and 5 * N
 # packed-refs records
@@ -26,13 +26,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 @pytest.fixture(scope="module", params=["files", "reftable"])
 def big_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = init_repo(tmp_path_factory.mktemp(request.param) / "r", fmt=request.param)
-    head = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/b%06d %s\n" % (i, head) for i in range(N)),
-    )
+    create_refs(repo, (b"refs/heads/b%06d" % i for i in range(N)))
     git(repo, "pack-refs", "--all")
     if request.param == "files":
         return repo / ".git" / "packed-refs"

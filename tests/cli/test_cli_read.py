@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import refscope
-from tests.support.git import git, git_env, init_repo
+from tests.support.git import create_refs, git, git_env, init_repo
 
 
 @pytest.fixture(scope="module")
@@ -126,13 +126,7 @@ def test_list_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
     """``refscope list | head -1``: the reader leaves early; refscope ends quietly with 0 (git dies of
     SIGPIPE), whether the break surfaces while it writes or when it flushes on the way out."""
     repo = init_repo(tmp_path / "r")
-    head = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/t%05d %s\n" % (i, head) for i in range(3000)),
-    )
+    create_refs(repo, (b"refs/heads/t%05d" % i for i in range(3000)))
     for extra in ([], ["--json"]):
         proc = subprocess.Popen(
             [sys.executable, "-m", "refscope.app", "list", *extra, "-C", str(repo)],

@@ -12,8 +12,8 @@ import pytest
 from refscope.backend.errors import TransactionRefused
 from refscope.backend.txn import Transaction
 
-from tests.support.git import for_each_ref, git, git_env, init_repo
-from tests.support.txn import GitWorker, leftovers, open_txn_store
+from tests.support.git import for_each_ref, git, init_repo, use_git_identity
+from tests.support.txn import concurrent_git, leftovers, open_txn_store
 
 N_TXNS = 100
 DEADLINE_S = 20.0
@@ -21,9 +21,7 @@ DEADLINE_S = 20.0
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_transactions_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
     repo = init_repo(tmp_path / "repo", fmt=fmt)
     oid = git(repo, "rev-parse", "HEAD").strip()
     lines = b"".join(b"create refs/heads/rs/%03d %s\n" % (i, oid) for i in range(N_TXNS))
@@ -38,13 +36,10 @@ def test_transactions_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch:
         )
     before = {r[0] for r in for_each_ref(repo)}
 
-    workers = [GitWorker(repo, "churn", "a"), GitWorker(repo, "create", "c"), GitWorker(repo, "pack", "p")]
-    for w in workers:
-        w.start()
     accepted: set[bytes] = set()
     refused: set[bytes] = set()
-    t0 = time.monotonic()
-    try:
+    with concurrent_git(repo) as workers:
+        t0 = time.monotonic()
         store = open_txn_store(repo)
         for i in range(N_TXNS):
             if time.monotonic() - t0 > DEADLINE_S:
@@ -60,11 +55,6 @@ def test_transactions_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch:
                 continue
             assert result.deleted == [name]
             accepted.add(name)
-    finally:
-        for w in workers:
-            w.stop.set()
-        for w in workers:
-            w.join(timeout=30)
     print(
         fmt,
         "accepted",

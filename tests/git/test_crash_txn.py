@@ -19,8 +19,15 @@ from refscope.backend.repo import discover
 from refscope.backend.txn import Transaction
 from refscope.backend.verify import stale_locks
 
-from tests.support.git import copy_repo, for_each_ref, git, git_env
-from tests.support.txn import build_repo, fast_copy, git_delete, leftover_files, open_txn_store
+from tests.support.git import copy_repo, for_each_ref, git, git_env, use_git_identity
+from tests.support.txn import (
+    crash_source,
+    fast_copy,
+    git_delete,
+    leftover_files,
+    open_txn_store,
+    run_armed_child,
+)
 
 BATCH = [
     b"refs/heads/p02",  # packed only
@@ -35,20 +42,14 @@ BATCH = [
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
 
 
 @pytest.fixture(scope="module", params=["files", "reftable"])
 def crash_base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     fmt = request.param
     root = tmp_path_factory.mktemp(f"crash-{fmt}")
-    src = build_repo(root / "repo", fmt, "sha1", worktree=False, n_branches=8)
-    if fmt == "reftable":
-        # a small stack so the commit's auto-compaction has work to do (and steps to be killed at)
-        git(src, "update-ref", "refs/heads/extra-1", "HEAD")
-        git(src, "update-ref", "refs/heads/extra-2", "HEAD")
+    src = crash_source(root, fmt)
     oracle = copy_repo(src, root / "oracle")
     assert git_delete(oracle, [(n, None) for n in BATCH]).returncode == 0
     return fmt, src, oracle
@@ -63,19 +64,7 @@ def commit_batch(repo: Path) -> None:
 
 def run_child(repo: Path, at: int) -> int:
     """Fork; the child commits the batch armed to die at step ``at``. Returns the child's wait status."""
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 1
-        try:
-            crashpoint.arm(at=at)
-            commit_batch(repo)
-            code = 0
-        except BaseException:
-            code = 3
-        finally:
-            os._exit(code)
-    _pid, status = os.waitpid(pid, 0)
-    return status
+    return run_armed_child(at, lambda: commit_batch(repo))
 
 
 def test_crash_at_every_step(crash_base, tmp_path: Path) -> None:

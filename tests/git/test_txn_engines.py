@@ -16,7 +16,7 @@ from refscope.backend.errors import StaleValue, TransactionRefused
 from refscope.backend.formats.reftable import merged
 from refscope.backend.txn import Transaction
 
-from tests.support.git import copy_repo, for_each_ref, git, git_env, tree_bytes
+from tests.support.git import copy_repo, for_each_ref, git, tree_bytes, use_git_identity
 from tests.support.txn import (
     build_repo,
     check_clean,
@@ -35,9 +35,7 @@ CASES = [("files", "sha1"), ("files", "sha256"), ("reftable", "sha1"), ("reftabl
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     """The native engines write reflog entries with the same identity and date git gets."""
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{f}-{h}" for f, h in CASES])

@@ -13,7 +13,16 @@ from refscope.backend.errors import TransactionRefused
 from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 
-from tests.support.update import GitWorker, for_each_ref, git, git_env, init_repo, leftovers, open_txn_store
+from tests.support.update import (
+    concurrent_git,
+    create_refs,
+    for_each_ref,
+    git,
+    init_repo,
+    leftovers,
+    open_txn_store,
+    use_git_identity,
+)
 
 N_TXNS = 60
 DEADLINE_S = 20.0
@@ -21,29 +30,19 @@ DEADLINE_S = 20.0
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_updates_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
     repo = init_repo(tmp_path / "repo", fmt=fmt)
     first = git(repo, "rev-parse", "HEAD").strip()
     (repo / "file").write_text("two\n")
     git(repo, "commit", "-q", "-am", "two")
     second = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/rs/%03d %s\n" % (i, first) for i in range(N_TXNS)),
-    )
+    create_refs(repo, (b"refs/heads/rs/%03d" % i for i in range(N_TXNS)), first)
     if fmt == "files":
         git(repo, "pack-refs", "--all")
-    workers = [GitWorker(repo, "churn", "a"), GitWorker(repo, "create", "c"), GitWorker(repo, "pack", "p")]
-    for w in workers:
-        w.start()
     accepted: list[int] = []
     refused: list[int] = []
-    t0 = time.monotonic()
-    try:
+    with concurrent_git(repo) as workers:
+        t0 = time.monotonic()
         store = open_txn_store(repo)
         for i in range(N_TXNS):
             if time.monotonic() - t0 > DEADLINE_S:
@@ -65,11 +64,6 @@ def test_updates_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pyte
                 refused.append(i)
                 continue
             accepted.append(i)
-    finally:
-        for w in workers:
-            w.stop.set()
-        for w in workers:
-            w.join(timeout=30)
     assert len(accepted) + len(refused) >= 10
     final = {r[0]: r[1] for r in for_each_ref(repo)}
     for i in accepted:

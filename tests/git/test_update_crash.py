@@ -20,22 +20,22 @@ from refscope.backend.update.txn import UpdateTransaction
 from refscope.backend.verify import stale_locks
 
 from tests.support.update import (
-    build_repo,
     copy_repo,
+    crash_source,
     fast_copy,
     for_each_ref,
     git,
     git_env,
     leftover_files,
     open_txn_store,
+    run_armed_child,
+    use_git_identity,
 )
 
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
 
 
 def batch(repo: Path) -> bytes:
@@ -62,10 +62,7 @@ def batch(repo: Path) -> bytes:
 def crash_base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     fmt = request.param
     root = tmp_path_factory.mktemp(f"upd-crash-{fmt}")
-    src = build_repo(root / "repo", fmt, "sha1", worktree=False, n_branches=8)
-    if fmt == "reftable":
-        git(src, "update-ref", "refs/heads/extra-1", "HEAD")  # a stack auto-compaction has work on
-        git(src, "update-ref", "refs/heads/extra-2", "HEAD")
+    src = crash_source(root, fmt)
     data = batch(src)
     oracle = copy_repo(src, root / "oracle")
     git(oracle, "update-ref", "--stdin", input=data)
@@ -81,19 +78,7 @@ def commit_batch(repo: Path, data: bytes) -> None:
 
 
 def run_child(repo: Path, data: bytes, at: int) -> int:
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 1
-        try:
-            crashpoint.arm(at=at)
-            commit_batch(repo, data)
-            code = 0
-        except BaseException:
-            code = 3
-        finally:
-            os._exit(code)
-    _pid, status = os.waitpid(pid, 0)
-    return status
+    return run_armed_child(at, lambda: commit_batch(repo, data))
 
 
 def test_crash_at_every_step(crash_base, tmp_path: Path) -> None:

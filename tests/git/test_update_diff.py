@@ -37,6 +37,7 @@ from tests.support.update import (
     reflogs,
     reftable_files,
     state,
+    use_git_identity,
 )
 
 SEEDS = int(os.environ.get("REFSCOPE_UPDATE_SEEDS", "12"))  # more for a longer hunt
@@ -45,9 +46,7 @@ CASES = [("files", "sha1"), ("files", "sha256"), ("reftable", "sha1"), ("reftabl
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in git_env().items():
-        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
-            monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{f}-{h}" for f, h in CASES])

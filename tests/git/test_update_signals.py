@@ -15,18 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.update import copy_repo, for_each_ref, git, git_env, init_repo, leftovers
+from tests.support.update import copy_repo, create_refs, for_each_ref, git, git_env, init_repo, leftovers
 
 
 def make(root: Path, fmt: str) -> tuple[Path, bytes]:
     repo = init_repo(root / "base", fmt=fmt)
-    head = git(repo, "rev-parse", "HEAD").strip()
-    git(
-        repo,
-        "update-ref",
-        "--stdin",
-        input=b"".join(b"create refs/heads/old-%03d %s\n" % (i, head) for i in range(40)),
-    )
+    head = create_refs(repo, (b"refs/heads/old-%03d" % i for i in range(40)))
     if fmt == "files":
         git(repo, "pack-refs", "--all")
     data = b"".join(b"create refs/heads/new/%03d %s\n" % (i, head) for i in range(60))

@@ -52,6 +52,14 @@ def git_env(home: Path | None = None) -> dict[str, str]:
     return env
 
 
+def use_git_identity(monkeypatch) -> None:
+    """Give this process git_env()'s identities, dates and config isolation, so that what refscope writes
+    (reflog entries) carries the same identity and date git's runs get."""
+    for key, value in git_env().items():
+        if key.startswith(("GIT_COMMITTER_", "GIT_AUTHOR_", "GIT_CONFIG_")):
+            monkeypatch.setenv(key, value)
+
+
 def run_git(
     cwd: Path | str, *args: str, input: bytes | None = None, env: dict | None = None
 ) -> subprocess.CompletedProcess:

@@ -42,6 +42,17 @@ async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
 
 
 # ---- stores and apps -----------------------------------------------------------------------------------
+async def settle_snapshot(pilot) -> None:
+    """Before a snapshot: no blinking cursor in any Input, every worker done, the screen refreshed."""
+    from textual.widgets import Input
+
+    app = pilot.app
+    for inp in app.screen.query(Input):
+        inp.cursor_blink = False
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def open_store(path: Path):
     """The backend's store of the repository at ``path``."""
     from refscope.backend.repo import discover

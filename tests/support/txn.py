@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo
@@ -204,3 +205,49 @@ def leftover_files(repo: Path) -> tuple[list[Path], list[Path]]:
         elif p.name.endswith(".new") or ".temp." in p.name:
             others.append(p)
     return locks, others
+
+
+def run_armed_child(at: int, commit) -> int:
+    """Fork; the child runs ``commit()`` armed (engines/crashpoint.py) to die at step ``at`` and exits 0
+    when it returned, 3 when it raised. Returns the child's wait status."""
+    from refscope.backend.engines import crashpoint
+
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 1
+        try:
+            crashpoint.arm(at=at)
+            commit()
+            code = 0
+        except BaseException:
+            code = 3
+        finally:
+            os._exit(code)
+    _pid, status = os.waitpid(pid, 0)
+    return status
+
+
+@contextmanager
+def concurrent_git(repo: Path):
+    """Three GitWorkers (churning, creating, packing) running in ``repo`` for the ``with`` block; stopped
+    and joined at its end. Yields the workers (their runs, failures and the names they made)."""
+    workers = [GitWorker(repo, "churn", "a"), GitWorker(repo, "create", "c"), GitWorker(repo, "pack", "p")]
+    for w in workers:
+        w.start()
+    try:
+        yield workers
+    finally:
+        for w in workers:
+            w.stop.set()
+        for w in workers:
+            w.join(timeout=30)
+
+
+def crash_source(root: Path, fmt: str) -> Path:
+    """The repository the crash tests kill commits in (``root/repo``): eight branches, and in reftable
+    a small stack so that the commit's auto-compaction has work to do (and steps to be killed at)."""
+    src = build_repo(root / "repo", fmt, "sha1", worktree=False, n_branches=8)
+    if fmt == "reftable":
+        git(src, "update-ref", "refs/heads/extra-1", "HEAD")
+        git(src, "update-ref", "refs/heads/extra-2", "HEAD")
+    return src

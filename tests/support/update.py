@@ -4,11 +4,22 @@ and git's own helpers."""
 from __future__ import annotations
 
 from tests.support.faults import fingerprint
-from tests.support.git import copy_repo, for_each_ref, git, git_binary, git_env, init_repo
+from tests.support.git import (
+    copy_repo,
+    create_refs,
+    for_each_ref,
+    git,
+    git_binary,
+    git_env,
+    init_repo,
+    use_git_identity,
+)
 from tests.support.txn import (
     GitWorker,
     build_repo,
     check_clean,
+    concurrent_git,
+    crash_source,
     fast_copy,
     files_layout,
     leftover_files,
@@ -16,6 +27,7 @@ from tests.support.txn import (
     open_txn_store,
     reflogs,
     reftable_files,
+    run_armed_child,
     state,
 )
 
@@ -23,7 +35,10 @@ __all__ = [
     "GitWorker",
     "build_repo",
     "check_clean",
+    "concurrent_git",
+    "crash_source",
     "copy_repo",
+    "create_refs",
     "fast_copy",
     "files_layout",
     "fingerprint",
@@ -37,5 +52,7 @@ __all__ = [
     "open_txn_store",
     "reflogs",
     "reftable_files",
+    "run_armed_child",
     "state",
+    "use_git_identity",
 ]

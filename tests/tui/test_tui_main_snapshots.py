@@ -11,6 +11,7 @@ from refscope.backend.model import LOOSE, PACKED, TABLE, Location, Ref
 from textual.widgets import Input
 
 from tests.support.memsnapshot import MemSnapshot, oid, sample
+from tests.support.tui import settle_snapshot as settle
 from tests.support.tui import wait_for
 
 SIZE = (100, 30)
@@ -37,14 +38,6 @@ def make_app(snapshot=None, engine: str = "native") -> RefscopeApp:
         engine=engine,
     )
     return app
-
-
-async def settle(pilot) -> None:
-    app = pilot.app
-    for inp in app.screen.query(Input):
-        inp.cursor_blink = False
-    await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def test_main_screen(snap_compare) -> None:

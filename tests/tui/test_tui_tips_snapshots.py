@@ -17,6 +17,7 @@ from refscope.backend.store import open_store
 from textual.widgets import Input
 
 from tests.support.tui import TIPS_NOW, tips_loaded, tips_repo, wait_for
+from tests.support.tui import settle_snapshot as settle
 
 SIZE = (150, 32)
 
@@ -30,14 +31,6 @@ def tips(tmp_path: Path, git_bin: str, monkeypatch: pytest.MonkeyPatch) -> Path:
 def make_app(path: Path) -> RefscopeApp:
     repo = discover(str(path))
     return RefscopeApp(open_store(repo), repo=repo, repo_path="/srv/tips", meter=FakeMeter(), watch=False)
-
-
-async def settle(pilot) -> None:
-    app = pilot.app
-    for inp in app.screen.query(Input):
-        inp.cursor_blink = False
-    await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def test_tip_columns(tips: Path, snap_compare) -> None:

@@ -23,6 +23,19 @@ SEEK_LIMIT = 64
 _NO_IDENT = b"\xff" * 11
 
 
+def follow_symrefs(lookup, name: bytes, depth: int = 5) -> bytes | None:
+    """Follow symrefs from ``name`` through ``lookup`` (name -> live record or None) to an oid; None when
+    dangling, missing or deeper than ``depth``."""
+    for _ in range(depth):
+        rec = lookup(name)
+        if rec is None:
+            return None
+        if rec.value_type != VALUE_SYMREF:
+            return rec.value
+        name = rec.target
+    return None
+
+
 class MergedTables:
     """``tables`` (oldest first) as one merged view."""
 
@@ -79,14 +92,7 @@ class MergedTables:
 
     def resolve(self, name: bytes, depth: int = 5) -> bytes | None:
         """Follow symrefs to an oid (None when dangling/missing)."""
-        for _ in range(depth):
-            rec = self.lookup(name)
-            if rec is None:
-                return None
-            if rec.value_type != VALUE_SYMREF:
-                return rec.value
-            name = rec.target
-        return None
+        return follow_symrefs(self.lookup, name, depth)
 
     def records(self, start: bytes) -> Iterator[tuple[bytes, int, object, int]]:
         """(name, table index, RefBlock, record index) of the newest record of every name from ``start``,
