@@ -10,6 +10,8 @@ from __future__ import annotations
 from ...errors import CorruptStore
 from ...formats.reftable.table import Table
 from ...model import PER_WORKTREE_PREFIXES, TABLE, Location, Ref
+from ...refname import joined_suspect
+from ...refname import names_suspect as block_names_suspect  # the one check; its name here for the stores
 
 # Bytes check_refname never rejects on their own ('/' among them). The block check joins the names with
 # '/', so one search for '//' finds empty components, names starting or ending with '/' and empty names;
@@ -18,31 +20,13 @@ from ...model import PER_WORKTREE_PREFIXES, TABLE, Location, Ref
 _GOOD_BYTES = bytes(c for c in range(256) if not (c <= 0x20 or c == 0x7F or c in b"~^:?[\\*"))
 # ... and of those the ones a JSON string (and plain output) takes as they are: printable ASCII but '"'.
 _PLAIN_BYTES = bytes(c for c in _GOOD_BYTES if c < 0x7F and c != 0x22)
-_SUSPECT_DOT = (b"..", b"/.", b"./", b".lock")
-
-
-def _joined_suspect(joined: bytes, names: list[bytes]) -> bool:
-    """The substring part of the check, over ``b"/".join(names)`` (bytes already checked)."""
-    if not joined or b"//" in joined or joined[:1] == b"/" or joined[-1:] == b"/":
-        return True
-    if b"." in joined and (
-        joined[:1] == b"." or joined[-1:] == b"." or any(s in joined for s in _SUSPECT_DOT)
-    ):
-        return True
-    return b"@" in joined and (b"@{" in joined or b"@" in names)
-
-
-def block_names_suspect(names: list[bytes]) -> bool:
-    """May any of ``names`` fail check_refname? Never False for an invalid name; True for few valid ones."""
-    joined = b"/".join(names)
-    return bool(joined.translate(None, _GOOD_BYTES)) or _joined_suspect(joined, names)
 
 
 def pairs_plain(names: list[bytes]) -> bool:
     """Every name passes check_refname and is printable ASCII without '"' (as it is in JSON and plain
     output): the bulk listing may print them as they are."""
     joined = b"/".join(names)
-    return not joined.translate(None, _PLAIN_BYTES) and not _joined_suspect(joined, names)
+    return not joined.translate(None, _PLAIN_BYTES) and not joined_suspect(joined, names)
 
 
 NOTHING_HIDDEN: frozenset[int] = frozenset()
