@@ -9,6 +9,7 @@ names can be renamed to fixed random parts for SVG snapshots).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -72,6 +73,15 @@ def make_app(path: Path, watch: bool = False, engine: str = "native"):
     return RefscopeApp(
         real_open(repo), repo=repo, repo_path=str(path), meter=FakeMeter(), watch=watch, engine=engine
     )
+
+
+@contextlib.asynccontextmanager
+async def live_app(path: Path, size: tuple[int, int] = (160, 30)):
+    """(app, pilot) of an app over ``path`` with its watcher on, run until it shows the store live."""
+    app = make_app(path, watch=True)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.live == "live" and app.screen.is_ready())
+        yield app, pilot
 
 
 async def set_filter(pilot, app, text: str) -> None:

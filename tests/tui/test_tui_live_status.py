@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.git import git
-from tests.support.tui import make_app, make_repo, wait_for
+from tests.support.tui import live_app, make_repo, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -25,10 +25,8 @@ def header(app) -> str:
 
 async def test_header_says_refreshing_then_live(tmp_path: Path, ref_format: str, monkeypatch) -> None:
     path = make_repo(tmp_path / "r", ref_format, n=30)
-    app = make_app(path, watch=True)
-    async with app.run_test(size=(160, 30)) as pilot:
+    async with live_app(path) as (app, pilot):
         screen = app.screen
-        await wait_for(pilot, lambda: app.live == "live" and screen.is_ready())
         assert "● live" in header(app)
         gate, entered = threading.Event(), threading.Event()
         orig = app.store.refresh
@@ -56,10 +54,8 @@ async def test_header_says_refreshing_then_live(tmp_path: Path, ref_format: str,
 
 async def test_header_says_behind_while_our_commit_holds_the_watcher(tmp_path: Path, ref_format: str) -> None:
     path = make_repo(tmp_path / "r", ref_format, n=30)
-    app = make_app(path, watch=True)
-    async with app.run_test(size=(160, 30)) as pilot:
+    async with live_app(path) as (app, pilot):
         screen = app.screen
-        await wait_for(pilot, lambda: app.live == "live" and screen.is_ready())
         with app.own_transaction() as adopt:
             await wait_for(pilot, lambda: app.live.startswith("behind: own commit"))
             assert "○ behind: own commit running" in header(app)
@@ -74,10 +70,8 @@ async def test_header_says_behind_while_our_commit_holds_the_watcher(tmp_path: P
 
 async def test_an_older_snapshot_never_replaces_a_newer_one(tmp_path: Path, ref_format: str) -> None:
     path = make_repo(tmp_path / "r", ref_format, n=30)
-    app = make_app(path, watch=True)
-    async with app.run_test(size=(160, 30)) as pilot:
+    async with live_app(path) as (app, pilot):
         screen = app.screen
-        await wait_for(pilot, lambda: app.live == "live" and screen.is_ready())
         older = app.store.snapshot()  # a refresh that started first ...
         head = git(path, "rev-parse", "HEAD").strip().decode()
         git(path, "update-ref", "refs/heads/newer", head)
@@ -93,10 +87,7 @@ async def test_an_older_snapshot_never_replaces_a_newer_one(tmp_path: Path, ref_
 
 async def test_header_says_polling_when_file_events_failed(tmp_path: Path) -> None:
     path = make_repo(tmp_path / "r", "files", n=5)
-    app = make_app(path, watch=True)
-    async with app.run_test(size=(160, 30)) as pilot:
-        screen = app.screen
-        await wait_for(pilot, lambda: app.live == "live" and screen.is_ready())
+    async with live_app(path) as (app, pilot):
         name = b"refs/heads/caf\xe9".decode("utf-8", "surrogateescape")
         head = git(path, "rev-parse", "HEAD").strip().decode()
         for _ in range(2):  # watchfiles cannot decode the name: restarted, then polling
