@@ -5,6 +5,7 @@ Pilot against real git repositories of both formats; every wait polls a conditio
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -26,6 +27,15 @@ pytestmark = pytest.mark.anyio
 
 def _line(ref_list, y: int) -> str:
     return "".join(seg.text for seg in ref_list.render_line(y))
+
+
+@contextlib.asynccontextmanager
+async def _running(path: Path, size):
+    """(app, pilot) of an app over ``path``, run until its list is ready."""
+    app = make_app(path)
+    async with app.run_test(size=size) as pilot:
+        await _ready(pilot, app)
+        yield app, pilot
 
 
 async def _ready(pilot, app) -> None:
@@ -50,9 +60,7 @@ async def test_head_is_shown_and_its_reflog_reachable_with_l(tmp_path: Path, ref
     path = make_repo(tmp_path / "r", ref_format)
     git(path, "commit", "-q", "--allow-empty", "-m", "second")
     want = git(path, "reflog", "show", "--format=%H", "HEAD").split()
-    app = make_app(path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await _ready(pilot, app)
+    async with _running(path, (120, 40)) as (app, pilot):
         head = app.screen.query_one(HeadLine)
         assert str(head.render()).startswith("HEAD → refs/heads/main  symref")
         await pilot.press("k")  # ↑ from the first row reaches HEAD's line
@@ -71,17 +79,13 @@ async def test_detached_head_is_shown_with_its_oid(tmp_path: Path, ref_format: s
     path = make_repo(tmp_path / "r", ref_format)
     git(path, "checkout", "-q", "--detach")
     oid = git(path, "rev-parse", "HEAD").strip().decode()
-    app = make_app(path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await _ready(pilot, app)
+    async with _running(path, (120, 40)) as (app, pilot):
         assert str(app.screen.query_one(HeadLine).render()).startswith(f"HEAD {oid[:12]}  detached")
 
 
 async def test_location_column_is_labelled(tmp_path: Path, ref_format: str) -> None:
     path = make_repo(tmp_path / "r", ref_format)
-    app = make_app(path)
-    async with app.run_test(size=(200, 50)) as pilot:
-        await _ready(pilot, app)
+    async with _running(path, (200, 50)) as (app, pilot):
         ref_list = app.screen.ref_list
         header = str(app.screen.query_one("#list-header").render())
         assert (
@@ -101,9 +105,7 @@ async def test_location_column_is_labelled(tmp_path: Path, ref_format: str) -> N
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)])
 async def test_columns_fit_content_and_terminal(tmp_path: Path, ref_format: str, size) -> None:
     path = make_repo(tmp_path / "r", ref_format)  # has refs/remotes/origin/HEAD -> refs/remotes/origin/main
-    app = make_app(path)
-    async with app.run_test(size=size) as pilot:
-        await _ready(pilot, app)
+    async with _running(path, size) as (app, pilot):
         screen = app.screen
         screen.apply_filter("refs/remotes/")
         await wait_for(pilot, lambda: len(screen.ref_list.view) == 2)
@@ -125,9 +127,7 @@ async def test_columns_fit_content_and_terminal(tmp_path: Path, ref_format: str,
 
 async def test_collapsing_panels_gives_the_list_their_rows(tmp_path: Path, ref_format: str) -> None:
     path = make_repo(tmp_path / "r", ref_format)
-    app = make_app(path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+    async with _running(path, (80, 24)) as (app, pilot):
         ref_list = app.screen.ref_list
         before = ref_list.size.height
         assert before >= 13  # a short terminal gives the panels fewer rows
@@ -209,9 +209,7 @@ def test_table_view_keys_align_with_long_names(tmp_path: Path, git_bin: str) -> 
 
 async def test_palette_commands_copy_and_head_reflog(tmp_path: Path, ref_format: str) -> None:
     path = make_repo(tmp_path / "r", ref_format)
-    app = make_app(path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await _ready(pilot, app)
+    async with _running(path, (120, 40)) as (app, pilot):
         commands = {c.title: c.callback for c in app.get_system_commands(app.screen)}
         assert {"Copy ref name", "Copy ref oid", "Open in git log", "Toggle panels", "Reflog of HEAD"} <= set(
             commands
