@@ -89,6 +89,18 @@ def errors(findings: list[V.Finding]) -> list[V.Finding]:
     return [f for f in findings if f.severity == V.ERROR]
 
 
+def _missing_pointer(repo, name: str, oid: bytes):
+    """The one error finding of a ref whose object is missing, and git fsck's line for the same ref."""
+    rc, found = objects(repo)
+    assert rc == 1
+    (f,) = errors(found)
+    assert f"'{name}'" in f.message and oid.decode() in f.message
+    assert "not in the object database" in f.message
+    grc, said = fsck(repo)
+    assert grc != 0 and f"{name}: invalid sha1 pointer {oid.decode()}" in said
+    return f
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_healthy_repository_has_no_finding(tmp_path, fmt):
     repo = tmp_path / "r"
@@ -110,14 +122,8 @@ def test_flipped_oid_byte(tmp_path, fmt):
     bad = flip(oids["refs/heads/side"])
     path = patch_value(repo, fmt, oids["refs/heads/side"], bad)
     assert refscope("verify", "-C", str(repo)).returncode == 0  # the storage itself is sound
-    rc, found = objects(repo)
-    assert rc == 1
-    (f,) = errors(found)
+    f = _missing_pointer(repo, "refs/heads/side", bad)
     assert f.file == str(path) and f.offset is not None
-    assert "'refs/heads/side'" in f.message and bad.decode() in f.message
-    assert "not in the object database" in f.message
-    grc, said = fsck(repo)
-    assert grc != 0 and f"refs/heads/side: invalid sha1 pointer {bad.decode()}" in said
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -187,13 +193,7 @@ def test_missing_object(tmp_path):
     oids = build(repo, "files")
     side = oids["refs/heads/side"]
     loose_path(repo, side).unlink()
-    rc, found = objects(repo)
-    assert rc == 1
-    (f,) = errors(found)
-    assert "'refs/heads/side'" in f.message and side.decode() in f.message
-    assert "not in the object database" in f.message
-    grc, said = fsck(repo)
-    assert grc != 0 and f"refs/heads/side: invalid sha1 pointer {side.decode()}" in said
+    _missing_pointer(repo, "refs/heads/side", side)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
