@@ -6,6 +6,7 @@ not deleted; after a refusal, nothing changed and the queue is kept.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,15 @@ pytestmark = pytest.mark.anyio
 
 def names(path: Path) -> list[bytes]:
     return [row[0] for row in for_each_ref(path)]
+
+
+@contextlib.asynccontextmanager
+async def _filtered(path: Path, pattern: str, width: int = 120):
+    """(app, pilot) of an app over ``path`` whose list is filtered to ``pattern``."""
+    app = make_app(path)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await set_filter(pilot, app, pattern)
+        yield app, pilot
 
 
 @pytest.mark.parametrize("engine", ["native", "git"])
@@ -54,9 +64,7 @@ async def test_commit_through_engine(tmp_path: Path, ref_format: str, engine: st
 
 async def test_stale_value_refusal_keeps_queue(tmp_path: Path, ref_format: str) -> None:
     path = make_repo(tmp_path / "r", ref_format, n=5)
-    app = make_app(path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await set_filter(pilot, app, "refs/heads/topic/001")
+    async with _filtered(path, "refs/heads/topic/001") as (app, pilot):
         await pilot.press("space")
         assert list(app.queue) == [b"refs/heads/topic/001"]
         # another process moves the ref after it was queued (no watcher here: the commit must catch it)
@@ -146,9 +154,7 @@ async def test_corrupt_store_shown_in_place(tmp_path: Path, ref_format: str) -> 
 async def test_storage_view_keys(tmp_path: Path, ref_format: str) -> None:
     """s, p and l open the storage views (issue 7's screens) for the ref under the cursor; escape returns."""
     path = make_repo(tmp_path / "r", ref_format, n=3)
-    app = make_app(path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await set_filter(pilot, app, "refs/heads/main")
+    async with _filtered(path, "refs/heads/main") as (app, pilot):
         await pilot.press("s")
         want = "PackedScreen" if ref_format == "files" else "StackScreen"
         await wait_for(pilot, lambda: type(app.screen).__name__ == want)
@@ -179,9 +185,7 @@ async def test_bench_runs_queue_on_scratch_copies(tmp_path: Path) -> None:
 
     path = make_repo(tmp_path / "r", "files", n=3)
     before = tree_bytes(path / ".git")
-    app = make_app(path)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await set_filter(pilot, app, "refs/heads/topic/")
+    async with _filtered(path, "refs/heads/topic/", width=160) as (app, pilot):
         await pilot.press("space", "b")
         await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen), timeout=60)
         body = str(app.screen.body)
@@ -210,9 +214,7 @@ async def test_packed_refs_checked_while_the_dialog_is_open(
 
         monkeypatch.setattr(PackedRefs, "validate", damaged_file)
     before = tree_bytes(path / ".git")
-    app = make_app(path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await set_filter(pilot, app, "refs/heads/topic/001")
+    async with _filtered(path, "refs/heads/topic/001") as (app, pilot):
         await pilot.press("space")
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit))
