@@ -5,24 +5,21 @@ git commands imply; every refusal is clean (typed error, the ref untouched); not
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from refscope.backend.errors import TransactionRefused
 from refscope.backend.txn import Transaction
 
-from tests.support.git import for_each_ref, git, init_repo, use_git_identity
-from tests.support.txn import concurrent_git, leftovers, open_txn_store
+from tests.support.git import for_each_ref, git
+from tests.support.txn import concurrent_git, identity_repo, leftovers, open_txn_store, until_deadline
 
 N_TXNS = 100
-DEADLINE_S = 20.0
 
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_transactions_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    use_git_identity(monkeypatch)
-    repo = init_repo(tmp_path / "repo", fmt=fmt)
+    repo = identity_repo(tmp_path, monkeypatch, fmt)
     oid = git(repo, "rev-parse", "HEAD").strip()
     lines = b"".join(b"create refs/heads/rs/%03d %s\n" % (i, oid) for i in range(N_TXNS))
     git(repo, "update-ref", "--stdin", input=lines)
@@ -39,11 +36,8 @@ def test_transactions_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch:
     accepted: set[bytes] = set()
     refused: set[bytes] = set()
     with concurrent_git(repo) as workers:
-        t0 = time.monotonic()
         store = open_txn_store(repo)
-        for i in range(N_TXNS):
-            if time.monotonic() - t0 > DEADLINE_S:
-                break
+        for i in until_deadline(N_TXNS):
             name = b"refs/heads/rs/%03d" % i
             txn = Transaction(store, snapshot=store.snapshot())
             txn.delete(name, oid)

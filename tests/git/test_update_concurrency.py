@@ -5,7 +5,6 @@ imply; nothing is left locked."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -13,25 +12,22 @@ from refscope.backend.errors import TransactionRefused
 from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 
+from tests.support.txn import identity_repo, until_deadline
 from tests.support.update import (
     concurrent_git,
     create_refs,
     for_each_ref,
     git,
-    init_repo,
     leftovers,
     open_txn_store,
-    use_git_identity,
 )
 
 N_TXNS = 60
-DEADLINE_S = 20.0
 
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_updates_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    use_git_identity(monkeypatch)
-    repo = init_repo(tmp_path / "repo", fmt=fmt)
+    repo = identity_repo(tmp_path, monkeypatch, fmt)
     first = git(repo, "rev-parse", "HEAD").strip()
     (repo / "file").write_text("two\n")
     git(repo, "commit", "-q", "-am", "two")
@@ -42,11 +38,8 @@ def test_updates_with_concurrent_git(fmt: str, tmp_path: Path, monkeypatch: pyte
     accepted: list[int] = []
     refused: list[int] = []
     with concurrent_git(repo) as workers:
-        t0 = time.monotonic()
         store = open_txn_store(repo)
-        for i in range(N_TXNS):
-            if time.monotonic() - t0 > DEADLINE_S:
-                break
+        for i in until_deadline(N_TXNS):
             data = b"update refs/heads/rs/%03d %s %s\ncreate refs/heads/new/%03d %s\n" % (
                 i,
                 second,

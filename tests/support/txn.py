@@ -251,3 +251,24 @@ def crash_source(root: Path, fmt: str) -> Path:
         git(src, "update-ref", "refs/heads/extra-1", "HEAD")
         git(src, "update-ref", "refs/heads/extra-2", "HEAD")
     return src
+
+
+# how long a concurrency test lets its git workers and transactions race before it stops them
+DEADLINE_S = 20.0
+
+
+def identity_repo(tmp_path: Path, monkeypatch, fmt: str) -> Path:
+    """A repository of ``fmt`` under ``tmp_path``, git's identity fixed for the test (its reflogs)."""
+    from tests.support.git import use_git_identity
+
+    use_git_identity(monkeypatch)
+    return init_repo(tmp_path / "repo", fmt=fmt)
+
+
+def until_deadline(n: int):
+    """``range(n)``, cut off once DEADLINE_S has passed since the first step: a race's rounds."""
+    t0 = time.monotonic()
+    for i in range(n):
+        if time.monotonic() - t0 > DEADLINE_S:
+            return
+        yield i

@@ -81,6 +81,18 @@ def _oid(i: int) -> bytes:
     return hashlib.sha1(str(i).encode()).hexdigest().encode()
 
 
+def _mutate(rng, b: dict, k: bytes, drop: float, plain: float, other) -> None:
+    """One random edit of ``b`` at ``k``: dropped (below ``drop``), a plain value (below ``plain``), else
+    ``other()`` (a value with a peeled id)."""
+    r = rng.random()
+    if r < drop:
+        b.pop(k, None)
+    elif r < plain:
+        b[k] = (_oid(rng.randint(0, 5)), None)
+    else:
+        b[k] = other()
+
+
 def _render(d: dict) -> bytes:
     out = [b"# pack-refs with: peeled fully-peeled sorted \n"]
     for k in sorted(d):
@@ -107,13 +119,14 @@ def test_packed_candidates_cover_every_difference(seed: int):
         edits = 1 if trial % 2 == 0 else rng.randint(0, 4)
         for _ in range(edits):
             k = b"refs/heads/%d" % rng.randint(0, 80)
-            r = rng.random()
-            if r < 0.3:
-                b.pop(k, None)
-            elif r < 0.6:
-                b[k] = (_oid(rng.randint(0, 5)), None)
-            else:
-                b[k] = (_oid(rng.randint(0, 5)), _oid(rng.randint(7, 9)) if rng.random() < 0.5 else None)
+            _mutate(
+                rng,
+                b,
+                k,
+                0.3,
+                0.6,
+                lambda: (_oid(rng.randint(0, 5)), _oid(rng.randint(7, 9)) if rng.random() < 0.5 else None),
+            )  # noqa: B023
         truth = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
         cands = D.packed_candidates(_render(a), _render(b))
         assert truth <= cands, (seed, trial)
@@ -233,13 +246,7 @@ def test_packed_diff_equals_the_change_of_values_in_any_chunking(tmp_path, chunk
         b = dict(a)
         for _ in range(rng.choice([1, 5, 200])):
             k = b"refs/heads/%04d" % rng.randint(0, 900)
-            r = rng.random()
-            if r < 0.5:
-                b.pop(k, None)
-            elif r < 0.8:
-                b[k] = (_oid(rng.randint(0, 5)), None)
-            else:
-                b[k] = (b[k][0] if k in b else _oid(1), _oid(rng.randint(7, 9)))
+            _mutate(rng, b, k, 0.5, 0.8, lambda: (b[k][0] if k in b else _oid(1), _oid(rng.randint(7, 9))))  # noqa: B023
         pa, pb = tmp_path / f"a{trial}", tmp_path / f"b{trial}"
         pa.write_bytes(_render(a))
         pb.write_bytes(_render(b))
