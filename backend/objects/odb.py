@@ -191,6 +191,12 @@ def _neighbours(table, raw: bytes) -> list[bytes]:
     return out
 
 
+def objects_dir(repo) -> str:
+    """The repository's object directory: ``GIT_OBJECT_DIRECTORY`` when set, as git reads it, else the
+    common dir's ``objects``."""
+    return os.environ.get("GIT_OBJECT_DIRECTORY") or os.path.join(repo.commondir, "objects")
+
+
 class Odb:
     """Read access to every object a repository can reach."""
 
@@ -282,6 +288,11 @@ class Odb:
             got = self.info(h)
             out[h] = None if got is None else got[0]
         return out
+
+    @classmethod
+    def of(cls, repo) -> Odb:
+        """The object database of ``repo`` (see ``objects_dir``)."""
+        return cls(objects_dir(repo), repo.hash_name)
 
     def approximate_count(self) -> int:
         """git's approximate object count: what the multi-pack-indexes and pack indexes hold (loose

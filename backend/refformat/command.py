@@ -54,18 +54,18 @@ def run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]
 def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]], count: int | None,
          omit_empty: bool, escape) -> None:  # fmt: skip
     from ..objects.commitgraph import open_commit_graph
-    from ..objects.odb import Odb
+    from ..objects.odb import Odb, objects_dir
 
     hexsz = HASH_HEXSZ[repo.hash_name]
-    objects_dir = os.environ.get("GIT_OBJECT_DIRECTORY") or os.path.join(repo.commondir, "objects")
-    odb = Odb(objects_dir, repo.hash_name)
+    odb = Odb.of(repo)
+    directory = objects_dir(repo)
     named = {k: tuple(resolve_rev(snap, hexsz, v) for v in vs) for k, vs in revs.items()}
     graph = None
     if any(named.get(k) for k in ("merged", "no_merged", "contains", "no_contains")):
         from .reach import Graph
         from .values import Objects
 
-        graph = open_commit_graph(objects_dir, odb.rawsz)
+        graph = open_commit_graph(directory, odb.rawsz)
         check = Graph(Objects(odb), graph)
         for key in ("merged", "no_merged", "contains", "no_contains"):
             for oid in named.get(key, ()):

@@ -11,7 +11,6 @@ most one chunk of a background scan.
 from __future__ import annotations
 
 import heapq
-import os
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -99,10 +98,10 @@ class TipFacts:
     """The object side of the TUI's columns, sort and filters for one repository."""
 
     def __init__(self, repo) -> None:
-        from ..objects.odb import Odb
+        from ..objects.odb import Odb, objects_dir
 
         self.repo = repo
-        self.objects_dir = os.environ.get("GIT_OBJECT_DIRECTORY") or os.path.join(repo.commondir, "objects")
+        self.objects_dir = objects_dir(repo)
         self.odb = Odb(self.objects_dir, repo.hash_name)
         self.tips = Tips(self.odb)
         self.lock = threading.Lock()

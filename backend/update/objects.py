@@ -8,18 +8,9 @@ bulk from the pack entries' headers, tags followed to what they peel to.
 
 from __future__ import annotations
 
-import os
-
 from ..errors import TransactionRefused
 
 COMMIT, TAG = b"commit", b"tag"
-
-
-def _odb(repo):
-    from ..objects.odb import Odb
-
-    objects = os.environ.get("GIT_OBJECT_DIRECTORY") or os.path.join(repo.commondir, "objects")
-    return Odb(objects, repo.hash_name)
 
 
 def check_new_values(repo, commands) -> dict[bytes, bytes]:
@@ -35,7 +26,9 @@ def check_new_values(repo, commands) -> dict[bytes, bytes]:
             wanted.append(c.new)
     if not wanted:
         return {}
-    odb = _odb(repo)
+    from ..objects.odb import Odb
+
+    odb = Odb.of(repo)
     types = {oid: (None if t is None else t.encode()) for oid, t in odb.types(wanted).items()}
     peeled: dict[bytes, bytes] = {}
     tags = [oid for oid, t in types.items() if t == TAG]

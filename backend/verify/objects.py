@@ -163,10 +163,6 @@ def _resolve(symrefs, targets: dict[bytes, bytes], direct: dict[bytes, tuple]) -
 # ------------------------------------------------------------------------------------------- the reading
 
 
-def _objects_dir(repo) -> str:
-    return os.environ.get("GIT_OBJECT_DIRECTORY") or os.path.join(repo.commondir, "objects")
-
-
 def is_partial_clone(repo, dirs: list[str]) -> bool:
     """git's ``repo_has_promisor_remote``, as far as the files say: ``extensions.partialClone`` set, a
     remote with ``promisor`` true, or a ``.promisor`` pack in any object directory."""
@@ -320,7 +316,7 @@ def check_objects(out: Collector, repo, values: list[tuple]) -> int:
     # git fsck's refs: those under refs/ and HEAD. Other root refs (ORIG_HEAD, a reftable's FETCH_HEAD...)
     # may name objects gc has since pruned: git keeps nothing alive for them.
     values = [v for v in values if v[0].startswith(b"refs/") or v[0] == b"HEAD"]
-    odb = Odb(_objects_dir(repo), repo.hash_name)
+    odb = Odb.of(repo)
     partial = is_partial_clone(repo, odb.dirs)
     reader = _Reader(odb, repo.hash_name)
     peeled = [p for p in map(itemgetter(2), values) if p is not None]
