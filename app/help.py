@@ -65,8 +65,8 @@ options:
                  %(numparent), %(object), %(type), %(tag), %(author|committer|tagger[name|email|date]),
                  %(creator), %(creatordate), dates :unix :iso8601 :iso8601-strict :short :rfc2822 :raw
                  :relative, %(subject), %(body), %(contents[:subject|:body|:signature|:size]),
-                 %(symref), %(flag), %(HEAD), %(worktreepath), %% and %xx; another git atom is refused
-                 naming it
+                 %(symref), %(flag), %(HEAD), %(worktreepath), %(ahead-behind:C), %% and %xx; another
+                 git atom is refused naming it
   --sort KEY     an atom, `-` before it to reverse, `version:` for version order; the last key given
                  is the primary one, ties in refname order
   --count N      at most N refs (after sorting; 0: all)
