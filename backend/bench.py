@@ -249,8 +249,10 @@ def run_bench(
     runs: int = 5,
     scratch_root: str | None = None,
     count_refs: bool = True,
+    warmup: int = 0,
 ) -> BenchResult:
-    """Run the transaction ``runs`` times per engine, alternating; ``gits[0]`` is the reference git."""
+    """Run the transaction ``runs`` times per engine (after ``warmup`` runs each, not kept), alternating;
+    ``gits[0]`` is the reference git."""
     from . import meter
     from .errors import TransactionRefused
 
@@ -270,18 +272,21 @@ def run_bench(
     try:
         template = make_template(repo, os.path.join(root, "template"), gits[0])
         n = 0
-        for r in range(runs):
+        for r in range(warmup + runs):
             k = r % len(jobs)
             for job in jobs[k:] + jobs[:k]:
                 n += 1
                 gitdir = scratch_copy(template, os.path.join(root, f"run{n}"))
                 if job == "native":
                     commit, whole = _run_native(gitdir, deletions)
-                    native.append(commit)
-                    native_open.append(whole)
+                    if r >= warmup:
+                        native.append(commit)
+                        native_open.append(whole)
                 else:
                     try:
-                        git_reports[job].append(_run_git(gitdir, deletions, gits[job]))
+                        report = _run_git(gitdir, deletions, gits[job])
+                        if r >= warmup:
+                            git_reports[job].append(report)
                     except TransactionRefused as err:
                         # say which git refused (an old one may not know the repository's format)
                         who = labels[job] if gits[job] in labels[job] else f"{labels[job]} ({gits[job]})"
@@ -296,7 +301,9 @@ def run_bench(
     rows += [
         EngineResult(lab, "git", g, reps) for lab, g, reps in zip(labels, gits, git_reports, strict=True)
     ]
-    return BenchResult(repo.commondir, repo.ref_storage, refs_total, deletions, runs, meter.status()[0], rows)
+    return BenchResult(
+        repo.commondir, repo.ref_storage, refs_total, deletions, runs, meter.status()[0], rows, warmup=warmup
+    )
 
 
 def run_update_bench(
