@@ -1,8 +1,8 @@
 """``refscope bench [-C PATH] [--git PATH ...] [--runs N] [--warmup N] [--json]
 (REF... | --stdin | --update [-z] [-m MSG])``.
 
-The same transaction through the native engine and the git engine (the repository's git, i.e.
-``$REFSCOPE_GIT`` or ``git`` on PATH, then every ``--git`` binary), on scratch copies of the ref storage,
+The same transaction through the native engine and git (the repository's git, i.e. ``$REFSCOPE_GIT``
+or ``git`` on PATH, then every ``--git`` binary), on scratch copies of the ref storage,
 alternating runs; prints one table (or ``--json``). The real repository is only read.
 
 Two kinds of transaction: a deletion (REF... or ``--stdin`` lines ``REF [OLD_OID]``; refs given without an

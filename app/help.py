@@ -215,8 +215,8 @@ median, runs) and its summary against the repository's git ("native ran 1.10 ± 
 git 2.55.0", CPU beside it); an engine that refuses the transaction is a row `refused: <git's words>`.
 Rows: native is the commit, first lock to last unlink (reftable auto-compaction included, as git's figure
 has it); native+snapshot the whole transaction (snapshot, object checks, the plan, the commit); a git row
-the whole `git update-ref --stdin -z` process. Exit 0 after printing, 1 on an error or when every engine
-refused, 2 on a usage error or a bad input line.
+the whole `git update-ref --stdin -z <input` process (input from a file, as hyperfine runs it).
+Exit 0 after printing, 1 on an error or when every engine refused, 2 on a usage error or a bad input line.
 
 options:
   -C PATH        run as if started in PATH

@@ -332,7 +332,7 @@ def update_lines(result: BenchResult, top: int = 4) -> list:
         ),
         line(
             "  native: the commit, first lock to last unlink, auto-compaction included; native+snapshot: the whole"
-            " transaction; git: the whole process"
+            " transaction; git: the whole process, its input from a file"
         ),
     ]  # fmt: skip
     cols = [
