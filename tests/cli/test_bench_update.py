@@ -225,6 +225,39 @@ def test_json_shape_nul_input_and_message(repo: Path, git_bin: str) -> None:
     assert state(repo) == before
 
 
+def test_git_rows_run_the_seeds_command_with_the_input_from_a_file(
+    repo: Path, git_bin: str, tmp_path: Path
+) -> None:
+    """Each git row is ``git --git-dir=<scratch> update-ref -m MSG --stdin -z <input``: the input a regular
+    file (as hyperfine's ``<input``), the same bytes every run, in git's -z form."""
+    log = tmp_path / "argv.log"
+    extra = tmp_path / "git-argv"
+    extra.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" update-ref "*) printf "%s|" "$@" >>"{log}"; '
+        f'if [ -f /dev/stdin ]; then echo " file" >>"{log}"; else echo " other" >>"{log}"; fi; '
+        f'cat >"{tmp_path}/input-$$"; exec "{git_bin}" "$@" <"{tmp_path}/input-$$";; esac\n'
+        f'exec "{git_bin}" "$@"\n'
+    )
+    extra.chmod(0o755)
+    proc = bench(
+        repo, "--update", "-m", "a message", "--runs", "2", "--git", str(extra), stdin=mixed_input(repo)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "refused" not in proc.stdout.decode()
+    runs = log.read_text().splitlines()
+    assert len(runs) == 2
+    for line in runs:
+        argv, stdin = line.rsplit("| ", 1)
+        argv = argv.split("|")
+        assert argv[0].startswith("--git-dir=") and argv[0] != f"--git-dir={repo / '.git'}"
+        assert argv[1:] == ["update-ref", "-m", "a message", "--stdin", "-z"]
+        assert stdin == "file"
+    inputs = {p.read_bytes() for p in tmp_path.glob("input-*")}
+    (data,) = inputs
+    assert data.startswith(b"start\0create refs/tags/new-000\0") and data.endswith(b"prepare\0commit\0")
+
+
 def test_a_refusing_git_is_a_row_the_others_are_measured(repo: Path, git_bin: str, tmp_path: Path) -> None:
     before = state(repo)
     refusing, log = logging_git(tmp_path, git_bin, refuse=True)
