@@ -44,6 +44,7 @@ from ..lockfile import committing, discard, remove
 from ..model import HASH_HEXSZ
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
+from .rename import reftable_records, reftable_worktrees
 
 _new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (50k-ref batches)
 
@@ -245,6 +246,8 @@ class ReftableUpdate(Plan):
             # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
             msg = self.message[: self.repo.config.reftable_block_size() // 2].rstrip(b"\n") + b"\n"
             for u in ups:
+                if u.rename is not None:
+                    continue  # a rename's two sides: rename.reftable_records below
                 name = u.name
                 new = u.new
                 target = u.new_target
@@ -272,14 +275,22 @@ class ReftableUpdate(Plan):
                     refs.append(_new(RefRecord, (name, ts, VALUE_VAL2, new, u.peeled, None)))
                 else:
                     refs.append(_new(RefRecord, (name, ts, VALUE_VAL1, new, None, None)))
+            top = reftable_records(self, st, ts, refs, logs) if self.renames else ts
             if refs or logs:
-                plans.append(self.table_plan(st, ts, refs, logs))
+                plans.append(self.table_plan(st, ts, refs, logs, top))
+        if self.renames:
+            plans += reftable_worktrees(self, set(batches))
         return plans
 
-    def table_plan(self, st: StackWriter, ts: int, refs: list, logs: list) -> TablePlan:
+    def table_plan(
+        self, st: StackWriter, ts: int, refs: list, logs: list, top: int | None = None
+    ) -> TablePlan:
         """The table of ``refs`` and ``logs`` for ``st``; when git's auto-compaction would merge it at once
         with the whole stack, the merged table itself (what ``compact_range`` would write: the stack's
         records and the new ones, tombstones dropped), which then replaces the stack in one list swap."""
+        if top != ts and top is not None:  # a rename's two indexes (rename.reftable_records): never folded
+            data = table_bytes(self.repo, refs, logs, ts, top, exact_log_message=True)
+            return TablePlan(st, ts, top, data, False, refs, logs)
         if folds_whole_stack(self.repo, st, refs, logs):
             m_refs, m_logs = merge_tables(st.tables, True, refs, logs)
             lo = st.tables[0].min_update_index
@@ -299,7 +310,7 @@ class ReftableUpdate(Plan):
                 folds = False
                 data = table_bytes(self.repo, plan.refs, plan.logs, hi, hi, exact_log_message=True)
             if not folds:
-                self.append(st, data, hi, do_fsync)
+                self.append(st, data, hi, do_fsync, lo)
                 continue
             try:
                 self.fold(st, data, lo, hi, do_fsync, locks)
@@ -307,9 +318,9 @@ class ReftableUpdate(Plan):
                 for lock in locks:
                     discard(lock)  # (gone already once the old tables are)
 
-    def append(self, st: StackWriter, data: bytes, ts: int, do_fsync: bool) -> None:
+    def append(self, st: StackWriter, data: bytes, ts: int, do_fsync: bool, lo: int | None = None) -> None:
         """The new table on top of the stack (git's reftable_addition_commit); auto-compaction follows."""
-        name = st.write_table(data, ts, ts, do_fsync)
+        name = st.write_table(data, ts if lo is None else lo, ts, do_fsync)
         path = os.path.join(st.dir, name)
         try:
             st.commit_list([*st.names, name], do_fsync, publish=(path,))

@@ -1,0 +1,300 @@
+"""Renames (``commands.Rename``) against ``git branch -m``: both ref formats, SHA-1 and SHA-256, loose and
+packed refs, the checked-out branch, a branch checked out in another worktree, into and out of a
+directory. The refs, every reflog (``git reflog show``; for files the log files byte for byte), both
+worktrees' HEADs and the config come out as git leaves them; refusals are one line and change no byte;
+a rename mixed with other commands is one transaction."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from refscope.backend.errors import TransactionRefused
+from refscope.backend.update.branchconfig import rename_section
+from refscope.backend.update.commands import Command, Rename
+from refscope.backend.update.txn import UpdateTransaction
+
+from tests.support.faults import fingerprint
+from tests.support.update import (
+    build_repo,
+    check_clean,
+    copy_repo,
+    files_layout,
+    git,
+    git_binary,
+    git_env,
+    leftovers,
+    open_txn_store,
+    reflogs,
+    state,
+    use_git_identity,
+)
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_git_identity(monkeypatch)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[("files", "sha1"), ("reftable", "sha1"), ("files", "sha256"), ("reftable", "sha256")],
+)
+def base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    fmt, hash_name = request.param
+    root = tmp_path_factory.mktemp(f"rename-{fmt}-{hash_name}")
+    src = build_repo(root / "src", fmt, hash_name)
+    git(src, "branch", "solo/one", "HEAD~1")  # alone in its directory, with a reflog
+    git(src, "branch", "pk/only", "HEAD")
+    git(src, "pack-refs", "--all")  # main, p*, pk/only packed; solo/one... packed too
+    git(src, "branch", "loose/a", "HEAD~1")  # loose only
+    git(src, "config", "branch.main.remote", "origin")
+    git(src, "config", "branch.main.merge", "refs/heads/main")
+    git(src, "config", "branch.wt-branch.description", "in the worktree")
+    git(src, "config", "branch.solo/one.remote", "up")
+    return fmt, src
+
+
+def short(name: bytes) -> str:
+    return name.decode()[len("refs/heads/") :]
+
+
+def reflog_show(repo: Path, name: str) -> tuple[int, bytes]:
+    p = subprocess.run(
+        [git_binary(), "reflog", "show", "--format=%H %gd %gn %ge %gs", name],
+        cwd=repo,
+        capture_output=True,
+        env=git_env(),
+    )
+    return p.returncode, p.stdout
+
+
+def seen(repo: Path, fmt: str, names: list[bytes], scratch: Path) -> dict:
+    out = {
+        "refs": state(repo),
+        "config": (repo / ".git" / "config").read_bytes(),
+        "HEAD": (reflog_show(repo, "HEAD"), git(repo, "symbolic-ref", "HEAD")),
+        "wt HEAD": (reflog_show(repo / "wt", "HEAD"), git(repo / "wt", "symbolic-ref", "HEAD")),
+        "leftovers": leftovers(repo),
+    }
+    for n in names:
+        out[n] = reflog_show(repo, n.decode())
+    if fmt == "files":
+        out["logs"] = reflogs(repo, fmt, scratch)
+        out["layout"] = files_layout(repo)
+    return out
+
+
+def commit(repo: Path, items) -> object:
+    txn = UpdateTransaction(open_txn_store(repo))
+    txn.queue(items)
+    return txn.commit()
+
+
+CASES = [
+    pytest.param(b"refs/heads/main", b"refs/heads/x/y", id="checked-out-into-new-dir"),
+    pytest.param(b"refs/heads/wt-branch", b"refs/heads/moved/wt", id="other-worktree"),
+    pytest.param(b"refs/heads/solo/one", b"refs/heads/solo2", id="out-of-its-dir"),
+    pytest.param(b"refs/heads/pk/only", b"refs/heads/pk2", id="packed-only"),
+    pytest.param(b"refs/heads/loose/a", b"refs/heads/l/b/c", id="loose-only"),
+    pytest.param(b"refs/heads/p03", b"refs/heads/p03-renamed", id="loose-over-packed"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), CASES)
+def test_rename_like_git_branch_m(base, tmp_path: Path, old: bytes, new: bytes) -> None:
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    git(oracle, "branch", "-m", short(old), short(new))
+    result = commit(ours, [Rename(old, new, None)])
+    names = [old, new]
+    assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+    check_clean(ours)
+    oid = git(ours, "rev-parse", new.decode()).strip()
+    (done,) = result.renamed
+    assert (done.old_name, done.name, done.oid) == (old, new, oid)
+    assert (old, oid, None) in result.updates and (new, None, oid) in result.updates
+
+
+def test_rename_checks_old_value(base, tmp_path: Path) -> None:
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    oid = git(ours, "rev-parse", "refs/heads/l01").strip()
+    git(oracle, "branch", "-m", "l01", "l01-new")
+    commit(ours, [Rename(b"refs/heads/l01", b"refs/heads/l01-new", oid)])
+    assert seen(ours, fmt, [b"refs/heads/l01-new"], tmp_path / "s1") == seen(
+        oracle, fmt, [b"refs/heads/l01-new"], tmp_path / "s2"
+    )
+
+
+def test_rename_mixed_with_commands_is_one_transaction(base, tmp_path: Path) -> None:
+    """A rename beside creates, updates and deletes: the same result as git's update-ref for the commands
+    followed by git branch -m."""
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    head = git(src, "rev-parse", "HEAD").strip()
+    second = git(src, "rev-parse", "HEAD~1").strip()
+    git(
+        oracle,
+        "update-ref",
+        "--stdin",
+        input=b"create refs/heads/c1 %s\ndelete refs/heads/l02\nupdate refs/heads/p02 %s\n" % (head, second),
+    )
+    git(oracle, "branch", "-m", "main", "trunk")
+    zero = b"0" * len(head)
+    commit(
+        ours,
+        [
+            Command("create", b"refs/heads/c1", head, zero, None, None, False),
+            Rename(b"refs/heads/main", b"refs/heads/trunk", None),
+            Command("delete", b"refs/heads/l02", zero, None, None, None, False),
+            Command("update", b"refs/heads/p02", second, None, None, None, False),
+        ],
+    )
+    names = [b"refs/heads/trunk", b"refs/heads/c1", b"refs/heads/p02"]
+    assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+    check_clean(ours)
+
+
+REFUSALS = [
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/l04",
+        None,
+        "cannot lock ref 'refs/heads/l04': reference already exists",
+        id="target-exists",
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/nested/dir",
+        None,
+        "'refs/heads/nested/dir/n0' exists; cannot create 'refs/heads/nested/dir'",
+        id="df-below",
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/l04/x",
+        None,
+        "'refs/heads/l04' exists; cannot create 'refs/heads/l04/x'",
+        id="df-above",
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/l03/x",
+        None,
+        "cannot process 'refs/heads/l03/x' and 'refs/heads/l03' at the same time",
+        id="df-itself",
+    ),
+    pytest.param(
+        b"refs/heads/l03", b"refs/heads/a..b", None, "invalid ref format: refs/heads/a..b", id="invalid-name"
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/q",
+        b"1" * 40,
+        "cannot lock ref 'refs/heads/l03': is at",
+        id="old-mismatch",
+    ),
+    pytest.param(
+        b"refs/heads/nope", b"refs/heads/q", None, "refname refs/heads/nope not found", id="old-missing"
+    ),
+    pytest.param(
+        b"refs/heads/sym",
+        b"refs/heads/q",
+        None,
+        "refname refs/heads/sym is a symbolic ref, renaming it is not supported",
+        id="symref",
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/tags/v0",
+        None,
+        "cannot lock ref 'refs/tags/v0': reference already exists",
+        id="onto-a-tag",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "expect", "words"), REFUSALS)
+def test_rename_refusals(base, tmp_path: Path, old: bytes, new: bytes, expect, words: str) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    if expect is not None and len(git(ours, "rev-parse", "HEAD").strip()) == 64:
+        expect = b"1" * 64
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue([Rename(old, new, expect)])
+        txn.commit()
+    text = str(err.value)
+    assert words in text and "\n" not in text
+    assert fingerprint(ours) == before
+
+
+def test_rename_refused_under_the_lock_changes_nothing(base, tmp_path: Path) -> None:
+    """Queued against a snapshot, then the target appears (another writer): the engine refuses under its
+    locks with the same words, and no byte changes (the config lock included)."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue([Rename(b"refs/heads/main", b"refs/heads/late", None)])
+    git(ours, "branch", "late", "HEAD~1")
+    before = fingerprint(ours)
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert "cannot lock ref 'refs/heads/late': reference already exists" in str(err.value)
+    assert fingerprint(ours) == before
+
+
+def test_rename_refused_by_the_git_engine(base, tmp_path: Path) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours), engine="git")
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue([Rename(b"refs/heads/l03", b"refs/heads/q", None)])
+    assert "the git engine cannot rename refs" in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+def test_rename_and_head_in_one_batch_refused(base, tmp_path: Path) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    second = git(src, "rev-parse", "HEAD~1").strip()
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue(
+            [
+                Rename(b"refs/heads/main", b"refs/heads/trunk", None),
+                Command("update", b"HEAD", second, None, None, None, True),
+            ]
+        )
+        txn.commit()
+    assert "multiple updates for 'HEAD'" in str(err.value)
+    assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "new"),
+    [
+        (b'[branch "a"]\n\tremote = o\n[branch "b"]\n\tx = 1\n', b"branch.a", b"branch.c/d"),
+        (b'[branch "a"] remote = o\n', b"branch.a", b"branch.z"),
+        (b'  [branch  "a" ]  \n\tk = v\n[branch "a"]\n\tk = w', b"branch.a", b'branch.q"\\x'),
+        (b"[branch.a]\n\tk = v\n", b"branch.a", b"branch.b"),
+        (b'[Branch "a"]\n\tk = v\n[branch "A"]\n', b"branch.a", b"branch.b"),
+    ],
+)
+def test_config_section_rename_like_git(tmp_path: Path, text: bytes, old: bytes, new: bytes) -> None:
+    cfg = tmp_path / "config"
+    cfg.write_bytes(text)
+    subprocess.run(
+        [git_binary(), "config", "--file", str(cfg), "--rename-section", old.decode(), new.decode()],
+        env=git_env(),
+        capture_output=True,
+    )
+    assert rename_section(text, old, new)[0] == cfg.read_bytes()
