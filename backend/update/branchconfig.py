@@ -129,14 +129,20 @@ class ConfigMove:
             found += k
         if not found:
             return
+        from ..lockfile import try_create, unable_to_lock_message
+
         lock = self.path + ".lock"
         step("lock config")
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        except OSError as err:
-            raise TransactionRefused(
-                self.path, f"could not lock config file {self.path}: {err.strerror}"
-            ) from None
+        fd = try_create(lock)  # (registered: a signal removes it; git takes it without a timeout)
+        if fd < 0:
+            import errno
+
+            from ..errors import LockBusy
+
+            cls = LockBusy if fd == -errno.EEXIST else TransactionRefused
+            raise cls(
+                lock, f"could not lock config file {self.path}: " + unable_to_lock_message(self.path, -fd)
+            )
         self.lock = lock
         try:
             os.fchmod(fd, os.stat(self.path).st_mode & 0o7777)
@@ -146,13 +152,12 @@ class ConfigMove:
             os.close(fd)
 
     def commit(self) -> None:
-        import os
-
         from ..engines.crashpoint import step
+        from ..lockfile import rename
 
         if self.lock:
             step("commit config")
-            os.rename(self.lock, self.path)
+            rename(self.lock, self.path)
             self.lock = ""
 
     def rollback(self) -> None:

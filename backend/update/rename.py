@@ -84,11 +84,51 @@ def check_queued(txn, renames: list[Rename]) -> None:
                     gitdir, f"cannot process '{_t(name)}' and '{_t(old_name)}' at the same time"
                 )
             raise TransactionRefused(gitdir, f"'{_t(hit)}' exists; cannot create '{_t(name)}'")
+        if old_name.startswith(b"refs/heads/"):
+            _refuse_rebase_or_bisect(txn.repo, old_name)
         if name.startswith(b"refs/heads/"):
             from .commands import Command
             from .objects import check_new_values
 
             check_new_values(txn.repo, [Command("create", name, ref.oid, None, None, None, True)])
+
+
+def _branch_in(path: str) -> bytes | None:
+    """wt-status.c get_branch: the branch a rebase or bisect state file names (None: none)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read().rstrip(b"\n")
+    except OSError:
+        return None
+    if not data or data == b"detached HEAD":
+        return None
+    return data[11:] if data.startswith(b"refs/heads/") else data
+
+
+def _refuse_rebase_or_bisect(repo, old_name: bytes) -> None:
+    """builtin/branch.c reject_rebase_or_bisect_branch: a branch a detached worktree is rebasing or
+    bisecting is not renamed."""
+    import os
+
+    from ..effects import worktree_path
+    from ..repo import list_worktrees
+
+    short = old_name[11:]
+    for gitdir, target in list_worktrees(repo):
+        if target is not None:
+            continue
+        at = os.path.join
+        where = os.path.normpath(at(gitdir, worktree_path(gitdir)))  # (worktree.useRelativePaths)
+        branch = None
+        if os.path.exists(at(gitdir, "rebase-apply")):
+            if not os.path.exists(at(gitdir, "rebase-apply", "applying")):
+                branch = _branch_in(at(gitdir, "rebase-apply", "head-name"))
+        elif os.path.exists(at(gitdir, "rebase-merge")):
+            branch = _branch_in(at(gitdir, "rebase-merge", "head-name"))
+        if branch == short:
+            raise TransactionRefused(repo.gitdir, f"branch {_t(old_name)} is being rebased at {where}")
+        if os.path.exists(at(gitdir, "BISECT_LOG")) and _branch_in(at(gitdir, "BISECT_START")) == short:
+            raise TransactionRefused(repo.gitdir, f"branch {_t(old_name)} is being bisected at {where}")
 
 
 # -- in the engines: the shared plan ----------------------------------------------------------------------
@@ -175,7 +215,7 @@ def files_prepare(engine) -> None:
 
     from ..engines.crashpoint import step
     from ..engines.files import read_loose
-    from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout
+    from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, remove
     from ..lockfile import unable_to_lock_message as lock_message
     from .plan import SYMREF
 
@@ -202,7 +242,7 @@ def files_prepare(engine) -> None:
                     m.heads.pop()
                     os.close(fd)
                     fd = -1
-                    os.unlink(lk.path)
+                    remove(lk.path)
                     continue
                 step("write lock", b"HEAD")
                 os.write(fd, b"ref: %s\n" % m.r.name)

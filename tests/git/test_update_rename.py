@@ -235,19 +235,65 @@ def test_rename_refusals(base, tmp_path: Path, old: bytes, new: bytes, expect, w
     assert fingerprint(ours) == before
 
 
-def test_rename_refused_under_the_lock_changes_nothing(base, tmp_path: Path) -> None:
-    """Queued against a snapshot, then the target appears (another writer): the engine refuses under its
-    locks with the same words, and no byte changes (the config lock included)."""
+@pytest.mark.parametrize("race", ["target-appears", "old-moves", "old-goes"])
+def test_rename_refused_under_the_lock_changes_nothing(base, tmp_path: Path, race: str) -> None:
+    """Queued against a snapshot, then another writer changes the store: the engine refuses under its
+    locks, and no byte changes (the config lock included)."""
     fmt, src = base
     ours = copy_repo(src, tmp_path / "ours")
     txn = UpdateTransaction(open_txn_store(ours))
-    txn.queue([Rename(b"refs/heads/main", b"refs/heads/late", None)])
-    git(ours, "branch", "late", "HEAD~1")
+    oid = git(ours, "rev-parse", "refs/heads/l06").strip()
+    txn.queue([Rename(b"refs/heads/l06", b"refs/heads/late", oid)])
+    if race == "target-appears":
+        git(ours, "branch", "late", "HEAD~1")
+        words = "cannot lock ref 'refs/heads/late': reference already exists"
+    elif race == "old-moves":
+        git(ours, "update-ref", "refs/heads/l06", "HEAD~1")
+        words = f"cannot lock ref 'refs/heads/l06': is at {git(ours, 'rev-parse', 'HEAD~1').strip().decode()}"
+    else:
+        git(ours, "update-ref", "-d", "refs/heads/l06")
+        words = "cannot lock ref 'refs/heads/l06': unable to resolve reference 'refs/heads/l06'"
     before = fingerprint(ours)
     with pytest.raises(TransactionRefused) as err:
         txn.commit()
-    assert "cannot lock ref 'refs/heads/late': reference already exists" in str(err.value)
+    assert words in str(err.value) and "\n" not in str(err.value)
     assert fingerprint(ours) == before
+
+
+def test_rename_without_a_reflog_like_git(base, tmp_path: Path) -> None:
+    """A branch without reflog entries (reftable: all expired; files: the log file gone)."""
+    fmt, src = base
+    pre = copy_repo(src, tmp_path / "pre")
+    if fmt == "files":
+        (pre / ".git" / "logs" / "refs" / "heads" / "l06").unlink()
+    else:
+        git(pre, "reflog", "expire", "--expire=all", "refs/heads/l06")
+    oracle = copy_repo(pre, tmp_path / "oracle")
+    ours = copy_repo(pre, tmp_path / "ours")
+    git(oracle, "branch", "-m", "l06", "new/l06")
+    commit(ours, [Rename(b"refs/heads/l06", b"refs/heads/new/l06", None)])
+    names = [b"refs/heads/new/l06"]
+    assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+
+
+def test_rename_of_an_annotated_tag_keeps_it_peeled(base, tmp_path: Path) -> None:
+    """Any ref renames, not only branches (git has no command for it: the ref must be the same one under
+    its new name, peeled value included, and git must find the repository sound)."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    fmt_arg = "--format=%(objectname) %(objecttype) %(*objectname)"
+    was = git(ours, "for-each-ref", fmt_arg, "refs/tags/v0")
+    config = (ours / ".git" / "config").read_bytes()
+    peeled = open_txn_store(ours).snapshot().lookup(b"refs/tags/v0").peeled
+    commit(ours, [Rename(b"refs/tags/v0", b"refs/tags/moved/v0", None)])
+    assert git(ours, "for-each-ref", fmt_arg, "refs/tags/moved/v0") == was
+    if fmt == "reftable":  # the record keeps its peeled value (files: a loose ref records none)
+        assert peeled is not None
+        assert open_txn_store(ours).snapshot().lookup(b"refs/tags/moved/v0").peeled == peeled
+    assert git(ours, "for-each-ref", "refs/tags/v0") == b""
+    assert (ours / ".git" / "config").read_bytes() == config
+    assert leftovers(ours) == []
+    check_clean(ours)
 
 
 def test_rename_refused_by_the_git_engine(base, tmp_path: Path) -> None:
@@ -298,3 +344,59 @@ def test_config_section_rename_like_git(tmp_path: Path, text: bytes, old: bytes,
         capture_output=True,
     )
     assert rename_section(text, old, new)[0] == cfg.read_bytes()
+
+
+@pytest.mark.parametrize("state", ["rebase-merge", "rebase-apply", "bisect"])
+def test_rename_of_a_branch_being_rebased_or_bisected_refused_like_git(
+    base, tmp_path: Path, state: str
+) -> None:
+    """git branch -m refuses a branch that a detached worktree is rebasing or bisecting: the same words."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    wt = ours / "wt"
+    git(wt, "checkout", "-q", "--detach")
+    wt_gitdir = Path(git(wt, "rev-parse", "--absolute-git-dir").strip().decode())
+    if state == "bisect":
+        (wt_gitdir / "BISECT_LOG").write_text("")
+        (wt_gitdir / "BISECT_START").write_text("l05\n")
+    else:
+        (wt_gitdir / state).mkdir()
+        (wt_gitdir / state / "head-name").write_text("refs/heads/l05\n")
+    p = subprocess.run(
+        [git_binary(), "branch", "-m", "l05", "l05-new"], cwd=ours, capture_output=True, env=git_env()
+    )
+    assert p.returncode != 0
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue([Rename(b"refs/heads/l05", b"refs/heads/l05-new", None)])
+    assert err.value.what == p.stderr.decode().strip().removeprefix("fatal: ")
+    assert fingerprint(ours) == before
+
+
+def test_rename_refused_while_the_config_is_locked(base, tmp_path: Path) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    (ours / ".git" / "config.lock").write_text("")
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue([Rename(b"refs/heads/main", b"refs/heads/trunk", None)])
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert "could not lock config file" in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+def test_rename_refused_while_the_other_worktrees_head_is_locked(base, tmp_path: Path) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    wt_gitdir = Path(git(ours / "wt", "rev-parse", "--absolute-git-dir").strip().decode())
+    lock = wt_gitdir / ("HEAD.lock" if fmt == "files" else "reftable/tables.list.lock")
+    lock.write_text("")
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue([Rename(b"refs/heads/wt-branch", b"refs/heads/wt3", None)])
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert "\n" not in str(err.value)
+    assert fingerprint(ours) == before
