@@ -85,6 +85,7 @@ class Plan:
         self.repo = repo
         self.zero = zero
         self.renames: list = []  # rename.Moving of each ``commands.Rename`` (rename.py)
+        self.rename_worktrees: list | None = None  # (git dir, HEAD's target) of each worktree, for them
         try:
             self.updates: list[Upd] = [Upd(*c[1:]) for c in commands]  # (verb dropped) name new old targets
         except TypeError:  # a commands.Rename among them (three fields): two updates each

@@ -42,6 +42,7 @@ def check_queued(txn, renames: list[Rename]) -> None:
     from ..engines.common import is_per_worktree
 
     snap = txn.snapshot
+    worktrees = None
     for r in renames:
         for n in (r.old_name, r.name):
             if not is_valid_refname(n) or not n.startswith(b"refs/"):
@@ -85,7 +86,11 @@ def check_queued(txn, renames: list[Rename]) -> None:
                 )
             raise TransactionRefused(gitdir, f"'{_t(hit)}' exists; cannot create '{_t(name)}'")
         if old_name.startswith(b"refs/heads/"):
-            _refuse_rebase_or_bisect(txn.repo, old_name)
+            if worktrees is None:
+                from ..repo import list_worktrees
+
+                worktrees = list_worktrees(txn.repo)
+            _refuse_rebase_or_bisect(txn.repo, worktrees, old_name)
         if name.startswith(b"refs/heads/"):
             from .commands import Command
             from .objects import check_new_values
@@ -105,16 +110,15 @@ def _branch_in(path: str) -> bytes | None:
     return data[11:] if data.startswith(b"refs/heads/") else data
 
 
-def _refuse_rebase_or_bisect(repo, old_name: bytes) -> None:
+def _refuse_rebase_or_bisect(repo, worktrees, old_name: bytes) -> None:
     """builtin/branch.c reject_rebase_or_bisect_branch: a branch a detached worktree is rebasing or
     bisecting is not renamed."""
     import os
 
     from ..effects import worktree_path
-    from ..repo import list_worktrees
 
     short = old_name[11:]
-    for gitdir, target in list_worktrees(repo):
+    for gitdir, target in worktrees:
         if target is not None:
             continue
         at = os.path.join
@@ -182,12 +186,15 @@ def expand(plan, commands, upd_class) -> list:
     return out
 
 
-def _worktree_heads(repo, old_name: bytes) -> list[str]:
+def _worktree_heads(plan, old_name: bytes) -> list[str]:
     """The git dirs of the worktrees whose HEAD points at ``old_name`` (builtin/branch.c
-    replace_each_worktree_head_symref: the main worktree too, bare or not)."""
-    from ..repo import list_worktrees
+    replace_each_worktree_head_symref: the main worktree too, bare or not), as listed once per
+    transaction (git lists them first too); each HEAD is read again under its lock."""
+    if plan.rename_worktrees is None:
+        from ..repo import list_worktrees
 
-    return [gitdir for gitdir, target in list_worktrees(repo) if target == old_name]
+        plan.rename_worktrees = list_worktrees(plan.repo)
+    return [gitdir for gitdir, target in plan.rename_worktrees if target == old_name]
 
 
 def _refuse_head_twice(plan, m: Moving) -> None:
@@ -221,7 +228,7 @@ def files_prepare(engine) -> None:
 
     repo = engine.repo
     for m in engine.renames:
-        for gitdir in _worktree_heads(repo, m.r.old_name):
+        for gitdir in _worktree_heads(engine, m.r.old_name):
             current = os.path.realpath(gitdir) == os.path.realpath(repo.gitdir)
             if current:
                 _refuse_head_twice(engine, m)
@@ -330,10 +337,11 @@ def reftable_records(engine, st, ts: int, refs: list, logs: list) -> int:
     worktree's HEAD points at it), at ``ts + 1`` the new ref and its entry ``0 -> <oid>``; the old
     reflog's entries copied under the new name at their own indexes and deleted under the old one. The
     main worktree's HEAD, when it pointed at the old name, points at the new one at ``ts + 1`` with an
-    entry ``0 -> <oid>`` (replace_each_worktree_head_symref's own transaction in git)."""
+    entry ``0 -> <oid>`` (replace_each_worktree_head_symref's own transaction in git; written whatever
+    core.logAllRefUpdates says, as HEAD has the entry just written). Entries are written regardless of
+    the config, as write_copy_table writes them."""
     import os
 
-    from ..engines.common import log_all_ref_updates, should_autocreate_reflog
     from ..formats.reftable.record import (
         LOG_DELETION,
         LOG_UPDATE,
@@ -353,7 +361,6 @@ def reftable_records(engine, st, ts: int, refs: list, logs: list) -> int:
     ident = committer_ident(repo)
     who = (ident.name, ident.email, ident.time, ident.tz_hhmm())
     zero = engine.zero
-    mode = log_all_ref_updates(repo)
     main_stack = os.path.realpath(st.dir) == os.path.realpath(os.path.join(repo.commondir, "reftable"))
     head = st.lookup(b"HEAD") if main_stack else None
     for m in mine:
@@ -377,8 +384,8 @@ def reftable_records(engine, st, ts: int, refs: list, logs: list) -> int:
                 _refuse_head_twice(engine, m)
             logs.append(LogRecord(b"HEAD", ts, LOG_UPDATE, value, zero, *who, msg))
             refs.append(RefRecord(b"HEAD", ts + 1, VALUE_SYMREF, None, None, name))
-            if should_autocreate_reflog(mode, b"HEAD") or st.has_log(b"HEAD"):
-                logs.append(LogRecord(b"HEAD", ts + 1, LOG_UPDATE, zero, value, *who, msg))
+            # (the symref update's entry: HEAD has a reflog now, the one just written, whatever the config)
+            logs.append(LogRecord(b"HEAD", ts + 1, LOG_UPDATE, zero, value, *who, msg))
             m.heads.append(_HeadLock(repo.commondir, "", repo.gitdir == repo.commondir))
     return ts + 1
 
@@ -400,7 +407,7 @@ def reftable_worktrees(engine, written: set[str]) -> list:
     mode = log_all_ref_updates(repo)
     zero = engine.zero
     for m in engine.renames:
-        for gitdir in _worktree_heads(repo, m.r.old_name):
+        for gitdir in _worktree_heads(engine, m.r.old_name):
             if os.path.realpath(gitdir) == os.path.realpath(repo.commondir):
                 continue  # the main worktree's HEAD lives in the main stack (reftable_records)
             d = os.path.join(gitdir, "reftable")

@@ -400,3 +400,75 @@ def test_rename_refused_while_the_other_worktrees_head_is_locked(base, tmp_path:
         txn.commit()
     assert "\n" not in str(err.value)
     assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(b"refs/heads/wt-branch", b"refs/heads/here/now"), (b"refs/heads/main", b"refs/heads/trunk")],
+    ids=["checked-out-here", "checked-out-in-the-main-worktree"],
+)
+def test_rename_from_a_linked_worktree_like_git(base, tmp_path: Path, old: bytes, new: bytes) -> None:
+    """Run in the linked worktree: which HEAD gets the old ref's deletion entry follows git (files: the
+    worktree the command runs in; reftable: the main worktree's, whose HEAD lives in the shared stack)."""
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    git(oracle / "wt", "branch", "-m", short(old), short(new))
+    commit(ours / "wt", [Rename(old, new, None)])
+    names = [old, new]
+    assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+    check_clean(ours)
+
+
+def test_rename_in_a_bare_repository_like_git(base, tmp_path: Path) -> None:
+    """A bare repository: its HEAD follows (git moves the main worktree's HEAD, bare or not), and no reflog
+    is created (core.logAllRefUpdates defaults to false)."""
+    fmt, src = base
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", f"--ref-format={fmt}", str(src), str(bare))
+    git(bare, "config", "branch.main.remote", "origin")
+    oracle = copy_repo(bare, tmp_path / "oracle.git")
+    ours = copy_repo(bare, tmp_path / "ours.git")
+    git(oracle, "branch", "-m", "main", "trunk")
+    commit(ours, [Rename(b"refs/heads/main", b"refs/heads/trunk", None)])
+
+    def look(repo: Path) -> tuple:
+        logs = sorted(str(p.relative_to(repo)) for p in (repo / "logs").rglob("*")) if fmt == "files" else []
+        return (
+            git(repo, "for-each-ref"),
+            git(repo, "symbolic-ref", "HEAD"),
+            (repo / "config").read_bytes(),
+            reflog_show(repo, "HEAD"),
+            reflog_show(repo, "refs/heads/trunk"),
+            logs,
+        )
+
+    assert look(ours) == look(oracle)
+    git(ours, "refs", "verify")
+
+
+@pytest.mark.parametrize(
+    ("other", "words"),
+    [
+        (b"refs/heads/q", "multiple updates for ref 'refs/heads/q' not allowed"),
+        (b"refs/heads/l03", "multiple updates for ref 'refs/heads/l03' not allowed"),
+        (b"refs/heads/q/r", "cannot process 'refs/heads/q' and 'refs/heads/q/r' at the same time"),
+    ],
+    ids=["creates-the-new-name", "creates-the-old-name", "df-in-the-batch"],
+)
+def test_rename_conflicting_with_the_batch_refused(base, tmp_path: Path, other: bytes, words: str) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    head = git(src, "rev-parse", "HEAD").strip()
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue(
+            [
+                Rename(b"refs/heads/l03", b"refs/heads/q", None),
+                Command("create", other, head, b"0" * len(head), None, None, False),
+            ]
+        )
+        txn.commit()
+    assert words in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
