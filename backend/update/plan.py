@@ -154,6 +154,7 @@ class Plan:
     def prepare(self) -> None:
         self.reject_duplicates()
         head_ref = self.head_ref()
+        renaming = bool(self.renames)
         i = 0
         while i < len(self.updates):
             u = self.updates[i]
@@ -166,7 +167,7 @@ class Plan:
                 h.peeled = u.peeled
                 self._add(h)
             self._one(u)
-            if u.rename is not None:
+            if renaming and u.rename is not None:
                 u.rename.read(self, u)
             self.after(u)
         for u in self.updates:

@@ -245,8 +245,9 @@ class ReftableUpdate(Plan):
             always = mode == "always"
             # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
             msg = self.message[: self.repo.config.reftable_block_size() // 2].rstrip(b"\n") + b"\n"
+            renaming = bool(self.renames)
             for u in ups:
-                if u.rename is not None:
+                if renaming and u.rename is not None:
                     continue  # a rename's two sides: rename.reftable_records below
                 name = u.name
                 new = u.new
