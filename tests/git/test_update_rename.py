@@ -472,3 +472,46 @@ def test_rename_conflicting_with_the_batch_refused(base, tmp_path: Path, other: 
         txn.commit()
     assert words in str(err.value) and "\n" not in str(err.value)
     assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_renames_one_after_another_like_git(base, tmp_path: Path, seed: int) -> None:
+    """Renames in sequence, back and forth (a name comes back to a ref whose old reflog entries were
+    deleted under it), into and out of directories, the checked-out branches among them: after each
+    step the same refs, reflogs, HEADs and config as git branch -m."""
+    import random
+
+    fmt, src = base
+    rng = random.Random(seed)
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    names = [
+        b"refs/heads/main",
+        b"refs/heads/wt-branch",
+        b"refs/heads/l05",
+        b"refs/heads/p05",
+        b"refs/heads/solo/one",
+    ]
+    pool = [
+        b"refs/heads/r/a",
+        b"refs/heads/r/b/c",
+        b"refs/heads/top",
+        b"refs/heads/solo/two",
+        b"refs/heads/main",
+    ]
+    for step in range(6):
+        i = rng.randrange(len(names))
+        old = names[i]
+        free = [
+            n
+            for n in pool + [b"refs/heads/back%d" % step]
+            if n not in names and not any(n.startswith(m + b"/") or m.startswith(n + b"/") for m in names)
+        ]
+        new = rng.choice(free)
+        git(oracle, "branch", "-m", short(old), short(new))
+        commit(ours, [Rename(old, new, None)])
+        names[i] = new
+        assert seen(ours, fmt, [new], tmp_path / f"s{step}a") == seen(
+            oracle, fmt, [new], tmp_path / f"s{step}b"
+        ), (step, old, new)
+    check_clean(ours)
