@@ -15,7 +15,6 @@ accepts any revision; refscope resolves ref names and full object names, not abb
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import NamedTuple
 
 from ..errors import UpdateInputError
 from ..refname import is_valid_refname
@@ -31,14 +30,17 @@ class Command(namedtuple("Command", "verb name new old new_target old_target no_
     __slots__ = ()
 
 
-class Rename(NamedTuple):
+class Rename(namedtuple("Rename", "old_name name old")):
     """git branch -m OLD NEW, for any ref (not parsed from update-ref's language: update-ref has no
     rename). Queued beside ``Command`` records; the native engines move the ref, its reflog and the HEADs
-    that point at it in the same one transaction (``update/rename.py``)."""
+    that point at it in the same one transaction (``update/rename.py``).
 
-    old_name: bytes  # the ref's full name now
-    name: bytes  # its full name after
-    old: bytes | None  # hex oid it must be at now (None: not checked)
+    ``old_name: bytes`` -- the ref's full name now; ``name: bytes`` -- its full name after; ``old: bytes |
+    None`` -- the hex oid it must be at now (None: not checked). (The brief's ``typing.NamedTuple``, as
+    ``collections.namedtuple``: the same record, without importing ``typing`` on ``refscope update``'s
+    start.)"""
+
+    __slots__ = ()
 
 
 class Batch(namedtuple("Batch", "commands action acks")):
