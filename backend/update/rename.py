@@ -228,6 +228,8 @@ def files_prepare(engine) -> None:
 
     repo = engine.repo
     for m in engine.renames:
+        _check_log_room(engine, m)
+    for m in engine.renames:
         for gitdir in _worktree_heads(engine, m.r.old_name):
             current = os.path.realpath(gitdir) == os.path.realpath(repo.gitdir)
             if current:
@@ -258,6 +260,32 @@ def files_prepare(engine) -> None:
             finally:
                 if fd >= 0:
                     os.close(fd)
+
+
+def _check_log_room(engine, m: Moving) -> None:
+    """The new name's reflog must be able to go where it goes (files_copy_or_rename_ref's rename_tmp_log
+    refuses, and rolls back, when another reflog is in the way): checked before anything is written, so
+    that the finish cannot stop half way. An empty directory in the way is removed at the finish."""
+    import os
+
+    from ..engines.common import log_all_ref_updates, log_path, ref_base, should_autocreate_reflog
+
+    repo = engine.repo
+    old_log = log_path(repo, m.r.old_name)
+    if not os.path.isfile(old_log) and not should_autocreate_reflog(log_all_ref_updates(repo), m.r.name):
+        return  # no reflog to move nor to create
+    new_log = log_path(repo, m.r.name)
+    words = f"cannot rename '{_t(m.r.old_name)}' to '{_t(m.r.name)}'"
+    base = os.path.join(ref_base(repo, m.r.name), "logs")
+    d = os.path.dirname(new_log)
+    while len(d) > len(base):
+        if os.path.lexists(d) and not os.path.isdir(d):
+            raise TransactionRefused(d, f"{words}: a reflog is in the way of its directory")
+        d = os.path.dirname(d)
+    if os.path.isdir(new_log):
+        for _top, _dirs, files in os.walk(new_log):
+            if files:
+                raise TransactionRefused(new_log, f"{words}: directory not empty")
 
 
 def files_commit(engine, u, ident: bytes, mode: str) -> None:

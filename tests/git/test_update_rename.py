@@ -515,3 +515,34 @@ def test_random_renames_one_after_another_like_git(base, tmp_path: Path, seed: i
             oracle, fmt, [new], tmp_path / f"s{step}b"
         ), (step, old, new)
     check_clean(ours)
+
+
+@pytest.mark.parametrize("where", ["dir-with-logs", "file-above"])
+def test_rename_refused_when_stale_reflogs_are_in_the_way(base, tmp_path: Path, where: str) -> None:
+    """files: reflogs without their refs where the new reflog must go; git branch -m refuses (and rolls
+    back, rewriting the old ref loose): refscope refuses before writing anything."""
+    fmt, src = base
+    if fmt != "files":
+        pytest.skip("reflogs are files only in the files backend")
+    ours = copy_repo(src, tmp_path / "ours")
+    logs = ours / ".git" / "logs" / "refs" / "heads"
+    if where == "dir-with-logs":
+        (logs / "zz").mkdir()
+        (logs / "zz" / "f").write_text("junk\n")
+        new = "zz"
+    else:
+        (logs / "yy").write_text("junk\n")
+        new = "yy/q"
+    oracle = copy_repo(ours, tmp_path / "oracle")
+    p = subprocess.run(
+        [git_binary(), "branch", "-m", "l07", new], cwd=oracle, capture_output=True, env=git_env()
+    )
+    assert p.returncode != 0
+    assert state(oracle) == state(ours)  # git rolled back (l07 rewritten loose: not byte for byte)
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue([Rename(b"refs/heads/l07", b"refs/heads/" + new.encode(), None)])
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert "cannot rename 'refs/heads/l07'" in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
