@@ -227,10 +227,15 @@ class UpdateTransaction:
                     pass  # git takes no lock for an empty transaction
                 elif self.engine == "git":
                     engine.commit(self.repo, self.commands, message=self.message)
+                elif config is not None and config.lock:
+                    # the refs and the config, both or neither: a signal waits until both are written
+                    from ..lockfile import committing
+
+                    with committing():
+                        updates = e.run()
+                        config.commit()
                 else:
                     updates = e.run()
-                    if config is not None:
-                        config.commit()
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
         except OSError as err:
