@@ -9,6 +9,11 @@ old values, symrefs and HEAD, D/F conflicts) and writes the refs and their reflo
 - ``native``: ``update/files.py`` or ``update/reftable.py`` (git's protocol, one table per commit);
 - ``git``: ``git update-ref --stdin -z`` (``update/gitfeed.py``), counted with its child process.
 
+``commands.Rename`` records (``git branch -m`` for any ref; update-ref's language has none) queue beside
+the commands: ``rename.check_queued`` checks them against the snapshot, the native engines commit them in
+the same transaction (worktree HEADs follow, ``branchconfig`` moves the branch's config section), the git
+engine refuses them.
+
 The cost of the commit (first lock to last unlink, auto-compaction apart) is measured by the meter.
 """
 
