@@ -546,3 +546,19 @@ def test_rename_refused_when_stale_reflogs_are_in_the_way(base, tmp_path: Path, 
         txn.commit()
     assert "cannot rename 'refs/heads/l07'" in str(err.value) and "\n" not in str(err.value)
     assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize("mode", ["false", "always"])
+@pytest.mark.parametrize("old", [b"refs/heads/main", b"refs/heads/l04"])
+def test_rename_under_core_logallrefupdates_like_git(base, tmp_path: Path, mode: str, old: bytes) -> None:
+    fmt, src = base
+    pre = copy_repo(src, tmp_path / "pre")
+    git(pre, "config", "core.logAllRefUpdates", mode)
+    if fmt == "files":  # and a branch without a reflog: created only when asked
+        (pre / ".git" / "logs" / "refs" / "heads" / "l04").unlink()
+    oracle = copy_repo(pre, tmp_path / "oracle")
+    ours = copy_repo(pre, tmp_path / "ours")
+    new = old + b"-renamed"
+    git(oracle, "branch", "-m", short(old), short(new))
+    commit(ours, [Rename(old, new, None)])
+    assert seen(ours, fmt, [new], tmp_path / "s1") == seen(oracle, fmt, [new], tmp_path / "s2")
