@@ -562,3 +562,29 @@ def test_rename_under_core_logallrefupdates_like_git(base, tmp_path: Path, mode:
     git(oracle, "branch", "-m", short(old), short(new))
     commit(ours, [Rename(old, new, None)])
     assert seen(ours, fmt, [new], tmp_path / "s1") == seen(oracle, fmt, [new], tmp_path / "s2")
+
+
+def test_rename_table_named_for_its_two_indexes(
+    base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without auto-compaction the rename's table stays: its name says both its update indexes, which
+    refscope verify checks against its header (and git reads it)."""
+    import sys
+
+    fmt, src = base
+    if fmt != "reftable":
+        pytest.skip("reftable tables only")
+    monkeypatch.setenv("GIT_TEST_REFTABLE_AUTOCOMPACTION", "false")
+    ours = copy_repo(src, tmp_path / "ours")
+    listed = (ours / ".git" / "reftable" / "tables.list").read_text().split()
+    commit(ours, [Rename(b"refs/heads/l05", b"refs/heads/l5", None)])
+    now = (ours / ".git" / "reftable" / "tables.list").read_text().split()
+    assert now[:-1] == listed
+    lo, hi = (int(x, 16) for x in now[-1].split("-")[:2])
+    assert hi == lo + 1
+    env = git_env() | {"GIT_TEST_REFTABLE_AUTOCOMPACTION": "false"}
+    p = subprocess.run(
+        [sys.executable, "-m", "refscope.app", "-C", str(ours), "verify"], capture_output=True, env=env
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    check_clean(ours)
