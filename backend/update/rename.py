@@ -122,7 +122,7 @@ def _refuse_rebase_or_bisect(repo, worktrees, old_name: bytes) -> None:
         if target is not None:
             continue
         at = os.path.join
-        where = os.path.normpath(at(gitdir, worktree_path(gitdir)))  # (worktree.useRelativePaths)
+        where = worktree_path(gitdir)
         branch = None
         if os.path.exists(at(gitdir, "rebase-apply")):
             if not os.path.exists(at(gitdir, "rebase-apply", "applying")):
