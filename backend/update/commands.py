@@ -15,6 +15,7 @@ accepts any revision; refscope resolves ref names and full object names, not abb
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import NamedTuple
 
 from ..errors import UpdateInputError
 from ..refname import is_valid_refname
@@ -28,6 +29,16 @@ class Command(namedtuple("Command", "verb name new old new_target old_target no_
     ``new``/``old`` hex oids or None, ``new_target``/``old_target`` symref targets or None, ``no_deref``."""
 
     __slots__ = ()
+
+
+class Rename(NamedTuple):
+    """git branch -m OLD NEW, for any ref (not parsed from update-ref's language: update-ref has no
+    rename). Queued beside ``Command`` records; the native engines move the ref, its reflog and the HEADs
+    that point at it in the same one transaction (``update/rename.py``)."""
+
+    old_name: bytes  # the ref's full name now
+    name: bytes  # its full name after
+    old: bytes | None  # hex oid it must be at now (None: not checked)
 
 
 class Batch(namedtuple("Batch", "commands action acks")):

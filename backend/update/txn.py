@@ -21,6 +21,7 @@ from ..errors import CorruptStore, TransactionRefused
 from ..meter import OpReport, measure
 from ..model import HASH_HEXSZ
 from ..txn import take_snapshot
+from .commands import Rename
 
 ENGINES = ("native", "git")
 PSEUDOREFS = (b"FETCH_HEAD", b"MERGE_HEAD")  # git's is_pseudo_ref
@@ -57,7 +58,8 @@ class UpdateTransaction:
         self.engine = engine
         self.message = message
         self.allow_checked_out = allow_checked_out
-        self.commands: list = []
+        self.commands: list = []  # ``commands.Command`` and ``commands.Rename`` records, in order
+        self.renames = 0  # how many of them are renames
         self.peeled: dict[bytes, bytes] = {}
         self._snapshot = snapshot
         self._phases: list[OpReport] = []
@@ -122,20 +124,33 @@ class UpdateTransaction:
 
     # -- queueing -------------------------------------------------------------------------------------
     def queue(self, commands) -> None:
-        """Queue ``commands`` in order, checking each as git does when it reads it."""
+        """Queue ``commands`` (``commands.Command`` and ``commands.Rename`` records) in order, checking each
+        as git does when it reads it (a rename: ``rename.check_queued``)."""
         commands = list(commands)
+        renames = None
         for c in commands:
             if c.name in PSEUDOREFS:
                 raise TransactionRefused(self.repo.gitdir, f"refusing to update pseudoref '{_t(c.name)}'")
-        if commands:
+            if type(c) is Rename:
+                renames = renames or []
+                renames.append(c)
+        plain = commands
+        if renames is not None:  # ``commands.Rename`` records: checked by rename.py
+            from .rename import check_queued
+
+            check_queued(self, renames)
+            plain = [c for c in commands if type(c) is not Rename]
+        if plain:
             from .objects import check_new_values
 
             with measure("objects") as m:
-                self.peeled.update(check_new_values(self.repo, commands))
+                self.peeled.update(check_new_values(self.repo, plain))
             self._phases.append(m.report)
         if not self.allow_checked_out:
-            self._refuse_checked_out([c for c in commands if c.new == self.zero and c.new_target is None])
+            self._refuse_checked_out([c for c in plain if c.new == self.zero and c.new_target is None])
         self.commands.extend(commands)
+        if renames is not None:
+            self.renames += len(renames)
 
     def _refuse_checked_out(self, deletions) -> None:
         if not deletions:
@@ -165,6 +180,8 @@ class UpdateTransaction:
     def commit(self) -> UpdateResult:
         if self._done:
             raise TransactionRefused(self.repo.gitdir, "transaction already committed")
+        if self.renames:  # (the engines' part of renames is the next commit)
+            raise TransactionRefused(self.repo.gitdir, "renaming refs is not committed by the engines yet")
         store = self.store
         snap = self.snapshot if self.engine == "native" else None
         extra: list[OpReport] = []
