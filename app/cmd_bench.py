@@ -52,7 +52,8 @@ def run(argv: list[str]) -> int:
     else:
         deletions = [(os.fsencode(r), None) for r in args.refs]
 
-    from refscope.backend.bench import format_lines, result_json, run_bench
+    from refscope.backend.bench import run_bench
+    from refscope.backend.benchtable import format_lines, result_json
     from refscope.backend.display import emit, to_json
     from refscope.backend.repo import discover
 
