@@ -101,8 +101,10 @@ def branch_point(repo, oid: bytes, name: bytes) -> bytes:
     (``update.objects.check_new_values``: the object must exist, a branch must get a commit)."""
     from refscope.backend.objects.odb import Odb
     from refscope.backend.update.commands import Command
-    from refscope.backend.update.objects import check_new_values
+    from refscope.backend.update.objects import check_new_values, repo_zero
 
+    if oid == repo_zero(repo):
+        raise refuse(line("the null object name is no value for ", name, " (space queues a deletion)"))
     if name.startswith(BRANCHES):
         odb = Odb.of(repo)
         if odb.types([oid]).get(oid) == "tag":

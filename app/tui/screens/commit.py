@@ -331,11 +331,8 @@ class QueueTransaction(RefListing):
             self.notify("no repository to bench", severity="error")
             return
         if app.queue.edits():
-            self.notify(
-                "bench runs a queue of deletions only: this one also creates, moves or renames",
-                severity="warning",
-                timeout=4,
-            )
+            self.notify("bench: running the mixed transaction through both engines on scratch copies…")
+            self.bench_edits(list(app.queue.values()))
             return
         self.notify("bench: running both engines on scratch copies…", timeout=3)
         self.bench([(e.name, e.old_oid) for e in app.queue.values() if e.seen.target is None])
@@ -348,5 +345,28 @@ class QueueTransaction(RefListing):
 
         app = self.app
         result = bench.run_bench(app.repo, deletions, [git_binary()], runs=BENCH_RUNS, count_refs=False)
+        body = Text(bench.format_table(result), no_wrap=True)
+        app.call_from_thread(app.push_screen, BenchScreen(body))
+
+    @work(thread=True, exclusive=True, group="bench", description="bench")
+    def bench_edits(self, entries) -> None:
+        """A mixed queue's ``refscope bench`` (``bench.run_update_bench``): the same records the commit
+        would queue, on scratch copies; an engine that refuses them (git: a rename) says so in its row."""
+        from refscope.backend import bench
+        from refscope.backend.engines.git import git_binary
+        from refscope.backend.model import HASH_HEXSZ
+
+        from ..models.edits import commands
+
+        app = self.app
+        zero = b"0" * HASH_HEXSZ[app.repo.hash_name]
+        result = bench.run_update_bench(
+            app.repo,
+            commands(entries, zero),
+            [git_binary()],
+            runs=BENCH_RUNS,
+            count_refs=False,
+            message=MESSAGE,
+        )
         body = Text(bench.format_table(result), no_wrap=True)
         app.call_from_thread(app.push_screen, BenchScreen(body))
