@@ -37,6 +37,16 @@ def setup(tmp_path: Path, fmt: str) -> tuple[Path, str, str]:
     return path, head, side
 
 
+def notices(app) -> list[str]:
+    """Every notice shown so far, rendered as the toast renders it (a Text given with markup on is what
+    crashed the app in a real terminal; Pilot mounts no toasts)."""
+    from textual.content import Content
+
+    return [
+        str(Content.from_markup(n.message) if n.markup else Content(n.message)) for n in app._notifications
+    ]
+
+
 async def on(pilot, app, name: str) -> None:
     """The list's cursor on ``name`` (filtered to it)."""
     await set_filter(pilot, app, name)
@@ -148,6 +158,7 @@ async def test_undo_entries_before_commit(tmp_path: Path, ref_format: str) -> No
         await on(pilot, app, "refs/heads/topic/001")
         await pilot.press("u")  # the entry of the ref under the cursor: the move
         assert list(app.queue) == [b"refs/heads/made", b"refs/heads/topic/002", b"refs/heads/topic/003"]
+        assert notices(app)[-1] == f"undone: move refs/heads/topic/001  {head[:8]} -> {side[:8]}"
         await on(pilot, app, "refs/heads/side")
         await pilot.press("u")  # side has none: the last one queued
         assert list(app.queue) == [b"refs/heads/made", b"refs/heads/topic/002"]
@@ -162,6 +173,10 @@ async def test_undo_entries_before_commit(tmp_path: Path, ref_format: str) -> No
         assert len(app.queue) == 0
         await pilot.press("u")
         await pilot.pause()
+        shown = notices(app)
+        assert f"queued: move refs/heads/topic/001  {head[:8]} -> {side[:8]}" in shown
+        assert f"undone: create refs/heads/made  -> {head[:8]}" in shown
+        assert shown[-1] == "the queue is empty: nothing to undo"
     assert ref_storage(path / ".git") == before
 
 
@@ -369,6 +384,12 @@ async def test_rename_refusals_in_the_dialog(tmp_path: Path) -> None:
         await on(pilot, app, "refs/heads/topic/000")
         assert await answer(pilot, app, "n", "topic/001/sub") == (
             "refs/heads/topic/001/sub is queued already (rename): u undoes that entry"
+        )
+        await on(pilot, app, "refs/remotes/origin/HEAD")
+        await pilot.press("R")
+        await pilot.pause()
+        assert notices(app)[-1] == (
+            "refs/remotes/origin/HEAD is a symbolic ref (→ refs/remotes/origin/main): rename the ref it points at"
         )
 
 

@@ -10,7 +10,6 @@ until the queue is committed (``.commit``), as one transaction.
 from __future__ import annotations
 
 from refscope.backend.display import escape_name, line
-from rich.text import Text
 
 from ..models import edits
 from ..widgets.headline import HeadLine
@@ -63,7 +62,7 @@ class Editing(RefListing):
             return
         self.ref_list.refresh_name(entry.name)
         self.query_one(QueuePanel).sync()
-        self.notify(Text(line("queued: ", entry_text(entry))), timeout=3)
+        self.notify(line("queued: ", entry_text(entry)), timeout=3, markup=False)
 
     def _create(self, namespace: bytes, what: str) -> None:
         ref = self._edit_target("create")
@@ -180,4 +179,4 @@ class Editing(RefListing):
         queue.remove(entry.name)
         self.ref_list.refresh_rows()
         panel.sync()
-        self.notify(Text(line("undone: ", entry_text(entry))), timeout=3)
+        self.notify(line("undone: ", entry_text(entry)), timeout=3, markup=False)

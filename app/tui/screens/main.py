@@ -297,7 +297,7 @@ class MainScreen(Marking, Editing, QueueTransaction):
             self.app.push_screen(TableScreen(table, ref.name, loc.offset))
         else:
             where = escape_name(os.fsencode(loc.file))
-            self.notify(Text(f"loose ref: {where}"), title="where it lives", timeout=4)
+            self.notify(f"loose ref: {where}", title="where it lives", timeout=4, markup=False)
 
     # -- HEAD, copy, git log, panels ---------------------------------------------------------------------
     def current_name(self) -> bytes | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from refscope.backend.display import line
+from refscope.backend.display import line, printable
 from refscope.backend.errors import RefscopeError
 from refscope.backend.model import Location, Ref
 from rich.text import Text
@@ -128,9 +128,10 @@ class Marking(RefListing):
             n = len(pairs)
             how = "refscope delete --no-deref --stdin" if symrefs else "refscope delete --stdin"
             self.notify(
-                Text(f"wrote {n:,} line{'s' if n != 1 else ''} to {path}: {how} < {path} commits them"),
+                printable(f"wrote {n:,} line{'s' if n != 1 else ''} to {path}: {how} < {path} commits them"),
                 title="queue exported",
                 timeout=5,
+                markup=False,
             )
 
         n = len(pairs)
@@ -174,12 +175,13 @@ class Marking(RefListing):
             self.query_one(QueuePanel).sync()
             stale = sum(1 for e in entries if app.queue.get(e.name, e).stale)
             self.notify(
-                Text(
+                printable(
                     f"loaded {len(entries):,} line(s) from {path}: {added:,} newly queued"
                     + (f", {stale:,} stale" if stale else "")
                 ),
                 title="queue loaded",
                 timeout=5,
+                markup=False,
             )
 
         prompt = f"Load delete --stdin lines (REF [OLD_OID]) into the queue from (relative to {os.getcwd()}):"
