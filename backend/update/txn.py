@@ -27,10 +27,20 @@ ENGINES = ("native", "git")
 PSEUDOREFS = (b"FETCH_HEAD", b"MERGE_HEAD")  # git's is_pseudo_ref
 
 
-class UpdateResult(namedtuple("UpdateResult", "committed engine updates report phases")):
+class UpdateResult(
+    namedtuple("UpdateResult", "committed engine updates report phases renamed", defaults=((),))
+):
     """``updates``: one (name, old, new) per ref written (``old``/``new``: hex oid, ``ref: <target>``
-    for a symref, None for absent), in the order git applies them; ``report``: the commit's OpReport;
-    ``phases``: every OpReport (snapshot, objects, commit, auto-compaction...)."""
+    for a symref, None for absent), in the order git applies them -- a rename is two of them, (old name,
+    oid, None) and (new name, None, oid); ``report``: the commit's OpReport; ``phases``: every OpReport
+    (snapshot, objects, commit, auto-compaction...); ``renamed``: one ``RenameDone`` per rename."""
+
+    __slots__ = ()
+
+
+class RenameDone(namedtuple("RenameDone", "old_name name oid heads")):
+    """A committed rename: the ref ``old_name`` is now ``name`` at ``oid`` (hex), its reflog with it;
+    ``heads``: the git dirs of the worktrees whose HEAD followed it."""
 
     __slots__ = ()
 
@@ -180,8 +190,6 @@ class UpdateTransaction:
     def commit(self) -> UpdateResult:
         if self._done:
             raise TransactionRefused(self.repo.gitdir, "transaction already committed")
-        if self.renames:  # (the engines' part of renames is the next commit)
-            raise TransactionRefused(self.repo.gitdir, "renaming refs is not committed by the engines yet")
         store = self.store
         snap = self.snapshot if self.engine == "native" else None
         extra: list[OpReport] = []
@@ -195,12 +203,18 @@ class UpdateTransaction:
 
         protect()
         updates = []
+        config = None
         try:
             e = None
             if self.engine == "native" and self.commands:
                 target = store if store.format == "reftable" else self.repo
                 e = Engine(target, self.commands, self.peeled, snapshot=snap, message=self.message)
-                if store.format == "reftable":
+                if self.renames:  # the branch sections of the config move with them (rename.py)
+                    from .branchconfig import ConfigMove
+
+                    config = ConfigMove(self.repo, [c for c in self.commands if type(c) is Rename])
+                    config.prepare()
+                if store.format == "reftable" and not self.renames:
                     # the plan and its table, built from the snapshot before the lock (its own phase)
                     with measure("prepare") as mp:
                         if not e.prebuild():
@@ -215,11 +229,16 @@ class UpdateTransaction:
                     engine.commit(self.repo, self.commands, message=self.message)
                 else:
                     updates = e.run()
+                    if config is not None:
+                        config.commit()
         except CorruptStore as err:
             raise TransactionRefused(err.file, err.what, err.offset) from None
         except OSError as err:
             file = os.fsdecode(err.filename) if err.filename is not None else self.repo.gitdir
             raise TransactionRefused(file, err.strerror or str(err)) from None
+        finally:
+            if config is not None:
+                config.rollback()  # (nothing once committed)
         self._done = True
         if e is not None and store.format == "reftable" and e.written:
             from ..engines.common import auto_compaction
@@ -237,6 +256,7 @@ class UpdateTransaction:
             _summary(updates, self.commands, self.zero),
             report,
             [*self._phases, report, *extra],
+            _renamed(e) if self.renames else (),
         )
 
 
@@ -260,3 +280,10 @@ def _summary(updates, commands, zero: bytes) -> list[tuple[bytes, bytes | None, 
         new = b"ref: " + c.new_target if c.new_target is not None else (None if c.new == zero else c.new)
         out.append((c.name, None if c.old in (None, zero) else c.old, new))
     return out
+
+
+def _renamed(engine) -> tuple:
+    return tuple(
+        RenameDone(m.r.old_name, m.r.name, m.made.new, tuple(h.gitdir for h in m.heads))
+        for m in engine.renames
+    )
