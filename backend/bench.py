@@ -15,7 +15,10 @@ for the whole bench (a git that cannot do what the transaction asks is a finding
 Rows: ``native`` is the commit (first lock to last unlink, snapshot already open: what the TUI pays);
 ``native+snapshot`` adds opening the snapshot and what precedes the lock (checking the packed-refs a deletion
 rewrites; an update's object checks and plan); each ``git`` row is the whole ``git update-ref --stdin``
-process, counted with its child (the git engine's own figure). The summaries and tables are ``benchtable``'s.
+process, counted with its child: for a deletion the git engine's own figure (its input fed through a pipe),
+for an update ``git update-ref --stdin -z <input`` with the input in a file, as hyperfine ran the seed's
+command (so the row is git's process, not also the bench writing to it). The summaries and tables are
+``benchtable``'s.
 """
 
 from __future__ import annotations
@@ -167,23 +170,48 @@ class _git_as:
             os.environ["REFSCOPE_GIT"] = self.saved
 
 
-def _run_update(gitdir: str, commands, git: str | None, message: bytes):
-    """One ``UpdateTransaction`` on the scratch copy, by the native engine (``git`` None) or the git engine
-    running ``git``; its UpdateResult (the git engine's report: the whole ``git update-ref --stdin -z``
-    process, with its children). A refusal raises, as the transaction's own."""
+def _run_native_update(gitdir: str, commands, message: bytes):
+    """One native ``UpdateTransaction`` on the scratch copy: its UpdateResult (a refusal raises, as the
+    transaction's own)."""
     from .repo import discover
     from .store import open_store
     from .update.txn import UpdateTransaction
 
     store = open_store(discover(gitdir, env=_git_env()))
-    # git update-ref deletes a checked-out branch; so does the bench, for both engines alike
-    t = UpdateTransaction(store, "native" if git is None else "git", message=message, allow_checked_out=True)
-    if git is None:
-        t.queue(commands)
-        return t.commit()
-    with _git_as(git):
-        t.queue(commands)
-        return t.commit()
+    # git update-ref deletes a checked-out branch; so does the bench
+    t = UpdateTransaction(store, "native", message=message, allow_checked_out=True)
+    t.queue(commands)
+    return t.commit()
+
+
+def _run_git_update(gitdir: str, git: str, input_path: str, message: bytes) -> OpReport:
+    """``git update-ref [-m MSG] --stdin -z <input`` in the scratch copy, as hyperfine runs the seed's command:
+    the input from a file, not a pipe the bench feeds, so the report is git's process (counted with its
+    children) and not also this process writing the input to it. git's refusal raises, in git's words."""
+    import subprocess
+
+    from .engines.git import map_error
+    from .meter import child_argv, measure
+
+    argv = [git, "--git-dir=" + gitdir, "update-ref"]
+    if message:
+        argv += ["-m", os.fsdecode(message)]
+    argv += ["--stdin", "-z"]
+    env = dict(os.environ)  # the committer's identity and date as the caller set them, for both engines
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_COMMON_DIR", None)
+    with open(input_path, "rb") as stdin, measure("commit", children=True) as m:
+        proc = subprocess.run(
+            child_argv(argv),
+            stdin=stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=gitdir,
+        )
+    if proc.returncode != 0:
+        raise map_error(proc.stderr, gitdir)
+    return m.report
 
 
 def _native_rows(phases: list[OpReport], commit: OpReport) -> tuple[OpReport, OpReport]:
@@ -249,8 +277,10 @@ def run_bench(
     runs: int = 5,
     scratch_root: str | None = None,
     count_refs: bool = True,
+    warmup: int = 0,
 ) -> BenchResult:
-    """Run the transaction ``runs`` times per engine, alternating; ``gits[0]`` is the reference git."""
+    """Run the transaction ``runs`` times per engine (after ``warmup`` runs each, not kept), alternating;
+    ``gits[0]`` is the reference git."""
     from . import meter
     from .errors import TransactionRefused
 
@@ -270,18 +300,21 @@ def run_bench(
     try:
         template = make_template(repo, os.path.join(root, "template"), gits[0])
         n = 0
-        for r in range(runs):
+        for r in range(warmup + runs):
             k = r % len(jobs)
             for job in jobs[k:] + jobs[:k]:
                 n += 1
                 gitdir = scratch_copy(template, os.path.join(root, f"run{n}"))
                 if job == "native":
                     commit, whole = _run_native(gitdir, deletions)
-                    native.append(commit)
-                    native_open.append(whole)
+                    if r >= warmup:
+                        native.append(commit)
+                        native_open.append(whole)
                 else:
                     try:
-                        git_reports[job].append(_run_git(gitdir, deletions, gits[job]))
+                        report = _run_git(gitdir, deletions, gits[job])
+                        if r >= warmup:
+                            git_reports[job].append(report)
                     except TransactionRefused as err:
                         # say which git refused (an old one may not know the repository's format)
                         who = labels[job] if gits[job] in labels[job] else f"{labels[job]} ({gits[job]})"
@@ -296,7 +329,9 @@ def run_bench(
     rows += [
         EngineResult(lab, "git", g, reps) for lab, g, reps in zip(labels, gits, git_reports, strict=True)
     ]
-    return BenchResult(repo.commondir, repo.ref_storage, refs_total, deletions, runs, meter.status()[0], rows)
+    return BenchResult(
+        repo.commondir, repo.ref_storage, refs_total, deletions, runs, meter.status()[0], rows, warmup=warmup
+    )
 
 
 def run_update_bench(
@@ -330,9 +365,21 @@ def run_update_bench(
     reports: dict[int | None, list[OpReport]] = {job: [] for job in jobs}
     native_whole: list[OpReport] = []
     refused: dict[int | None, str] = {}
+    from .update.commands import Command
+
+    renames = sum(type(c) is not Command for c in commands)
+    if renames:  # update-ref's language has no rename (refscope's Rename records are git branch -m's)
+        for i in range(len(gits)):
+            refused[i] = f"git update-ref --stdin has no rename (the transaction renames {renames})"
     root = tempfile.mkdtemp(prefix="refscope-bench-", dir=scratch_root)
     try:
         template = make_template(repo, os.path.join(root, "template"), gits[0])
+        input_path = os.path.join(root, "input")
+        if not renames:
+            from .update.gitfeed import encode
+
+            with open(input_path, "wb") as f:  # written once, read by every git run
+                f.write(encode(commands))
         n = 0
         for r in range(warmup + runs):
             k = r % len(jobs)
@@ -342,7 +389,10 @@ def run_update_bench(
                 n += 1
                 gitdir = scratch_copy(template, os.path.join(root, f"run{n}"))
                 try:
-                    res = _run_update(gitdir, commands, None if job is None else gits[job], message)
+                    if job is None:
+                        res = _run_native_update(gitdir, commands, message)
+                    else:
+                        report = _run_git_update(gitdir, gits[job], input_path, message)
                 except RefscopeError as err:
                     refused[job] = err.what if err.offset is None else f"{err.what} (at byte {err.offset})"
                     continue
@@ -355,7 +405,7 @@ def run_update_bench(
                     reports[None].append(commit)
                     native_whole.append(whole)
                 else:
-                    reports[job].append(res.report)
+                    reports[job].append(report)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     rows = [

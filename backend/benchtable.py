@@ -123,7 +123,8 @@ def format_lines(result: BenchResult, top: int = 5) -> list:
     head = [
         line("refscope bench: delete ", names),
         line(
-            "  in ", path_text(result.repo), f" ({result.ref_storage}{refs}); {result.runs} runs per engine,",
+            "  in ", path_text(result.repo), f" ({result.ref_storage}{refs}); {result.runs} runs per engine",
+            f" after {_count(result.warmup, 'warmup run')}," if result.warmup else ",",
             " alternating; syscalls counted by ", counted,
         ),
     ]  # fmt: skip
@@ -165,6 +166,7 @@ def result_json(result: BenchResult) -> dict:
         "refs_total": result.refs_total,
         "deletions": [{"name": n, "old": o} for n, o in result.deletions],
         "runs": result.runs,
+        "warmup": result.warmup,
         "source": result.source,
         "engines": [
             {
@@ -278,11 +280,16 @@ def _verbs(commands) -> dict[str, int]:
     return out
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
 def _pm(s: Spread | None, what: str) -> str:
     if s is None:
         return ""
+    places = len(_ms(s.mean).partition(".")[2])  # sigma to the mean's precision, as hyperfine prints it
     return {
-        "mean": f"{_ms(s.mean)} ± {_ms(s.stddev)}",
+        "mean": f"{_ms(s.mean)} ± {s.stddev:.{places}f}",
         "range": f"{_ms(s.min)} … {_ms(s.max)}",
         "median": _ms(s.median),
     }[what]
@@ -315,17 +322,17 @@ def update_lines(result: BenchResult, top: int = 4) -> list:
     if len(result.commands) > 3:
         shown = line(shown, ", ...")
     refs = f", {result.refs_total} refs" if result.refs_total is not None else ""
-    warm = f" after {result.warmup} warmup" if result.warmup else ""
+    warm = f" after {_count(result.warmup, 'warmup run')}" if result.warmup else ""
     counted = _counted_by(result, [r.source for r in rows])
     out = [
-        line(f"refscope bench: update-ref --stdin, {len(result.commands)} commands ({verbs or 'none'}): ", shown),
+        line(f"refscope bench: update-ref --stdin, {_count(len(result.commands), 'command')} ({verbs}): ", shown),
         line(
-            "  in ", path_text(result.repo), f" ({result.ref_storage}{refs}); {result.runs} runs per engine{warm},",
+            "  in ", path_text(result.repo), f" ({result.ref_storage}{refs}); {_count(result.runs, 'run')} per engine{warm},",
             " alternating; syscalls counted by ", counted,
         ),
         line(
             "  native: the commit, first lock to last unlink, auto-compaction included; native+snapshot: the whole"
-            " transaction; git: the whole process"
+            " transaction; git: the whole process, its input from a file"
         ),
     ]  # fmt: skip
     cols = [
