@@ -393,7 +393,6 @@ async def test_rename_refusals_in_the_dialog(tmp_path: Path) -> None:
         )
 
 
-@pytest.mark.xfail(strict=True, reason="rename17: the native engines do not commit renames yet")
 async def test_rename_in_a_mixed_queue_as_git_branch_m(tmp_path: Path, ref_format: str, monkeypatch) -> None:
     use_git_identity(monkeypatch)
     path, head, side = setup(tmp_path, ref_format)
@@ -413,8 +412,65 @@ async def test_rename_in_a_mixed_queue_as_git_branch_m(tmp_path: Path, ref_forma
     feed = f"create refs/heads/made {head}\ndelete refs/heads/topic/002 {head}\n"
     git(oracle, "update-ref", "-m", MESSAGE, "--stdin", input=feed.encode())
     assert for_each_ref(path) == for_each_ref(oracle)
+    assert reflogs(path, ref_format, tmp_path / "m1") == reflogs(oracle, ref_format, tmp_path / "m2")
     fmt = "--format=%H %gs"
+    kept = git(path, "reflog", "show", fmt, "refs/heads/renamed").decode()
+    assert (
+        f"{side} moved once" in kept and "Branch: renamed refs/heads/topic/001 to refs/heads/renamed" in kept
+    )
     assert git(path, "reflog", "show", fmt, "refs/heads/renamed") == git(
         oracle, "reflog", "show", fmt, "refs/heads/renamed"
     )
     check_clean(path)
+
+
+async def test_rename_head_branch_moves_head(tmp_path: Path, ref_format: str, monkeypatch) -> None:
+    """HEAD's own branch renamed: HEAD follows, as with git branch -m; the dialog warns of nothing it
+    would not do (HEAD does not dangle)."""
+    use_git_identity(monkeypatch)
+    path, head, side = setup(tmp_path, ref_format)
+    oracle = copy_repo(path, tmp_path / "oracle")
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await on(pilot, app, "refs/heads/main")
+        assert await answer(pilot, app, "R", "trunk") is None
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit))
+        plan = str(app.screen.query_one("#commit-plan", Static).render())
+        assert plan.startswith("Commit 1 edit (1 rename)") and "HEAD" not in plan, plan
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, OperationScreen | MessageDialog), timeout=30)
+        assert isinstance(app.screen, OperationScreen)
+        assert app.snapshot.head().target == b"refs/heads/trunk"
+    git(oracle, "branch", "-m", "main", "trunk")
+    assert git(path, "symbolic-ref", "HEAD") == git(oracle, "symbolic-ref", "HEAD") == b"refs/heads/trunk\n"
+    assert for_each_ref(path) == for_each_ref(oracle)
+    assert reflogs(path, ref_format, tmp_path / "m1") == reflogs(oracle, ref_format, tmp_path / "m2")
+    check_clean(path)
+
+
+async def test_bench_of_a_mixed_queue(tmp_path: Path, ref_format: str) -> None:
+    """``b`` on a queue with edits: the update bench through both engines on scratch copies (the
+    repository itself untouched, the queue kept)."""
+    from refscope.app.tui.screens.operations import BenchScreen
+
+    path, head, side = setup(tmp_path, ref_format)
+    app = make_app(path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await on(pilot, app, "refs/heads/topic/000")
+        assert await answer(pilot, app, "n", "benched") is None
+        await on(pilot, app, "refs/heads/topic/001")
+        assert await answer(pilot, app, "M", "side") is None
+        await on(pilot, app, "refs/heads/topic/002")
+        await pilot.press("space")
+        before = ref_storage(path / ".git")
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen), timeout=120)
+        table = str(app.screen.query_one("#bench-result", Static).render())
+        assert table.startswith(
+            "refscope bench: update-ref --stdin, 3 commands (create 1, update 1, delete 1)"
+        )
+        rows = [ln.split()[0] for ln in table.splitlines() if ln.startswith(("native ", "git "))]
+        assert rows == ["native", "git"], table
+        assert "refused" not in table
+        assert ref_storage(path / ".git") == before and len(app.queue) == 3

@@ -174,7 +174,9 @@ def plan_text(plan: CommitPlan, allow_checked_out: bool = False) -> Text:
     for w in found:
         text.append("\n⚠ ", "bold red")
         text.append(w, "bold red")
-    if not found:
+    if not found and plan.mixed:
+        text.append("\nNothing it deletes or renames is checked out, a symref or a tag.", "dim")
+    elif not found:
         text.append("\nNo branches checked out, no symrefs, no tags.", "dim")
     return text
 
