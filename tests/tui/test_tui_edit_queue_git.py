@@ -98,6 +98,8 @@ async def test_mixed_queue_commits_as_git_update_ref(tmp_path: Path, ref_format:
         assert await answer(pilot, app, "M", side) is None  # a full object name
         await on(pilot, app, "refs/heads/topic/003")
         await pilot.press("space")
+        await on(pilot, app, "refs/heads/main")
+        assert await answer(pilot, app, "M", side[:40]) is None  # HEAD's branch: HEAD's reflog too
         queue = app.queue
         assert [entry_text(e) for e in queue.values()] == [
             f"create refs/heads/feature/x  -> {head[:8]}",
@@ -106,19 +108,20 @@ async def test_mixed_queue_commits_as_git_update_ref(tmp_path: Path, ref_format:
             f"move refs/heads/topic/001  {head[:8]} -> {side[:8]}",
             f"move refs/heads/topic/002  {head[:8]} -> {side[:8]}",
             f"delete refs/heads/topic/003 {head[:8]}",
+            f"move refs/heads/main  {head[:8]} -> {side[:8]}",
         ]
         panel = app.screen.query_one(QueuePanel)
-        assert panel.border_title == "queue · 6 · 0 stale"
+        assert panel.border_title == "queue · 7 · 0 stale"
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit))
         plan = str(app.screen.query_one("#commit-plan", Static).render())
-        assert plan.startswith("Commit 6 edits (1 delete, 3 creates, 2 moves) in one atomic transaction")
+        assert plan.startswith("Commit 7 edits (1 delete, 3 creates, 3 moves) in one atomic transaction")
         assert f"move refs/heads/topic/001  {head[:8]} -> {side[:8]}" in plan
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, OperationScreen | MessageDialog), timeout=30)
         assert isinstance(app.screen, OperationScreen), app.screen.query_one("#dialog-message").render()
         header = str(app.screen.query_one("#op-header", Static).render())
-        assert header.startswith("committed: 1 delete, 3 creates, 2 moves (6 refs written) with the native")
+        assert header.startswith("committed: 1 delete, 3 creates, 3 moves (7 refs written) with the native")
         assert len(app.queue) == 0
     feed = (
         f"create refs/heads/feature/x {head}\n"
@@ -127,12 +130,15 @@ async def test_mixed_queue_commits_as_git_update_ref(tmp_path: Path, ref_format:
         f"update refs/heads/topic/001 {side} {head}\n"
         f"update refs/heads/topic/002 {side} {head}\n"
         f"delete refs/heads/topic/003 {head}\n"
+        f"update refs/heads/main {side} {head}\n"
     )
     git(oracle, "update-ref", "-m", MESSAGE, "--stdin", input=feed.encode())
     assert for_each_ref(path) == for_each_ref(oracle)
     assert reflogs(path, ref_format, tmp_path / "m1") == reflogs(oracle, ref_format, tmp_path / "m2")
     shown = git(path, "reflog", "show", "--format=%H %gs", "refs/heads/topic/001").decode().splitlines()
     assert shown[0] == f"{side} {MESSAGE}"
+    head_log = git(path, "reflog", "show", "--format=%H %gs", "HEAD").decode().splitlines()
+    assert head_log[0] == f"{side} {MESSAGE}"
     check_clean(path)
 
 
@@ -192,31 +198,35 @@ async def test_stale_edits_refuse_the_commit(tmp_path: Path, ref_format: str) ->
         assert await answer(pilot, app, "M", "side") is None
         await on(pilot, app, "refs/heads/topic/002")
         assert await answer(pilot, app, "t", "kept") is None
+        await on(pilot, app, "refs/heads/topic/003")
+        assert await answer(pilot, app, "R", "taken") is None
         git(path, "update-ref", "refs/heads/later", side)  # someone else creates it
         git(path, "update-ref", "refs/heads/topic/001", side)  # and moves this one
+        git(path, "update-ref", "refs/heads/taken", side)  # and takes the rename's new name
         app.set_snapshot(app.store.refresh(app.snapshot), "watch")
         await pilot.pause()
         stale = {e.name: e.stale for e in app.queue.values() if e.stale}
         assert stale == {
             b"refs/heads/later": f"exists now at {side[:8]}",
             b"refs/heads/topic/001": f"now at {side[:8]}",
+            b"refs/heads/topic/003": f"refs/heads/taken exists now at {side[:8]}",
         }
         before = ref_storage(path / ".git")
         shown = await commit(pilot, app)
         assert isinstance(shown, MessageDialog)
         body = str(shown.query_one("#dialog-message", Static).render())
         first = body.splitlines()[0]
-        assert "refs/heads/later" in first or "refs/heads/topic/001" in first, body
+        assert any(n in first for n in ("refs/heads/later", "refs/heads/topic/001", "refs/heads/taken")), body
         assert "Nothing was changed" in body
         assert ref_storage(path / ".git") == before
-        assert len(app.queue) == 3
+        assert len(app.queue) == 4
         await pilot.press("escape")
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmCommit))
         await pilot.press("d")  # leave the stale ones out, commit the rest
         await wait_for(pilot, lambda: isinstance(app.screen, OperationScreen | MessageDialog), timeout=30)
         assert isinstance(app.screen, OperationScreen)
-        assert set(app.queue) == {b"refs/heads/later", b"refs/heads/topic/001"}
+        assert set(app.queue) == {b"refs/heads/later", b"refs/heads/topic/001", b"refs/heads/topic/003"}
     assert (b"refs/tags/kept", head.encode(), b"", b"") in for_each_ref(path, "refs/tags/kept")
 
 

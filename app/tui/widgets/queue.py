@@ -55,8 +55,9 @@ class Queue(dict):
         self.version = 0
         self._names: list[bytes] | None = None
         self.held = False  # a commit of these entries is running: neither edited nor re-judged
-        self._claims: tuple[int, dict[bytes, Entry]] | None = None  # (version, rename target -> entry)
-        self._edits: tuple[int, int] | None = None  # (version, entries that are not deletions)
+        # the entries that are not deletions, by name -> the name a rename takes (None for the others):
+        # kept beside the dict so that a queue of a million deletions never walks them for an edit's sake
+        self._edited: dict[bytes, bytes | None] = {}
 
     def _touch(self) -> None:
         self.version += 1
@@ -69,6 +70,7 @@ class Queue(dict):
 
     def remove(self, name: bytes) -> None:
         if self.pop(name, None) is not None:
+            self._edited.pop(name, None)
             self._touch()
 
     def toggle(self, ref) -> bool:
@@ -99,8 +101,11 @@ class Queue(dict):
         return n
 
     def discard_many(self, names) -> None:
+        edited = self._edited
         for name in names:
             self.pop(name, None)
+            if edited:
+                edited.pop(name, None)
         self._touch()
 
     def add_edit(self, entry: Entry) -> str | None:
@@ -113,6 +118,7 @@ class Queue(dict):
             if other is not None:
                 return line(name, f" is queued already ({other.kind}): u undoes that entry")
         self[entry.name] = entry
+        self._edited[entry.name] = entry.new_name
         self._touch()
         return None
 
@@ -121,26 +127,14 @@ class Queue(dict):
         entry = self.get(name)
         if entry is not None:
             return entry
-        if self._claims is None or self._claims[0] != self.version:
-            self._claims = (self.version, {e.new_name: e for e in self.values() if e.new_name is not None})
-        return self._claims[1].get(name)
+        for key, new_name in self._edited.items():
+            if new_name == name:
+                return self[key]
+        return None
 
     def edits(self) -> int:
         """How many entries are not deletions (a queue of deletions only commits as it always has)."""
-        return sum(1 for e in self.values() if e.kind != DELETE)
-
-    def edits_now(self) -> int:
-        """``edits()`` cached for this version (the panel asks on every line it paints)."""
-        if self._edits is None or self._edits[0] != self.version:
-            self._edits = (self.version, self.edits())
-        return self._edits[1]
-
-    def kinds(self) -> dict[str, int]:
-        """Entries of each kind, in ``KINDS`` order (kinds absent left out)."""
-        counts = dict.fromkeys(KINDS, 0)
-        for e in self.values():
-            counts[e.kind] += 1
-        return {k: n for k, n in counts.items() if n}
+        return len(self._edited)
 
     def last(self) -> Entry | None:
         """The entry queued last (what ``u`` undoes when the cursor's ref has none)."""
@@ -283,7 +277,7 @@ class QueuePanel(LineList):
             self._style("queue--stale") if entry.stale else "",
         )
         verb, name_bytes, values = entry_parts(entry)
-        if self.queue.edits_now():  # a mixed queue says what each entry does; deletions alone need not
+        if self.queue.edits():  # a mixed queue says what each entry does; deletions alone need not
             text.append(f"{verb:<6} ", self._style("queue--verb"))
         tail = values + (f"  STALE: {entry.stale}" if entry.stale else "")
         name = Text(escape_name(name_bytes), no_wrap=True)
