@@ -121,7 +121,7 @@ async def test_mixed_queue_commits_as_git_update_ref(tmp_path: Path, ref_format:
         await wait_for(pilot, lambda: isinstance(app.screen, OperationScreen | MessageDialog), timeout=30)
         assert isinstance(app.screen, OperationScreen), app.screen.query_one("#dialog-message").render()
         header = str(app.screen.query_one("#op-header", Static).render())
-        assert header.startswith("committed: 1 delete, 3 creates, 3 moves (7 refs written) with the native")
+        assert header.startswith("committed: 1 delete, 3 creates, 3 moves (7 ref updates) with the native")
         assert len(app.queue) == 0
     feed = (
         f"create refs/heads/feature/x {head}\n"

@@ -312,7 +312,7 @@ class QueueTransaction(RefListing):
         n = len(result.updates)
         header = Text(
             f"{'committed' if result.committed else 'not committed'}: {kinds_text(counted)} "
-            f"({n:,} ref{'s' if n != 1 else ''} written) with the {result.engine} engine\n",
+            f"({n:,} ref update{'s' if n != 1 else ''}) with the {result.engine} engine\n",
             "bold green" if result.committed else "bold red",
         )
         phases = [app.meter.adopt(p) for p in result.phases]

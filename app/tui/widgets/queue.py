@@ -277,11 +277,15 @@ class QueuePanel(LineList):
             self._style("queue--stale") if entry.stale else "",
         )
         verb, name_bytes, values = entry_parts(entry)
-        if self.queue.edits():  # a mixed queue says what each entry does; deletions alone need not
+        mixed = self.queue.edits()
+        if mixed:  # a mixed queue says what each entry does; deletions alone need not
             text.append(f"{verb:<6} ", self._style("queue--verb"))
         tail = values + (f"  STALE: {entry.stale}" if entry.stale else "")
         name = Text(escape_name(name_bytes), no_wrap=True)
-        name.truncate(max(4, width - len(text) - len(tail)), overflow="ellipsis")
+        room = width - len(text) - len(tail)
+        if mixed:  # (an edit's values are long: the name keeps half the line, the values give way)
+            room = max(room, min(len(name), (width - len(text)) // 2))
+        name.truncate(max(4, room), overflow="ellipsis")
         text.append_text(name)
         text.append(tail, self._style("queue--stale" if entry.stale else "queue--oid"))
         text.truncate(width, overflow="ellipsis", pad=True)
