@@ -446,6 +446,8 @@ def _log_columns(logs: list[LogRecord], hi: int, hs: int, exact: bool) -> tuple[
     keys = [unsorted[i] for i in order]
     types = []
     values = []
+    tails: dict[tuple, bytes] = {}  # who, when and why, encoded once: a transaction's entries share them
+    zero = bytes(hs)
     for i in order:
         rec = logs[i]
         kind = rec.log_type
@@ -455,10 +457,15 @@ def _log_columns(logs: list[LogRecord], hi: int, hs: int, exact: bool) -> tuple[
             continue
         if rec.update_index > hi:
             raise ValueError(f"log update index {rec.update_index} above max {hi}")
-        if not exact:
-            msg = rec.message.rstrip(b"\n")
-            if b"\n" in msg:
-                raise ValueError(f"multi-line reflog message for {rec.name!r}")
-            rec = rec._replace(message=msg + b"\n")
-        values.append(encode_log_value(rec, hs))
+        shared = rec[5:]  # ident_name email time tz message
+        tail = tails.get(shared)
+        if tail is None:
+            if not exact:
+                msg = rec.message.rstrip(b"\n")
+                if b"\n" in msg:
+                    raise ValueError(f"multi-line reflog message for {rec.name!r}")
+                rec = rec._replace(message=msg + b"\n")
+            tail = tails[shared] = encode_log_value(rec._replace(old=b"", new=b""), hs)[2 * hs :]
+        old, new = rec.old, rec.new
+        values.append((unhexlify(old) if old else zero) + (unhexlify(new) if new else zero) + tail)
     return keys, types, values
