@@ -9,6 +9,11 @@
    tombstones), reflog entries as git writes them and a log deletion record for each live entry of a
    deleted ref; temp file, fsync as core.fsync asks, rename; then ``tables.list`` through its lock.
 4. Auto-compaction with git's geometric policy; its lock failures are ignored (the batch is durable).
+   When the policy would merge the new table at once with every table below it (a big batch on a small
+   stack: the seed's 50k creates into a fresh repository), the merged table is written instead, the
+   stack's tables locked as compaction locks them, and one ``tables.list`` rename swaps it in for them:
+   the state git's commit and compaction leave, byte for byte, without writing, decoding and encoding
+   the batch's own table first. A table locked by someone else: the plain table, then auto-compaction.
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
