@@ -41,6 +41,14 @@ MAX_RESTARTS = 65535
 _INDEX_THRESHOLD = 3
 
 
+_PAIRS: list[list[bytes]] = []  # [p][x]: the two one-byte varints heading a record, built on first use
+
+
+def _pairs() -> list[list[bytes]]:
+    _PAIRS.extend([bytes((p, x)) for x in range(128)] for p in range(128))
+    return _PAIRS
+
+
 class _BlockWriter:
     __slots__ = (
         "type",
@@ -71,15 +79,16 @@ class _BlockWriter:
 
     def fill(self, keys, extras, values, i: int, n: int) -> int:
         """Append records ``i``.. of the parallel sequences while they fit; the index of the first record
-        that did not (``n`` when all did). The writer's hot loop: state in locals, one-byte varints inline."""
+        that did not (``n`` when all did). The writer's hot loop: state in locals, the room left kept
+        net of the restart table, the two one-byte varints of a record appended as one pair."""
         buf = self.buf
-        nxt = self.next
         restarts = self.restarts
         rlen = len(restarts)
+        free = self.block_size - self.next - 2 - 3 * rlen  # for records and their restart entries
         entries = self.entries
         last = self.last_key
         interval = self.interval
-        room = self.block_size
+        pairs = _PAIRS or _pairs()
         frombytes = int.from_bytes
         while i < n:
             key = keys[i]
@@ -90,33 +99,29 @@ class _BlockWriter:
                 m = len(last)
                 if lk < m:
                     m = lk
-                p = m - ((frombytes(last[:m], "big") ^ frombytes(key[:m], "big")).bit_length() + 7) // 8
+                p = m - ((frombytes(last[:m]) ^ frombytes(key[:m])).bit_length() + 7) // 8
             x = ((lk - p) << 3) | extras[i]
-            value = values[i]
-            if p < 128 and x < 128:
-                size = 2 + lk - p + len(value)
-            else:
-                size = len(put_varint(p)) + len(put_varint(x)) + lk - p + len(value)
+            head = pairs[p][x] if p < 128 and x < 128 else put_varint(p) + put_varint(x)
+            size = len(head) + lk - p + len(values[i])
             if p == 0 and rlen < MAX_RESTARTS:
-                if 5 + 3 * rlen + size > room - nxt:
+                if size + 3 > free:
                     break
-                restarts.append(nxt)
+                restarts.append(self.block_size - 2 - 3 * rlen - free)
                 rlen += 1
-            elif 2 + 3 * rlen + size > room - nxt:
-                break
-            if p < 128 and x < 128:
-                buf.append(p)
-                buf.append(x)
+                free -= size + 3
+                buf += head
+                buf += key
             else:
-                buf += put_varint(p)
-                buf += put_varint(x)
-            buf += key[p:] if p else key
-            buf += value
-            nxt += size
+                if size > free:
+                    break
+                free -= size
+                buf += head
+                buf += key[p:]
+            buf += values[i]
             last = key
             entries += 1
             i += 1
-        self.next = nxt
+        self.next = self.block_size - 2 - 3 * rlen - free
         self.entries = entries
         self.last_key = last
         return i
