@@ -232,8 +232,8 @@ class ReftableUpdate(Plan):
     # -- writing --------------------------------------------------------------------------------------
     def queued(self, u: Upd) -> bool:
         """git's queue_transaction_update: what the new table records for ``u``."""
-        if u.kind == MISSING and not u.head_split:
-            return u.have_new and not self.deleting(u)
+        if u.kind == MISSING and not u.head_split:  # a new value, not the deletion of a missing ref
+            return u.new_target is not None or (u.new is not None and u.new != self.zero)
         if u.kind == SYMREF or u.log_only:
             return True
         return u.have_new and (u.current or self.zero) != (u.new or self.zero)
@@ -272,9 +272,12 @@ class ReftableUpdate(Plan):
             if mode == "always":
                 logged = None
             else:
-                auto = {n for n in (u.name for u in ups) if should_autocreate_reflog(mode, n)}
-                check = [u.name for u in ups if u.name not in auto and u.name not in dropped]
-                logged = auto.union(st.log_indexes(check)) if check else auto
+                names = [u.name for u in ups]
+                auto = {n for n in names if should_autocreate_reflog(mode, n)} if mode != "false" else set()
+                check = [n for n in names if n not in auto and n not in dropped]
+                if check and any(t.has_logs for t in st.tables):
+                    auto.update(st.log_indexes(check))
+                logged = auto
             for u in ups:
                 name = u.name
                 new = u.new
