@@ -25,7 +25,9 @@ from refscope.backend.update.txn import UpdateTransaction
 from refscope.backend.verify import stale_locks
 
 from tests.support.git import git_noauto, run_git
+from tests.support.txn import until_deadline
 from tests.support.update import (
+    concurrent_git,
     copy_repo,
     fast_copy,
     fingerprint,
@@ -212,3 +214,35 @@ def test_big_batch_conflicts_refused_as_git(extra: bytes, tmp_path: Path) -> Non
         commit(src, data)
     assert err.value.what == want
     assert fingerprint(src / ".git") == before
+
+
+def test_folds_with_concurrent_git(tmp_path: Path) -> None:
+    """Big batches, each one folded with the stack unless git's writers or compactions got there first:
+    every accepted batch wholly there, every refused one wholly absent, git's own refs exactly what its
+    successful commands made, nothing left locked."""
+    repo = init_repo(tmp_path / "repo", fmt="reftable")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    accepted: list[int] = []
+    refused: list[int] = []
+    folded = 0
+    with concurrent_git(repo) as workers:
+        for i in until_deadline(15):
+            data = b"".join(b"create refs/tags/f%02d-%04d %s\n" % (i, k, head) for k in range(300 * (i + 1)))
+            try:
+                res = commit(repo, data)
+            except TransactionRefused as err:
+                assert err.what
+                refused.append(i)
+                continue
+            accepted.append(i)
+            folded += not [p for p in res.phases if p.name == "auto-compaction"]
+    assert len(accepted) >= 3 and folded >= 1, (accepted, refused, folded)
+    final = {r[0] for r in for_each_ref(repo)}
+    for i in accepted:
+        assert {b"refs/tags/f%02d-%04d" % (i, k) for k in range(300 * (i + 1))} <= final
+    for i in refused:
+        assert not any(n.startswith(b"refs/tags/f%02d-" % i) for n in final)
+    theirs = {n for w in workers for n, e in w.exists.items() if e}
+    assert {n for n in final if n.startswith(b"refs/heads/git/")} == theirs
+    git(repo, "refs", "verify")
+    assert leftovers(repo) == []
