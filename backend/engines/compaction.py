@@ -6,6 +6,10 @@ as long as two remain); release the list lock while merging; write the merged ta
 the list, re-check that the segment is still a contiguous run, rename the table into place, write the new
 list, and unlink the old tables. Tombstones (ref and log deletions) are dropped only when the segment
 starts at the base table: otherwise they still hide records in older tables.
+
+A transaction whose table git would compact at once with the whole stack writes the merged table itself
+(``folds_whole_stack``, ``merge_tables`` with its records, ``lock_tables``/``retire_tables``:
+update/reftable.py).
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)

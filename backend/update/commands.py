@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ..errors import UpdateInputError
-from ..refname import is_valid_refname
+from ..refname import all_valid_and_safe, is_valid_refname
 
 _SPACE = b" \t\n\r"  # git's isspace (sane_ctype GIT_SPACE)
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -416,7 +416,7 @@ def _fast(data: bytes, hexsz: int, no_deref: bool) -> Parsed | None:
         if (c.verb == "create" and c.new == zero) or (c.verb == "delete" and c.old == zero):
             return None
     names = [c.name for c in out]
-    if not all(map(is_valid_refname, names)):
+    if not (all_valid_and_safe(names) or all(map(is_valid_refname, names))):  # all at once, else one by one
         return None
     return Parsed([Batch(out, "commit", [])], None, [], [])
 

@@ -9,6 +9,11 @@
    tombstones), reflog entries as git writes them and a log deletion record for each live entry of a
    deleted ref; temp file, fsync as core.fsync asks, rename; then ``tables.list`` through its lock.
 4. Auto-compaction with git's geometric policy; its lock failures are ignored (the batch is durable).
+   When the policy would merge the new table at once with every table below it (a big batch on a small
+   stack: the seed's 50k creates into a fresh repository), the merged table is written instead, the
+   stack's tables locked as compaction locks them, and one ``tables.list`` rename swaps it in for them:
+   the state git's commit and compaction leave, byte for byte, without writing, decoding and encoding
+   the batch's own table first. A table locked by someone else: the plain table, then auto-compaction.
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)
@@ -46,6 +51,7 @@ from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
 from .rename import reftable_records, reftable_worktrees
 
+_UNREAD = object()  # a name the read-ahead did not read
 _new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (50k-ref batches)
 
 
@@ -110,14 +116,16 @@ class ReftableUpdate(Plan):
     def head_ref(self) -> bytes | None:
         # git locks the stack of every update first, then reads HEAD from its own stack
         by_stack: dict[str, list[bytes]] = {}
-        for u in self.updates:
-            by_stack.setdefault(self.stack(u.name).dir, []).append(u.name)
+        if self.single and self.updates:  # one stack holds every name: no routing per name
+            by_stack[self.stack(b"HEAD").dir] = [u.name for u in self.updates]
+        else:
+            for u in self.updates:
+                by_stack.setdefault(self.stack(u.name).dir, []).append(u.name)
         for d, names in by_stack.items():
             st = self.stacks[d]
             small = self.small_stack(st, len(names) // 4) if len(names) > 256 else None
             if small is not None:  # a small stack under a big batch (the seed's creates): read it whole
-                get = small.get
-                self.pre.update((n, get(n)) for n in names)
+                self.pre.update(zip(names, map(small.get, names), strict=True))
             else:
                 self.pre.update(st.lookup_many(names))
         d = stack_dir_for(self.repo, b"HEAD")
@@ -126,7 +134,9 @@ class ReftableUpdate(Plan):
         return rec.target if rec is not None and rec.value_type == VALUE_SYMREF else None
 
     def read(self, u: Upd) -> tuple[int, bytes | None]:
-        rec = self.lookup(u.name) if u.parent is None else self.stack(u.name).lookup(u.name)
+        rec = self.pre.get(u.name, _UNREAD) if u.parent is None else _UNREAD
+        if rec is _UNREAD:
+            rec = self.stack(u.name).lookup(u.name)
         if rec is None:
             return MISSING, None
         if rec.value_type == VALUE_SYMREF:
@@ -161,7 +171,10 @@ class ReftableUpdate(Plan):
 
     def descendants(self, prefixes: list[bytes]) -> dict[bytes, bytes]:
         out: dict[bytes, bytes] = {}
-        if len(self.whole) == len(self.stacks):  # every stack read whole already: bisect its names
+        if len(self.whole) == len(self.stacks):  # every stack read whole already (small stacks)
+            if self.single:  # the first name under each directory of the stack's names, looked up
+                under = self.whole_dirs(self.stack(b"HEAD").dir)
+                return {p: under[p] for p in prefixes if p in under}
             for p in prefixes:
                 names = self.whole_names(self.stack(p).dir)
                 k = bisect_left(names, p)
@@ -200,6 +213,17 @@ class ReftableUpdate(Plan):
                         break
         return out
 
+    def whole_dirs(self, d: str) -> dict[bytes, bytes]:
+        """Every directory prefix (``refs/``, ``refs/heads/``...) of the names of the stack read whole,
+        with the first name under it: ``descendants`` for a big batch as one dict lookup per name."""
+        under: dict[bytes, bytes] = {}
+        for name in reversed(self.whole_names(d)):
+            j = name.find(b"/")
+            while j >= 0:
+                under[name[: j + 1]] = name  # walking back: the first name under it wins
+                j = name.find(b"/", j + 1)
+        return under
+
     def whole_names(self, d: str) -> list[bytes]:
         names = self._sorted.get(d)
         if names is None:
@@ -209,8 +233,8 @@ class ReftableUpdate(Plan):
     # -- writing --------------------------------------------------------------------------------------
     def queued(self, u: Upd) -> bool:
         """git's queue_transaction_update: what the new table records for ``u``."""
-        if u.kind == MISSING and not u.head_split:
-            return u.have_new and not self.deleting(u)
+        if u.kind == MISSING and not u.head_split:  # a new value, not the deletion of a missing ref
+            return u.new_target is not None or (u.new is not None and u.new != self.zero)
         if u.kind == SYMREF or u.log_only:
             return True
         return u.have_new and (u.current or self.zero) != (u.new or self.zero)
@@ -218,33 +242,43 @@ class ReftableUpdate(Plan):
     def write(self) -> None:
         self.publish(self.build())
 
-    def build(self) -> list[tuple[StackWriter, int, bytes]]:
-        """(stack, update index, table bytes) of every stack the transaction writes."""
+    def build(self) -> list[TablePlan]:
+        """What the transaction writes to every stack (see ``table_plan``)."""
         mode = log_all_ref_updates(self.repo)
-        batches: dict[str, list[Upd]] = {}
-        for u in self.updates:
-            if self.queued(u):
-                batches.setdefault(self.stack(u.name).dir, []).append(u)
+        queued = self.queued
+        batches: dict[str, list[Upd]]
+        if self.main is not None:  # one stack: no routing per name
+            batches = {self.main.dir: [u for u in self.updates if queued(u)]}
+        else:
+            batches = {}
+            for u in self.updates:
+                if queued(u):
+                    batches.setdefault(self.stack(u.name).dir, []).append(u)
         plans = []
-        ident = None
+        who = None
+        zero = self.zero
+        # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
+        msg = self.message[: self.repo.config.reftable_block_size() // 2].rstrip(b"\n") + b"\n"
         for d, ups in batches.items():
+            if not ups:
+                continue
             st = self.stacks[d]
             ts = st.next_update_index()
             refs: list[RefRecord] = []
             logs: list[LogRecord] = []
-            deleted = [u.name for u in ups if u.have_new and u.kind != SYMREF and self.deleting(u)]
-            live = st.log_indexes(deleted) if deleted else {}
-            maybe = [u.name for u in ups if not (u.have_new and u.kind != SYMREF and self.deleting(u))]
+            # a deletion (not of a symref itself) drops the ref's reflog: a deletion record per live entry
+            dropped = {u.name for u in ups if u.new == zero and u.new_target is None and u.kind != SYMREF}
+            live = st.log_indexes(list(dropped)) if dropped else {}
+            # who else gets an entry: every name (always), the autocreated ones, the ones with a reflog
             if mode == "always":
-                has_log: set[bytes] | dict = set()
+                logged = None
             else:
-                check = [n for n in maybe if not should_autocreate_reflog(mode, n)]
-                has_log = st.log_indexes(check) if check else {}
-            zero = self.zero
-            autocreate = should_autocreate_reflog
-            always = mode == "always"
-            # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
-            msg = self.message[: self.repo.config.reftable_block_size() // 2].rstrip(b"\n") + b"\n"
+                names = [u.name for u in ups]
+                auto = {n for n in names if should_autocreate_reflog(mode, n)} if mode != "false" else set()
+                check = [n for n in names if n not in auto and n not in dropped]
+                if check and any(t.has_logs for t in st.tables):
+                    auto.update(st.log_indexes(check))
+                logged = auto
             renaming = bool(self.renames)
             for u in ups:
                 if renaming and u.rename is not None:
@@ -255,12 +289,10 @@ class ReftableUpdate(Plan):
                 dropping = target is None and new == zero
                 if dropping and u.kind != SYMREF:
                     logs += [_new(LogRecord, (name, ui, LOG_DELETION, b"", b"", b"", b"", 0, 0, b"")) for ui in live.get(name, ())]  # fmt: skip
-                elif (new is not None or target is not None) and (
-                    always or autocreate(mode, name) or name in has_log
-                ):
+                elif (new is not None or target is not None) and (logged is None or name in logged):
                     value = self.log_new(u)
                     if value is not None:
-                        if ident is None:
+                        if who is None:
                             ident = committer_ident(self.repo)
                             who = (ident.name, ident.email, ident.time, ident.tz_hhmm(), msg)
                         logs.append(_new(LogRecord, (name, ts, LOG_UPDATE, u.current or zero, value, *who)))

@@ -17,16 +17,20 @@ from pathlib import Path
 
 import pytest
 from refscope.backend.engines import crashpoint
+from refscope.backend.errors import TransactionRefused
 from refscope.backend.model import HASH_HEXSZ
 from refscope.backend.repo import discover
 from refscope.backend.update.commands import parse
 from refscope.backend.update.txn import UpdateTransaction
 from refscope.backend.verify import stale_locks
 
-from tests.support.git import git_noauto
+from tests.support.git import git_noauto, run_git
+from tests.support.txn import until_deadline
 from tests.support.update import (
+    concurrent_git,
     copy_repo,
     fast_copy,
+    fingerprint,
     for_each_ref,
     git,
     git_env,
@@ -180,3 +184,65 @@ def test_fold_killed_at_every_step(tmp_path: Path) -> None:
         if locks:
             reported = {os.path.realpath(i.path) for i in stale_locks(discover(str(repo), git_env()))}
             assert {os.path.realpath(p) for p in locks} <= reported, (k, steps[k - 1])
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        b"create refs/heads/a %s",  # refs/heads/a/b exists
+        b"create refs/heads/x/y %s",  # refs/heads/x exists
+        b"create refs/heads/b/00007/z %s",  # within the batch
+        b"create refs/heads/b %s",  # within the batch, the other way
+    ],
+)
+def test_big_batch_conflicts_refused_as_git(extra: bytes, tmp_path: Path) -> None:
+    """A big batch on a small stack reads the stack whole for its checks: directory/file conflicts with
+    existing refs and within the batch still refused in git's words, and not one byte changed."""
+    src = init_repo(tmp_path / "src", fmt="reftable")
+    head = git(src, "rev-parse", "HEAD").strip()
+    git(src, "update-ref", "refs/heads/a/b", head)
+    git(src, "update-ref", "refs/heads/x", head)
+    data = b"".join(b"create refs/heads/b/%05d %s\n" % (i, head) for i in range(400))
+    data += extra % head + b"\n"
+    before = fingerprint(src / ".git")
+    proc = run_git(src, "update-ref", "--stdin", input=data)
+    assert proc.returncode != 0
+    want = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("fatal: ")][0].removeprefix(
+        "fatal: "
+    )
+    with pytest.raises(TransactionRefused) as err:
+        commit(src, data)
+    assert err.value.what == want
+    assert fingerprint(src / ".git") == before
+
+
+def test_folds_with_concurrent_git(tmp_path: Path) -> None:
+    """Big batches, each one folded with the stack unless git's writers or compactions got there first:
+    every accepted batch wholly there, every refused one wholly absent, git's own refs exactly what its
+    successful commands made, nothing left locked."""
+    repo = init_repo(tmp_path / "repo", fmt="reftable")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    accepted: list[int] = []
+    refused: list[int] = []
+    folded = 0
+    with concurrent_git(repo) as workers:
+        for i in until_deadline(15):
+            data = b"".join(b"create refs/tags/f%02d-%04d %s\n" % (i, k, head) for k in range(300 * (i + 1)))
+            try:
+                res = commit(repo, data)
+            except TransactionRefused as err:
+                assert err.what
+                refused.append(i)
+                continue
+            accepted.append(i)
+            folded += not [p for p in res.phases if p.name == "auto-compaction"]
+    assert len(accepted) >= 3 and folded >= 1, (accepted, refused, folded)
+    final = {r[0] for r in for_each_ref(repo)}
+    for i in accepted:
+        assert {b"refs/tags/f%02d-%04d" % (i, k) for k in range(300 * (i + 1))} <= final
+    for i in refused:
+        assert not any(n.startswith(b"refs/tags/f%02d-" % i) for n in final)
+    theirs = {n for w in workers for n, e in w.exists.items() if e}
+    assert {n for n in final if n.startswith(b"refs/heads/git/")} == theirs
+    git(repo, "refs", "verify")
+    assert leftovers(repo) == []

@@ -13,8 +13,8 @@ from __future__ import annotations
 import zlib
 from binascii import unhexlify
 from collections.abc import Iterable
-from itertools import islice
-from operator import itemgetter, lt
+from itertools import chain, compress, islice, repeat
+from operator import add, itemgetter, lt, ne
 
 from ...errors import EntryTooBig
 from ...model import HASH_RAWSZ
@@ -39,6 +39,14 @@ from .table import HASH_ID_OF, HEADER_SIZE
 
 MAX_RESTARTS = 65535
 _INDEX_THRESHOLD = 3
+
+
+_PAIRS: list[list[bytes]] = []  # [p][x]: the two one-byte varints heading a record, built on first use
+
+
+def _pairs() -> list[list[bytes]]:
+    _PAIRS.extend([bytes((p, x)) for x in range(128)] for p in range(128))
+    return _PAIRS
 
 
 class _BlockWriter:
@@ -71,15 +79,16 @@ class _BlockWriter:
 
     def fill(self, keys, extras, values, i: int, n: int) -> int:
         """Append records ``i``.. of the parallel sequences while they fit; the index of the first record
-        that did not (``n`` when all did). The writer's hot loop: state in locals, one-byte varints inline."""
+        that did not (``n`` when all did). The writer's hot loop: state in locals, the room left kept
+        net of the restart table, the two one-byte varints of a record appended as one pair."""
         buf = self.buf
-        nxt = self.next
         restarts = self.restarts
         rlen = len(restarts)
+        free = self.block_size - self.next - 2 - 3 * rlen  # for records and their restart entries
         entries = self.entries
         last = self.last_key
         interval = self.interval
-        room = self.block_size
+        pairs = _PAIRS or _pairs()
         frombytes = int.from_bytes
         while i < n:
             key = keys[i]
@@ -90,33 +99,29 @@ class _BlockWriter:
                 m = len(last)
                 if lk < m:
                     m = lk
-                p = m - ((frombytes(last[:m], "big") ^ frombytes(key[:m], "big")).bit_length() + 7) // 8
+                p = m - ((frombytes(last[:m]) ^ frombytes(key[:m])).bit_length() + 7) // 8
             x = ((lk - p) << 3) | extras[i]
-            value = values[i]
-            if p < 128 and x < 128:
-                size = 2 + lk - p + len(value)
-            else:
-                size = len(put_varint(p)) + len(put_varint(x)) + lk - p + len(value)
+            head = pairs[p][x] if p < 128 and x < 128 else put_varint(p) + put_varint(x)
+            size = len(head) + lk - p + len(values[i])
             if p == 0 and rlen < MAX_RESTARTS:
-                if 5 + 3 * rlen + size > room - nxt:
+                if size + 3 > free:
                     break
-                restarts.append(nxt)
+                restarts.append(self.block_size - 2 - 3 * rlen - free)
                 rlen += 1
-            elif 2 + 3 * rlen + size > room - nxt:
-                break
-            if p < 128 and x < 128:
-                buf.append(p)
-                buf.append(x)
+                free -= size + 3
+                buf += head
+                buf += key
             else:
-                buf += put_varint(p)
-                buf += put_varint(x)
-            buf += key[p:] if p else key
-            buf += value
-            nxt += size
+                if size > free:
+                    break
+                free -= size
+                buf += head
+                buf += key[p:]
+            buf += values[i]
             last = key
             entries += 1
             i += 1
-        self.next = nxt
+        self.next = self.block_size - 2 - 3 * rlen - free
         self.entries = entries
         self.last_key = last
         return i
@@ -236,31 +241,41 @@ class _Writer:
             return
         if self.last_key >= keys[0] or not all(map(lt, keys, islice(keys, 1, None))):
             raise ValueError("records out of order or duplicate")
-        obj_tree = self.obj_tree if hashes is not None else None
+        if self.bw is None:
+            self._reinit(btype)
+        if self.bw.type != btype:
+            raise ValueError("record of another section")
+        self._add_rows(btype, keys, extras, values, hashes)
+        self.last_key = keys[-1]
+
+    def _add_rows(self, btype: int, keys, extras, values, hashes) -> None:
+        """Fill blocks from the columns (``_BlockWriter.fill``), flushing each full one."""
+        n = len(keys)
         i = 0
         while i < n:
             if self.bw is None:
                 self._reinit(btype)
             bw = self.bw
-            if bw.type != btype:
-                raise ValueError("record of another section")
             j = bw.fill(keys, extras, values, i, n)
-            if obj_tree is not None and j > i:
-                at = self.next
-                for k in range(i, j):
-                    for h in hashes[k]:
-                        offs = obj_tree.get(h)
-                        if offs is None:
-                            obj_tree[h] = [at]
-                        elif offs[-1] != at:
-                            offs.append(at)
+            if hashes is not None and j > i:
+                self._index_objects(hashes, i, j)
             if j < n:
                 if bw.entries == 0:
                     raise EntryTooBig(f"record {keys[j]!r} does not fit in a {self.block_size}-byte block")
                 self._flush_block()
                 self._reinit(btype)
             i = j
-        self.last_key = keys[-1]
+
+    def _index_objects(self, hashes, i: int, j: int) -> None:
+        """Records ``i``..``j`` went into the block at ``self.next``: note it for each id they point at."""
+        at = self.next
+        obj_tree = self.obj_tree
+        for h in dict.fromkeys(chain.from_iterable(hashes[i:j])):
+            offs = obj_tree.get(h)
+            if offs is None:
+                obj_tree[h] = [at]
+            elif offs[-1] != at:
+                offs.append(at)
 
     def _finish_section(self) -> None:
         typ = self.bw.type
@@ -386,29 +401,43 @@ def _ref_values(refs, lo: int, hi: int, index_objects: bool) -> tuple[list[bytes
     """Each ref's value bytes (the update-index delta first) and, when objects are indexed, the raw ids
     each points at; None instead when no record points at one (a batch of tombstones: nothing to index,
     and no per-record pass over empty id lists)."""
-    values = []
-    hashes: list[tuple[bytes, ...]] = []
-    deltas: dict[int, bytes] = {}  # a tombstone's whole value: shared per update index
-    for rec in refs:
-        ui = rec.update_index
-        if not (lo <= ui <= hi):
-            raise ValueError(f"update index {ui} outside {lo}..{hi}")
-        vt = rec.value_type
-        if vt == VALUE_DELETION:
-            v = deltas.get(ui)
-            if v is None:
-                v = deltas[ui] = put_varint(ui - lo)
-            values.append(v)
-            hashes.append(())
-            continue
-        values.append(encode_ref_value(rec, lo))
-        if vt == VALUE_VAL1:
-            hashes.append((unhexlify(rec.value),))
-        elif vt == VALUE_VAL2:
-            hashes.append((unhexlify(rec.value), unhexlify(rec.peeled)))
+    uis = list(map(_by_update_index, refs))
+    if min(uis) < lo or max(uis) > hi:
+        ui = next(u for u in uis if not lo <= u <= hi)
+        raise ValueError(f"update index {ui} outside {lo}..{hi}")
+    deltas = {ui: put_varint(ui - lo) for ui in set(uis)}  # mostly one: a table's records share it
+    heads = list(map(deltas.__getitem__, uis))
+    types = list(map(_by_type, refs))
+    # plain refs in C loops; the few others (peeled tags, symrefs, tombstones) patched after
+    others = list(compress(range(len(types)), map(ne, types, repeat(VALUE_VAL1))))
+    hexes = list(map(_by_value, refs))
+    for i in others:
+        hexes[i] = b""
+    raws = list(map(unhexlify, hexes))
+    values = list(map(add, heads, raws))
+    if not index_objects:
+        hashes = None
+    elif len(others) < len(types):
+        hashes = list(zip(raws))
+    else:
+        hashes = [()] * len(types)
+    for i in others:
+        rec = refs[i]
+        vt = types[i]
+        if vt == VALUE_VAL2:
+            raw, peeled = unhexlify(rec.value), unhexlify(rec.peeled)
+            values[i] = heads[i] + raw + peeled
+            ids: tuple[bytes, ...] = (raw, peeled)
         else:
-            hashes.append(())
-    return values, hashes if index_objects and any(hashes) else None
+            values[i] = heads[i] if vt == VALUE_DELETION else encode_ref_value(rec, lo)
+            ids = ()
+        if hashes is not None:
+            hashes[i] = ids
+    return values, hashes if hashes is not None and any(hashes) else None
+
+
+_by_update_index = itemgetter(1)  # RefRecord.update_index
+_by_value = itemgetter(3)  # RefRecord.value
 
 
 def _log_columns(logs: list[LogRecord], hi: int, hs: int, exact: bool) -> tuple[list, list, list]:
@@ -422,6 +451,8 @@ def _log_columns(logs: list[LogRecord], hi: int, hs: int, exact: bool) -> tuple[
     keys = [unsorted[i] for i in order]
     types = []
     values = []
+    tails: dict[tuple, bytes] = {}  # who, when and why, encoded once: a transaction's entries share them
+    zero = bytes(hs)
     for i in order:
         rec = logs[i]
         kind = rec.log_type
@@ -431,10 +462,15 @@ def _log_columns(logs: list[LogRecord], hi: int, hs: int, exact: bool) -> tuple[
             continue
         if rec.update_index > hi:
             raise ValueError(f"log update index {rec.update_index} above max {hi}")
-        if not exact:
-            msg = rec.message.rstrip(b"\n")
-            if b"\n" in msg:
-                raise ValueError(f"multi-line reflog message for {rec.name!r}")
-            rec = rec._replace(message=msg + b"\n")
-        values.append(encode_log_value(rec, hs))
+        shared = rec[5:]  # ident_name email time tz message
+        tail = tails.get(shared)
+        if tail is None:
+            if not exact:
+                msg = rec.message.rstrip(b"\n")
+                if b"\n" in msg:
+                    raise ValueError(f"multi-line reflog message for {rec.name!r}")
+                rec = rec._replace(message=msg + b"\n")
+            tail = tails[shared] = encode_log_value(rec._replace(old=b"", new=b""), hs)[2 * hs :]
+        old, new = rec.old, rec.new
+        values.append((unhexlify(old) if old else zero) + (unhexlify(new) if new else zero) + tail)
     return keys, types, values
