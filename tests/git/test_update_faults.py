@@ -215,6 +215,14 @@ OS_FAULTS = [
         "Too many levels of symbolic links",
     ),
     (
+        "head-reflog-loop",  # main's reflog appended, then HEAD's (its branch moved) is a loop
+        "files",
+        lambda g: _loop(g / "logs/HEAD"),
+        b"update refs/heads/main %(first)s\n",
+        "logs/HEAD",
+        "Too many levels of symbolic links",
+    ),
+    (
         "reftable-dir",
         "reftable",
         lambda g: (g / "reftable").chmod(0o555),
@@ -245,7 +253,8 @@ def test_os_fault_in_update_is_one_line(tmp_path: Path, fmt, breaks, data, named
     prefix = unprivileged()
     breaks(gitdir)
     before = fingerprint(gitdir)
-    out = update(repo, data % {b"oid": oid}, prefix=prefix)
+    first = git(repo, "rev-parse", "refs/heads/a").strip()
+    out = update(repo, data % {b"oid": oid, b"first": first}, prefix=prefix)
     after = fingerprint(gitdir)
     for d in (gitdir / "logs/refs/heads", gitdir / "refs/heads/x", gitdir / "reftable"):
         if d.is_dir():
@@ -340,3 +349,71 @@ def test_os_fault_in_rename_is_one_line(tmp_path: Path, fmt, breaks, named, what
     what = what % {"gitdir": gitdir}
     assert (out.returncode, out.stderr.decode()) == (1, f"refscope: {gitdir / named}: {what}\n")
     assert after == before
+
+
+def test_a_reflog_refusal_after_a_moved_ref_native_whole_git_engine_as_git(tmp_path: Path) -> None:
+    """``update a`` (its reflog appendable) then ``create zz`` (its reflog cannot be created): git's
+    finish has moved refs/heads/a when zz's reflog fails, and says so only by its exit status. The native
+    engine takes a's entry back and changes nothing; the git engine leaves what git leaves (it is git),
+    with git's words in the one line."""
+    repos = {}
+    for who in ("native", "git", "oracle"):
+        repo, oid = _repo(tmp_path / who, "files")
+        repos[who] = repo
+    data = b"update refs/heads/a %s\ncreate refs/heads/zz %s\n" % (oid, oid)
+    prefix = unprivileged()
+    outs, prints = {}, {}
+    for who, repo in repos.items():
+        logs = repo / ".git" / "logs" / "refs" / "heads"
+        logs.chmod(0o555)
+        before = fingerprint(repo / ".git")
+        if who == "oracle":
+            outs[who] = subprocess.run(
+                [*prefix, git_binary(), "-C", str(repo), "update-ref", "--stdin"],
+                input=data,
+                capture_output=True,
+                env=git_env(),
+            )
+        else:
+            outs[who] = update(repo, data, "--engine", who, prefix=prefix)
+        prints[who] = (before, fingerprint(repo / ".git"))
+        logs.chmod(0o755)
+    gitdir = repos["native"] / ".git"
+    assert (outs["native"].returncode, outs["native"].stderr.decode()) == (
+        1,
+        f"refscope: {gitdir}/logs/refs/heads/zz: Permission denied\n",
+    )
+    assert prints["native"][1] == prints["native"][0]
+    why = "cannot update the ref 'refs/heads/zz': unable to append to '{}/logs/refs/heads/zz': Permission denied"
+    gitdir = repos["git"] / ".git"
+    assert (outs["git"].returncode, outs["git"].stderr.decode()) == (
+        1,
+        f"refscope: {gitdir}: {why.format(gitdir)}\n",
+    )
+    assert outs["oracle"].returncode == 128
+    changed = {
+        who: sorted(k for k in set(b) | set(a) if b.get(k) != a.get(k)) for who, (b, a) in prints.items()
+    }
+    assert changed["git"] == changed["oracle"] == ["logs/refs/heads/a", "refs/heads/a"]
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_rename_to_a_name_that_is_not_utf8_as_git(tmp_path: Path, fmt: str) -> None:
+    """``git branch -m a <0xff 0xfe>`` on a twin repository is the oracle: refs, config and reflog."""
+    ours, _ = _repo(tmp_path / "ours", fmt)
+    theirs, _ = _repo(tmp_path / "theirs", fmt)
+    new = b"refs/heads/\xff\xfe"
+    out = rename(ours, b"refs/heads/a", new)
+    assert (out.returncode, out.stderr) == (0, b"")
+    subprocess.run(
+        [git_binary(), "-C", str(theirs), "branch", "-m", "a", os.fsdecode(new[11:])],
+        check=True,
+        capture_output=True,
+        env=git_env(),
+    )
+    look = ["for-each-ref", "--format=%(objectname) %(refname)"]
+    assert git(ours, *look) == git(theirs, *look)
+    assert (ours / ".git/config").read_bytes() == (theirs / ".git/config").read_bytes()
+    show = ["reflog", "show", "--format=%H %gn %ge %gs", os.fsdecode(new)]
+    assert git(ours, *show) == git(theirs, *show)
+    git(ours, "refs", "verify")
