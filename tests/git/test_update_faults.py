@@ -15,6 +15,7 @@ Each cell checks the exact stderr and the fingerprint of the git dir.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -174,7 +175,10 @@ def test_disk_full_rename_never_half_done(tmpfs: Path, fmt: str) -> None:
 
 
 def _loop(path: Path) -> None:
-    if path.exists() or path.is_symlink():
+    """``path`` (a file or a directory) replaced by a symlink to itself."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
         path.unlink()
     path.symlink_to(path.name)
 
@@ -213,6 +217,31 @@ OS_FAULTS = [
         b"create refs/heads/b1 %(oid)s\ncreate refs/heads/zz %(oid)s\n",
         "logs/refs/heads/zz",
         "Too many levels of symbolic links",
+    ),
+    (
+        "ref-dir-loop",
+        "files",
+        lambda g: _loop(g / "refs/heads/x"),
+        b"create refs/heads/x/y %(oid)s\n",
+        "refs/heads/x/y.lock",
+        "cannot lock ref 'refs/heads/x/y': Unable to create '%(gitdir)s/refs/heads/x/y.lock': "
+        "Too many levels of symbolic links",
+    ),
+    (
+        "logs-loop",  # the whole logs/ a symlink loop: a's reflog cannot be appended
+        "files",
+        lambda g: _loop(g / "logs"),
+        b"create refs/heads/y %(oid)s\n",
+        "logs/refs/heads/y",
+        "Too many levels of symbolic links",
+    ),
+    (
+        "reflog-fifo",  # never a wait on a FIFO where a reflog would go
+        "files",
+        lambda g: os.mkfifo(g / "logs/refs/heads/y"),
+        b"create refs/heads/b1 %(oid)s\ncreate refs/heads/y %(oid)s\n",
+        "logs/refs/heads/y",
+        "No such device or address",
     ),
     (
         "head-reflog-loop",  # main's reflog appended, then HEAD's (its branch moved) is a loop
