@@ -6,6 +6,8 @@ the TUI shows them in place. Nothing else should escape the backend.
 
 from __future__ import annotations
 
+LINE_LIMIT = 4096  # characters of a one-line error at most (git's die() formats into 4096 bytes)
+
 
 class RefscopeError(Exception):
     """Base of every error the backend raises on purpose."""
@@ -24,7 +26,10 @@ class RefscopeError(Exception):
         """The one line the CLI prints: ``refscope: <file>: <what>``, with nothing a terminal would obey."""
         from .display import printable
 
-        return printable(f"refscope: {self}")
+        line = f"refscope: {self}"
+        if len(line) > LINE_LIMIT:  # a 100 MB name quoted in a message: cut, as git's die() cuts
+            line = line[: LINE_LIMIT - 3] + "..."
+        return printable(line)
 
 
 def from_untyped(err: BaseException) -> RefscopeError:

@@ -345,11 +345,28 @@ def _truthy(value: str | None) -> bool:
         return False
 
 
+def _check_config_access(path: str) -> None:
+    """git dies when the repository's config exists but cannot be opened (``unable to access``: EACCES,
+    ELOOP...): refscope refuses too, rather than guess the ref storage without its extensions."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as err:
+        from .fileio import unreadable
+
+        raise unreadable(path, err) from None
+
+
 def _read_format(commondir: str, env: Mapping[str, str]) -> tuple[int, dict[str, str | None]]:
     """core.repositoryformatversion and extensions.* from the common dir's own config only."""
     version = 0
     exts: dict[str, str | None] = {}
-    for key, value in read_file_entries(os.path.join(commondir, "config"), env):
+    path = os.path.join(commondir, "config")
+    entries = read_file_entries(path, env)
+    if not entries:
+        _check_config_access(path)
+    for key, value in entries:
         if key == "core.repositoryformatversion":
             try:
                 version = int(value or "0", 0)

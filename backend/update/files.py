@@ -7,8 +7,8 @@ when there is none), split symrefs and HEAD, check the old value, and write the 
 lock (``oid LF`` or ``ref: target LF``, fsynced when core.fsync asks), closing its fd at once. Then the
 names that did not exist are checked against packed-refs and the batch; with deletions, packed-refs.lock
 is taken and ``packed-refs.new`` spliced when a deleted ref is packed.
-Finish, in git's order: for each update its reflog entry and the rename of its lock; the deleted refs'
-reflogs unlinked; ``packed-refs.new`` renamed; the deleted loose files unlinked; every lock released;
+Finish: every reflog entry (taken back if one cannot be written, so that a refusal there too changes
+no byte), then the rename of each lock (a rename's part in its place); the deleted refs' reflogs unlinked; ``packed-refs.new`` renamed; the deleted loose files unlinked; every lock released;
 empty parent directories removed. A refusal before the finish changes no byte.
 """
 
@@ -28,16 +28,18 @@ from ..engines.common import (
     reflog_message,
 )
 from ..engines.crashpoint import step
-from ..engines.files import IN_THE_WAY, PackedSteps, read_loose, reflog_flags, write_reflog
+from ..engines.files import IN_THE_WAY, PackedSteps, read_loose, reflog_flags
 from ..engines.packed_splice import identity, kept_ranges, write_spliced
 from ..errors import TransactionRefused
+from ..fileio import refused_write
 from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, remove, rename, two_phase
 from ..lockfile import unable_to_lock_message as lock_message
 from ..model import HASH_HEXSZ
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
-from .rename import files_cleanup, files_commit, files_heads, files_prepare
+from .reflog_undo import ReflogJournal, missing_dirs, write_all
+from .rename import files_cleanup, files_commit, files_heads, files_move_log, files_prepare
 
 
 def _t(b: bytes) -> str:
@@ -57,6 +59,7 @@ class _Lock:
 class FilesUpdate(Plan, PackedSteps):
     def __init__(self, repo, commands, peeled, *, snapshot=None, message: bytes = b"") -> None:
         hexsz = HASH_HEXSZ[repo.hash_name]
+        self.journal: ReflogJournal | None = None  # the finish's reflog appends, to take back
         super().__init__(repo, commands, peeled, b"0" * hexsz)
         self.hexsz = hexsz
         self.snapshot = snapshot
@@ -265,9 +268,12 @@ class FilesUpdate(Plan, PackedSteps):
             if u.write and not u.log_only:
                 data = b"ref: %s\n" % u.new_target if u.new_target is not None else u.new + b"\n"
                 step("write lock", u.name)
-                os.write(fd, data)
-                if self.do_fsync:
-                    os.fsync(fd)
+                try:
+                    write_all(fd, data)
+                    if self.do_fsync:
+                        os.fsync(fd)
+                except OSError as err:  # ENOSPC, EDQUOT, EIO: the lock is named (os.write names nothing)
+                    raise refused_write(lk.path, err) from None
         finally:
             os.close(fd)
 
@@ -307,18 +313,29 @@ class FilesUpdate(Plan, PackedSteps):
     def _append_reflog_at(
         self, path: str, name: bytes, old, new: bytes, ident: bytes, mode: str, message: bytes | None = None
     ) -> None:
-        """``message``: this entry's own (a rename's), else the transaction's."""
+        """``message``: this entry's own (a rename's), else the transaction's. While ``self.journal`` is
+        set, what the append did is recorded in it, to be taken back."""
         entry = self._reflog_entry(old, new, ident, message)
         flags, create = reflog_flags(mode, name)
         step("reflog", name)
+        journal = self.journal
+        made: list[str] = []
+        created = False
         for _ in range(3):
             try:
+                if create and journal is not None and (old is None or old == self.zero):
+                    try:  # a new ref's reflog is usually new: O_EXCL says whether this append created it
+                        fd = os.open(path, flags | os.O_EXCL, 0o666)
+                        created = True
+                        break
+                    except FileExistsError:
+                        pass
                 fd = os.open(path, flags, 0o666)
                 break
             except FileNotFoundError:
                 if not create:
                     return
-                os.makedirs(os.path.dirname(path), exist_ok=True)
+                made += self.make_log_dirs(path)
             except IsADirectoryError:
                 if not create:
                     return
@@ -330,24 +347,88 @@ class FilesUpdate(Plan, PackedSteps):
             raise TransactionRefused(
                 path, f"cannot update the ref '{_t(name)}': unable to append to '{path}'"
             )
-        write_reflog(fd, entry, self.do_fsync)
+        done = journal.appended(path, created, made) if journal is not None else None
+        try:
+            write_all(fd, entry, done)
+            if self.do_fsync:
+                os.fsync(fd)
+        except OSError as err:
+            raise refused_write(path, err) from None
+        finally:
+            os.close(fd)
+
+    def _log_new_after(self, u: Upd, placed: dict[bytes, tuple]) -> bytes | None:
+        """``log_new(u)`` as git's finish sees it, ref by ref: a symref's target resolved with the refs
+        before ``u`` (``placed``: name -> (oid, target)) already at their new values."""
+        name = u.new_target
+        if name is None:
+            return u.new
+        for _ in range(5):
+            hit = placed.get(name)
+            if hit is not None:
+                if hit[1] is None:
+                    return None if hit[0] in (None, self.zero) else hit[0]
+                name = hit[1]
+                continue
+            kind, value = read_loose(ref_path(self.repo, name), name, self.hexsz)
+            if kind == REGULAR:
+                return value
+            if kind == SYMREF:
+                name = value
+                continue
+            rec = self.packed().lookup(name)
+            return rec.oid if rec is not None else None
+        return None
+
+    def make_log_dirs(self, path: str) -> list[str]:
+        """The directories leading to the reflog ``path`` made (raises OSError as os.makedirs), and
+        which of them were missing, outermost first."""
+        made = missing_dirs(os.path.dirname(path))
+        if made:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        return made
+
+    def journal_move(self, old: str, new: str, made: list[str]) -> None:
+        """Record a rename's reflog moved from ``old`` to ``new`` (``made``: the directories made)."""
+        if self.journal is not None:
+            self.journal.moved(old, new, made)
 
     def finish(self) -> None:
         mode = log_all_ref_updates(self.repo)
         ident = None
+        # Every reflog entry first, then the renames of the locks: a reflog that cannot be written (disk
+        # full, EACCES, a symlink loop) takes back the entries before it, so the refusal changes no byte
+        # (git's own finish would have moved the refs before it).
+        self.journal = ReflogJournal()
+        placed: dict[bytes, tuple] = {}  # the refs git's finish would have renamed into place by now
+        try:
+            for u in self.updates:
+                if not u.write:
+                    continue
+                if u.rename is not None:  # a rename's new name: its reflog moved (rename.py)
+                    if ident is None:
+                        ident = committer_ident(self.repo).line()
+                    files_move_log(self, u, ident, mode)
+                    placed[u.name] = (u.rename.made.new, None)
+                    continue
+                new = self._log_new_after(u, placed) if placed else self.log_new(u)
+                if not u.log_only:
+                    placed[u.name] = (u.new, u.new_target)
+                if new is not None:
+                    if ident is None:
+                        ident = committer_ident(self.repo).line()
+                    self._append_reflog(u, u.current, new, ident, mode)
+        except BaseException:
+            self.journal.undo()
+            self.journal = None
+            raise
+        self.journal = None
         for u in self.updates:
             if not u.write:
                 continue
             if u.rename is not None:  # a rename's new name (rename.py)
-                if ident is None:
-                    ident = committer_ident(self.repo).line()
-                files_commit(self, u, ident, mode)
+                files_commit(self, u)
                 continue
-            new = self.log_new(u)
-            if new is not None:
-                if ident is None:
-                    ident = committer_ident(self.repo).line()
-                self._append_reflog(u, u.current, new, ident, mode)
             if not u.log_only:
                 step("commit lock", u.name)
                 rename(u.lock.path, u.lock.path[: -len(LOCK_SUFFIX)])

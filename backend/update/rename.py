@@ -288,13 +288,38 @@ def _check_log_room(engine, m: Moving) -> None:
                 raise TransactionRefused(new_log, f"{words}: directory not empty")
 
 
-def files_commit(engine, u, ident: bytes, mode: str) -> None:
-    """The new name's part of the finish, in git's order: the ref's lock renamed into place, the old
-    reflog moved to the new name, and the rename's own entry appended (old value to old value, as
-    files_copy_or_rename_ref's commit_ref_update writes it)."""
+def files_move_log(engine, u, ident: bytes, mode: str) -> None:
+    """The new name's reflog, before any lock is renamed (git too moves the log before it writes the
+    ref): the old reflog moved to the new name and the rename's own entry appended (old value to old
+    value, as files_copy_or_rename_ref's commit_ref_update writes it). The move goes into the engine's
+    journal, so that a failure of this or any later reflog is taken back (``reflog_undo``)."""
     import os
 
-    from ..engines.common import log_path, ref_base
+    from ..engines.common import log_path
+    from ..engines.crashpoint import step
+
+    m = u.rename
+    repo = engine.repo
+    old_log = log_path(repo, m.r.old_name)
+    new_log = log_path(repo, m.r.name)
+    if os.path.isfile(old_log) and not os.path.islink(old_log):
+        step("move reflog", m.r.old_name)
+        made = engine.make_log_dirs(new_log)
+        if os.path.isdir(new_log) and not engine._remove_empty_tree(new_log):
+            raise TransactionRefused(
+                new_log, f"cannot update the ref '{_t(m.r.name)}': there are still logs under '{new_log}'"
+            )
+        os.rename(old_log, new_log)
+        engine.journal_move(old_log, new_log, made)
+    engine._append_reflog(u, m.made.new, m.made.new, ident, mode, message=m.message)
+
+
+def files_commit(engine, u) -> None:
+    """The new name's part of the finish: the ref's lock renamed into place, and the old reflog's emptied
+    directories removed (git's delete of the old ref: try_remove_empty_parents)."""
+    import os
+
+    from ..engines.common import ref_base
     from ..engines.crashpoint import step
     from ..lockfile import LOCK_SUFFIX, rename
 
@@ -303,19 +328,7 @@ def files_commit(engine, u, ident: bytes, mode: str) -> None:
     rename(u.lock.path, u.lock.path[: -len(LOCK_SUFFIX)])
     u.lock.path = ""
     repo = engine.repo
-    old_log = log_path(repo, m.r.old_name)
-    new_log = log_path(repo, m.r.name)
-    if os.path.isfile(old_log) and not os.path.islink(old_log):
-        step("move reflog", m.r.old_name)
-        os.makedirs(os.path.dirname(new_log), exist_ok=True)
-        if os.path.isdir(new_log) and not engine._remove_empty_tree(new_log):
-            raise TransactionRefused(
-                new_log, f"cannot update the ref '{_t(m.r.name)}': there are still logs under '{new_log}'"
-            )
-        os.rename(old_log, new_log)
-        # git's delete of the old ref: its reflog's emptied directories go (try_remove_empty_parents)
-        engine._remove_empty_parents(m.r.old_name, os.path.join(ref_base(repo, m.r.old_name), "logs"))
-    engine._append_reflog(u, m.made.new, m.made.new, ident, mode, message=m.message)
+    engine._remove_empty_parents(m.r.old_name, os.path.join(ref_base(repo, m.r.old_name), "logs"))
 
 
 def files_heads(engine, ident: bytes, mode: str) -> None:

@@ -1,0 +1,95 @@
+"""Taking back the reflog appends of a files finish that failed half way.
+
+The files engine writes every reflog entry of a transaction before it renames any lock into place
+(``update/files.py``): when one entry cannot be written (disk full, EACCES, a symlink loop), the entries
+before it are taken back, so that the refusal leaves every byte as it was -- git's own finish, which
+appends and renames ref by ref, would have left the refs before it moved. The journal records what each
+append did, so that nothing is stat'ed ahead on the hot path.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class Appended:
+    """One reflog append: its file, whether the append created it (with the directories in ``made``), and
+    how many bytes reached it; or (``moved_from``) a rename's reflog moved to ``path``."""
+
+    __slots__ = ("path", "created", "made", "written", "moved_from")
+
+    def __init__(self, path: str, created: bool, made: list[str]) -> None:
+        self.path = path
+        self.created = created
+        self.made = made
+        self.written = 0
+        self.moved_from: str | None = None
+
+
+class ReflogJournal:
+    """What a finish did to reflogs so far, newest last."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: list[Appended] = []
+
+    def appended(self, path: str, created: bool, made: list[str]) -> Appended:
+        done = Appended(path, created, made)
+        self.entries.append(done)
+        return done
+
+    def moved(self, old: str, new: str, made: list[str]) -> None:
+        done = Appended(new, False, made)
+        done.moved_from = old
+        self.entries.append(done)
+
+    def undo(self) -> None:
+        """Newest first: a moved reflog goes back, a created one is unlinked with the directories made for
+        it, an existing one is truncated to its size before. Best effort: the file system that refused one
+        append may refuse this too."""
+        for done in reversed(self.entries):
+            try:
+                if done.moved_from is not None:
+                    os.rename(done.path, done.moved_from)
+                elif done.created:
+                    os.unlink(done.path)
+                elif done.written:
+                    size = os.stat(done.path).st_size
+                    os.truncate(done.path, max(0, size - done.written))
+            except OSError:
+                pass
+            for d in reversed(done.made):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    break
+        self.entries = []
+
+
+def write_all(fd: int, data: bytes, done: Appended | None = None) -> None:
+    """``data`` through ``fd``, short writes continued (the next write says why: ENOSPC...); ``done``
+    counts the bytes that reached the file."""
+    n = os.write(fd, data)
+    if done is not None:
+        done.written = n
+    if n == len(data):
+        return
+    view = memoryview(data)[n:]
+    while view:
+        n = os.write(fd, view)
+        if done is not None:
+            done.written += n
+        view = view[n:]
+
+
+def missing_dirs(d: str) -> list[str]:
+    """The directories ``os.makedirs(d)`` will create, outermost first."""
+    out = []
+    while d and not os.path.isdir(d):
+        out.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return out[::-1]
