@@ -162,7 +162,7 @@ def run(argv: list[str]) -> int:
                     "committed": False,
                     "engine": args.engine,
                     "deleted": [],
-                    "error": err.what,
+                    "error": err.brief,
                     "file": err.file,
                     "phases": [p.to_json() for p in phases],
                 }

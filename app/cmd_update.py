@@ -153,7 +153,7 @@ def run(argv: list[str]) -> int:
                     "committed": False,
                     "engine": args.engine,
                     "updates": [],
-                    "error": err.what,
+                    "error": err.brief,
                     "file": err.file,
                     "phases": [p.to_json() for p in phases],
                 }

@@ -52,7 +52,7 @@ def run(argv: list[str]) -> int:
         except DubiousOwnership:
             repo = None
         if repo is None:
-            findings = [Finding(err.file or (path or "."), err.offset, ERROR, err.what)]
+            findings = [Finding(err.file or (path or "."), err.offset, ERROR, err.brief)]
     summary = None
     if repo is not None:
         findings, summary = verify_summary(repo, objects="--objects" in opts.flags)

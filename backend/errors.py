@@ -22,6 +22,12 @@ class RefscopeError(Exception):
         text = self.what if self.offset is None else f"{self.what} (at byte {self.offset})"
         return f"{self.file}: {text}" if self.file else text
 
+    @property
+    def brief(self) -> str:
+        """``what`` cut to LINE_LIMIT characters, as the CLI's line is: what ``--json`` reports."""
+        w = self.what
+        return w if len(w) <= LINE_LIMIT else w[: LINE_LIMIT - 3] + "..."
+
     def cli_line(self) -> str:
         """The one line the CLI prints: ``refscope: <file>: <what>``, with nothing a terminal would obey."""
         from .display import printable

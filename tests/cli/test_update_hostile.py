@@ -168,3 +168,23 @@ def test_a_100_mb_line_is_a_bounded_one_line_error(tmp_path: Path, kind: str, pr
     assert err.startswith("refscope: " + prefix.format(gitdir=repo / ".git")), err[:200]
     assert err.endswith("...\n") and err.count("\n") == 1 and len(err) == 4097
     assert fingerprint(repo / ".git") == before
+
+
+@pytest.mark.parametrize("command", ["update", "delete"])
+def test_json_errors_are_bounded_as_the_line_is(tmp_path: Path, command: str) -> None:
+    """``--json`` reports the error's text cut as the one line is: a megabyte name quoted in a refusal
+    does not become a megabyte of JSON."""
+    import json
+
+    repo = init_repo(tmp_path / "repo")
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    name = b"refs/heads/" + b"a" * (1 << 20)
+    data = b"create %s %s\n" % (name, oid) if command == "update" else name + b"\n"
+    before = fingerprint(repo / ".git")
+    out = refscope(command, "-C", str(repo), "--json", "--stdin", stdin=data, timeout=TIMEOUT)
+    assert out.returncode == 1
+    (report,) = [json.loads(line) for line in out.stdout.splitlines()]
+    assert report["committed"] is False
+    assert len(report["error"]) <= 4096 and report["error"].endswith("...")
+    assert len(out.stderr) == 4097
+    assert fingerprint(repo / ".git") == before
