@@ -141,7 +141,24 @@ def refused_write(path: str, err: OSError) -> TransactionRefused:
     return TransactionRefused(path, f"error writing: {err.strerror or err}")
 
 
+def write_all(fd: int, data: bytes, done=None) -> None:
+    """``data`` through ``fd``, short writes continued (the next write says why: ENOSPC...); ``done``
+    (a reflog journal's entry) counts the bytes that reached the file, so a failed append can be cut back."""
+    n = os.write(fd, data)
+    if done is not None:
+        done.written = n
+    if n == len(data):
+        return
+    view = memoryview(data)[n:]
+    while view:
+        n = os.write(fd, view)
+        if done is not None:
+            done.written += n
+        view = view[n:]
+
+
 __all__ = [
+    "write_all",
     "check_regular",
     "map_fd",
     "map_regular",

@@ -266,12 +266,10 @@ class Lister:
 
 
 def _write_all(fd: int, parts: list[bytes]) -> None:
-    import os
+    from .fileio import write_all
 
     for part in parts:
-        view = memoryview(part)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, part)
 
 
 def _tables_of(snap) -> list:

@@ -28,6 +28,7 @@ import os
 import stat as _stat
 
 from ..errors import LockBusy, StaleValue, TransactionRefused, UnreadableFile
+from ..fileio import write_all
 from ..formats.loose import read_contents
 from ..formats.packed import PackedRefs
 from ..lockfile import (
@@ -215,7 +216,7 @@ def reflog_flags(mode: str, name: bytes) -> tuple[int, bool]:
 def write_reflog(fd: int, entry: bytes, fsync: bool) -> None:
     """Append ``entry`` through ``fd`` (fsynced when core.fsync says so) and close it."""
     try:
-        os.write(fd, entry)
+        write_all(fd, entry)  # short writes continued: the next one says why (ENOSPC...)
         if fsync:
             os.fsync(fd)
     finally:

@@ -122,7 +122,6 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
 
 
 def _write(data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(1, view)
-        view = view[n:]
+    from ..fileio import write_all
+
+    write_all(1, data)

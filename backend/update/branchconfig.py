@@ -147,7 +147,7 @@ class ConfigMove:
         try:
             os.fchmod(fd, os.stat(self.path).st_mode & 0o7777)
             step("write config lock")
-            from .reflog_undo import write_all
+            from ..fileio import write_all
 
             write_all(fd, new)  # short writes continued: a config cut short is never committed
         except OSError as err:  # ENOSPC, EIO...: the lock is named (os.write names nothing)

@@ -31,14 +31,14 @@ from ..engines.crashpoint import step
 from ..engines.files import IN_THE_WAY, PackedSteps, read_loose, reflog_flags
 from ..engines.packed_splice import identity, kept_ranges, write_spliced
 from ..errors import TransactionRefused
-from ..fileio import refused_write
+from ..fileio import refused_write, write_all
 from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, remove, rename, two_phase
 from ..lockfile import unable_to_lock_message as lock_message
 from ..model import HASH_HEXSZ
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
-from .reflog_undo import ReflogJournal, missing_dirs, write_all
+from .reflog_undo import ReflogJournal, missing_dirs
 from .rename import files_cleanup, files_commit, files_heads, files_move_log, files_prepare
 
 

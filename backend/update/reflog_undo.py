@@ -67,22 +67,6 @@ class ReflogJournal:
         self.entries = []
 
 
-def write_all(fd: int, data: bytes, done: Appended | None = None) -> None:
-    """``data`` through ``fd``, short writes continued (the next write says why: ENOSPC...); ``done``
-    counts the bytes that reached the file."""
-    n = os.write(fd, data)
-    if done is not None:
-        done.written = n
-    if n == len(data):
-        return
-    view = memoryview(data)[n:]
-    while view:
-        n = os.write(fd, view)
-        if done is not None:
-            done.written += n
-        view = view[n:]
-
-
 def missing_dirs(d: str) -> list[str]:
     """The directories ``os.makedirs(d)`` will create, outermost first."""
     out = []
