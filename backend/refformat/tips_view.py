@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from functools import cmp_to_key
 from typing import NamedTuple
 
-from ..errors import RefscopeError
+from ..errors import BadFilter, CorruptStore, RefscopeError
 from ..model import HASH_HEXSZ, SYMREF_MAXDEPTH
 from ..objects.tips import MISSING, Tip, Tips
 from . import dates
@@ -220,6 +220,30 @@ class Condition(NamedTuple):
     ref: str = ""
     age: Age | None = None
 
+    @property
+    def term(self) -> str:
+        """The condition as typed (``!merged:main``); an age's as its parsed value."""
+        neg = "!" if self.negated else ""
+        if self.kind == "merged":
+            return f"{neg}merged:{self.ref}" if self.ref else f"{neg}merged"
+        return f"{neg}{'>' if self.age.older else '<'}{self.age.seconds}s"
+
+
+def merged_base(facts: TipFacts, snap, c: Condition, head_branch: str | bytes) -> bytes:
+    """The commit a ``merged`` condition tests against; ``BadFilter`` (one line naming the ref) when
+    it names no commit. Damage met on the way stays what it is (a store error, not the filter's)."""
+    name = c.ref or head_branch
+    try:
+        return facts.resolve(snap, name)
+    except CorruptStore:
+        raise
+    except RefscopeError as err:
+        shown = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
+        why = err.what
+        if why.startswith("malformed object name"):
+            why = f"no ref or object id {shown}" if c.ref else f"HEAD's branch {shown} has no commit"
+        raise BadFilter(None, f"filter {c.term}: {why}") from None
+
 
 def tester(facts: TipFacts, snap, conditions: tuple[Condition, ...], head_branch: str | bytes,
            now: int | None = None) -> Callable[[list], list[bool]]:  # fmt: skip
@@ -231,7 +255,7 @@ def tester(facts: TipFacts, snap, conditions: tuple[Condition, ...], head_branch
     reaches = []
     for c in conditions:
         if c.kind == "merged":
-            reaches.append(facts.merged_nodes(facts.resolve(snap, c.ref or head_branch)))
+            reaches.append(facts.merged_nodes(merged_base(facts, snap, c, head_branch)))
 
     def test(refs: list) -> list[bool]:
         oids = facts.fill_rows(snap, refs)

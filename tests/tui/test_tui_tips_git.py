@@ -174,3 +174,71 @@ async def test_mark_all_shown_queues_the_filtered_set(tips: Path) -> None:
         await app.workers.wait_for_complete()
         assert sorted(app.queue) == sorted(names)
         assert app.screen.query_one("#filter", Input).value == "refs/heads/ !merged >30d"
+
+
+def repo_bytes(repo: Path) -> dict[str, bytes]:
+    """Every file of the repository's git directory but the index: a refused filter changes none."""
+    out = {}
+    for p in sorted((repo / ".git").rglob("*")):
+        if p.is_file() and p.name != "index":
+            out[str(p.relative_to(repo))] = p.read_bytes()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("text", "bar"),
+    [
+        ("!merged", "/"),
+        ("merged", "/"),
+        (">90d !<2w", "/"),
+        ("merged:mid", "/"),
+        ("stale !merged", "/ substring"),
+        ("!refs/heads/ >1d", "/ not prefix"),
+        ("refs/heads/*", "/ glob"),
+    ],
+)
+async def test_filter_bar_shows_the_pattern_once(tips: Path, text: str, bar: str) -> None:
+    # the bar is the mode's label, then the field with what was typed: a condition never twice
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        await filtered(pilot, app, text)
+        label = str(app.screen.query_one("#filter-label").render())
+        assert label == bar
+        assert app.screen.query_one("#filter", Input).value == text
+        for term in text.split():
+            assert term not in label
+        count = str(app.screen.query_one("#count").render())
+        # the count line does not show the field: it names the whole filter, conditions as typed
+        conditions = [t for t in text.split() if t.lstrip("!")[0] in "<>m"]
+        assert all(t in count for t in conditions)
+        assert (bar[2:] or conditions[0]) in count
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("merged:nosuch", "filter merged:nosuch: no ref or object id nosuch"),
+        ("refs/heads/ !merged:nosuch", "filter !merged:nosuch: no ref or object id nosuch"),
+        ("merged:refs/tags/tblob", "does not point to a commit"),
+        ("merged:no~1", "filter merged:no~1: unsupported revision syntax"),
+    ],
+)
+async def test_bad_merged_ref_is_a_filter_error(tips: Path, text: str, line: str) -> None:
+    before = repo_bytes(tips)
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        kept = await filtered(pilot, app, "refs/heads/")
+        assert kept
+        await filtered(pilot, app, text)
+        count = str(app.screen.query_one("#count").render())
+        assert line in count and "\n" not in count
+        assert app.store_error is None  # not a store error: the status line says nothing
+        assert shown(app) == kept  # the list stays as it was
+        # a good filter clears it
+        assert await filtered(pilot, app, "merged:mid") == git_lines(
+            tips, "--format=%(refname)", "--merged=mid"
+        )
+        assert "filter" not in str(app.screen.query_one("#count").render())
+    assert repo_bytes(tips) == before

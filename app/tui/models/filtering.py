@@ -36,12 +36,19 @@ class Pattern(NamedTuple):
     terms: tuple[str, ...] = ()  # the conditions as typed, for the label
 
     @property
+    def mode(self) -> str:
+        """What the filter bar shows before the typed text: how the name pattern is read (``substring``,
+        ``not glob``...), "" when there is none. Never the typed text itself: the field beside it shows
+        that already (a condition such as ``!merged`` says what it is in its own words)."""
+        if self.kind == "all":
+            return ""
+        return f"not {self.kind}" if self.negated else self.kind
+
+    @property
     def label(self) -> str:
-        """The mode as the count line and the filter bar name it."""
-        name = f"not {self.kind}" if self.negated else self.kind
-        if not self.conditions:
-            return name
-        return " + ".join(([] if self.kind == "all" else [name]) + list(self.terms))
+        """The whole filter as the count line names it (which does not show the typed text): the name
+        pattern's mode, then each condition as typed."""
+        return " + ".join(([self.mode] if self.mode else []) + list(self.terms)) or "all"
 
     @property
     def instant(self) -> bool:

@@ -13,8 +13,8 @@ import time
 from array import array
 from itertools import islice
 
-from refscope.backend.display import escape_name
-from refscope.backend.errors import RefscopeError
+from refscope.backend.display import escape_name, printable
+from refscope.backend.errors import BadFilter, RefscopeError
 from rich.text import Text
 from textual import on
 from textual.actions import SkipAction
@@ -49,6 +49,7 @@ class RefListing(Screen):
         self._facts = False  # backend tips_view.TipFacts once opened; None: no object database
         self.tips_scanned: tuple[int, int] | None = None  # (done, total) of the background tip scan
         self.head_branch: bytes | None = None  # the branch HEAD points at (merged's default, ahead/behind)
+        self.filter_error: str | None = None  # the typed filter's refusal (the list kept its rows)
 
     @property
     def facts(self):
@@ -92,6 +93,9 @@ class RefListing(Screen):
         )
 
     def update_count(self) -> None:
+        if self.filter_error is not None:
+            self.query_one("#count", Label).update(Text(self.filter_error, "bold red"))
+            return
         total = self.app.ref_count()
         if self.ref_list.preview is not None or total is None:
             self.query_one("#count", Label).update(Text("counting…"))
@@ -154,7 +158,11 @@ class RefListing(Screen):
 
             if pattern.kind != "prefix":
                 self.post_message(FilterProgress(generation, 0, 1))
-            test = self._tester(snapshot, pattern) if pattern.conditions else None
+            try:
+                test = self._tester(snapshot, pattern) if pattern.conditions else None
+            except BadFilter as err:  # the filter's own fault: said on its line, the rows stay
+                app.call_from_thread(self._filter_failed, generation, str(err))
+                return
             with app.meter.measure("filter") as m:
                 view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress, test)
             reports.append(m.report)
@@ -198,6 +206,13 @@ class RefListing(Screen):
         if self.facts is not None and self.tips_scanned is None:
             self.tips_scanned = (0, count)
             self.scan_tips(snapshot)
+
+    def _filter_failed(self, generation: int, line: str) -> None:
+        if generation != self.generation:
+            return
+        self.filter_error = printable(line)
+        self.query_one("#filter-progress").display = False
+        self.update_count()
 
     def _prepare_failed(self, generation: int, snapshot, line: str) -> None:
         self.app.store_error = line
@@ -247,8 +262,9 @@ class RefListing(Screen):
         else (a scan, or a snapshot still being indexed) goes to the ``prepare`` worker."""
         app = self.app
         self.pattern = filtering.parse(text)
-        mode = "" if not self.pattern.filtered else f" {self.pattern.label}"
-        self.query_one("#filter-label", Label).update(f"/{mode}")
+        mode = self.pattern.mode
+        self.query_one("#filter-label", Label).update(f"/ {mode}" if mode else "/")
+        self.filter_error = None
         self.generation += 1
         if app.snapshot is None:
             return
