@@ -11,7 +11,7 @@ import re
 import time
 from array import array
 from collections.abc import Callable
-from itertools import islice
+from itertools import compress, islice
 from typing import NamedTuple
 
 from refscope.backend.refformat.tips_view import Condition, parse_age
@@ -157,7 +157,7 @@ def compute(
     """The rows of ``snapshot`` that ``pattern`` selects; None when cancelled mid-scan.
 
     The name pattern first (below), then the conditions on what it selected: ``test`` (the backend's
-    ``tips_view.tester`` for them) asked a chunk of rows at a time."""
+    ``tips_view.tester`` for them) asked a chunk of row numbers at a time (no ``Ref`` per row)."""
     view = _by_name(snapshot, pattern, cancelled, None if pattern.conditions else progress)
     if view is None or not pattern.conditions:
         return view
@@ -169,8 +169,7 @@ def compute(
         if cancelled():
             return None
         rows = view[lo : lo + CHUNK]
-        hits = test([snapshot.row(i) for i in rows])
-        out.extend(i for i, hit in zip(rows, hits, strict=True) if hit)
+        out.extend(compress(rows, test(rows)))
         if progress is not None:
             progress(min(lo + CHUNK, total), total)
         time.sleep(0)
