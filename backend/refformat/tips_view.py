@@ -17,6 +17,7 @@ import threading
 import time
 from array import array
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
 from typing import NamedTuple
@@ -192,10 +193,13 @@ class TipFacts:
                     return None
                 got = list(map(table.slots.get, oids))  # (one short C loop: most rows share a known tip)
                 if None in got:
+                    missing = [k for k, g in enumerate(got) if g is None]
                     with self.lock:
-                        table.add([oids[k] for k, g in enumerate(got) if g is None])
+                        table.add([oids[k] for k in missing])
                     get = table.slots.get
-                    got = [-1 if o is None else get(o) for o in oids]
+                    for k in missing:
+                        o = oids[k]
+                        got[k] = -1 if o is None else get(o)
                 out.extend(got)
                 time.sleep(0)
             self._rows = (snap, out)
@@ -262,13 +266,15 @@ class TipFacts:
         slot_rank.append(last if distinct and distinct[0] == 0 else last + 1)
         at = array("q", bytes(8 * (len(distinct) + 2)))
         ranks = array("i")  # each row's rank, by C-level maps a chunk at a time
+        counts: Counter[int] = Counter()
         for lo in range(0, len(rows), ROWS_CHUNK):
             if cancelled():
                 return None
             part = list(map(slot_rank.__getitem__, map(per_row.__getitem__, rows[lo : lo + ROWS_CHUNK])))
             ranks.extend(part)
-            for r in part:
-                at[r + 1] += 1
+            counts.update(part)  # (C-level counting, a chunk at a time)
+        for r, n in counts.items():
+            at[r + 1] = n
         for k in range(1, len(at)):  # (counts -> where each rank's rows start)
             at[k] += at[k - 1]
         out = array("I", bytes(4 * len(rows)))

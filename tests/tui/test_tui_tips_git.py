@@ -242,3 +242,50 @@ async def test_bad_merged_ref_is_a_filter_error(tips: Path, text: str, line: str
         )
         assert "filter" not in str(app.screen.query_one("#count").render())
     assert repo_bytes(tips) == before
+
+
+def git_expected(repo: Path, merged: bool | None, older: int | None, newer: int | None) -> set[bytes]:
+    """What git says a tip filter selects: --merged / --no-merged main (None: either), and committer
+    dates (a tag's: the commit it peels to) older / newer than so many days before TIPS_NOW."""
+    fmt = "--format=%(refname) %(committerdate:unix) %(*committerdate:unix)"
+    when = {}
+    for line in git_lines(repo, fmt):
+        name, own, peeled = (line.split(b" ") + [b""])[:3]
+        if peeled or own:
+            when[name] = int(peeled or own)
+    names = set(git_lines(repo, "--format=%(refname)"))
+    if merged is not None:
+        names &= set(
+            git_lines(repo, "--format=%(refname)", "--merged=main" if merged else "--no-merged=main")
+        )
+    if older is not None:
+        names = {n for n in names if n in when and TIPS_NOW - when[n] > older * 86400}
+    if newer is not None:
+        names = {n for n in names if n in when and TIPS_NOW - when[n] >= newer * 86400}
+    return names
+
+
+@pytest.mark.parametrize(
+    ("text", "merged", "older", "newer"),
+    [
+        ("!merged >30d", False, 30, None),
+        ("merged !<2w", True, None, 14),  # (not newer than two weeks: at least that old)
+        (">35d", None, 35, None),
+        ("!merged", False, None, None),
+    ],
+)
+async def test_mark_all_shown_is_exactly_gits_set(
+    tips: Path, text: str, merged: bool | None, older: int | None, newer: int | None
+) -> None:
+    want = git_expected(tips, merged, older, newer)
+    assert want  # (each filter selects something here)
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        names = await filtered(pilot, app, text)
+        assert set(names) == want
+        app.screen.set_focus(app.screen.ref_list)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: len(app.queue) == len(want))
+        await app.workers.wait_for_complete()
+        assert set(app.queue) == want
