@@ -104,6 +104,8 @@ class TipFacts:
         self._rows: tuple[object, array] | None = None  # (snapshot, slot of each row) of the newest asked
         self._graph = None
         self._reach: dict[bytes, set] = {}
+        self._walker = None  # a graph over an object database of its own, for the ``merged`` walks
+        self._walk_lock = threading.Lock()
         self._urgent = 0  # jobs someone waits for (``first``): the background scan stands aside
         self._urgent_lock = threading.Lock()
 
@@ -288,13 +290,27 @@ class TipFacts:
 
     # -- reachability --------------------------------------------------------------------------------------
     def graph(self):
+        """The commit graph the reads share (under ``lock``)."""
         if self._graph is None:
-            from ..objects.commitgraph import open_commit_graph
-            from .reach import Graph
-            from .values import Objects
-
-            self._graph = Graph(Objects(self.odb), open_commit_graph(self.objects_dir, self.odb.rawsz))
+            self._graph = self._new_graph(self.odb)
         return self._graph
+
+    def _new_graph(self, odb):
+        from ..objects.commitgraph import open_commit_graph
+        from .reach import Graph
+        from .values import Objects
+
+        return Graph(Objects(odb), open_commit_graph(self.objects_dir, odb.rawsz))
+
+    def _walk_graph(self):
+        """The graph of the walks and of resolving their commits (under ``_walk_lock``), over an object
+        database of its own: the detail line's ahead/behind and a filter's ``merged`` never hold the
+        lock the visible rows' reads wait for."""
+        if self._walker is None:
+            from ..objects.odb import Odb
+
+            self._walker = self._new_graph(Odb(self.objects_dir, self.repo.hash_name))
+        return self._walker
 
     def resolve(self, snap, text: str | bytes) -> bytes:
         """The commit ``text`` (a ref name as git resolves it, or a full id; bytes as the store holds
@@ -304,8 +320,8 @@ class TipFacts:
         if isinstance(text, bytes):
             text = text.decode("utf-8", "surrogateescape")
         oid = resolve_rev(snap, HASH_HEXSZ[self.repo.hash_name], text)
-        with self.lock:
-            commit = self.graph().commit_of(oid)
+        with self._walk_lock:
+            commit = self._walk_graph().commit_of(oid)
         if commit is None:
             raise RefscopeError(None, f"{text} does not point to a commit")
         return commit
@@ -313,14 +329,14 @@ class TipFacts:
     def merged_nodes(self, commit: bytes) -> set:
         """The walk names of every commit ``commit`` reaches (``--merged=commit``), cached for the last
         few commits asked (the filter's ref and HEAD's branch are asked again and again)."""
-        hit = self._reach.pop(commit, None)
-        if hit is None:
-            with self.lock:
-                hit = self.graph().ancestors([commit])
-        self._reach[commit] = hit  # (re-inserted: the newest last)
-        while len(self._reach) > REACH_CACHE:
-            del self._reach[next(iter(self._reach))]
-        return hit
+        with self._walk_lock:  # (a walk of its own: the visible rows' reads never wait for one)
+            hit = self._reach.pop(commit, None)
+            if hit is None:
+                hit = self._walk_graph().ancestors([commit])
+            self._reach[commit] = hit  # (re-inserted: the newest last)
+            while len(self._reach) > REACH_CACHE:
+                del self._reach[next(iter(self._reach))]
+            return hit
 
     def ahead_behind(self, a: bytes, b: bytes) -> tuple[int, int]:
         """(commits reachable from ``a`` and not ``b``, from ``b`` and not ``a``): ``git rev-list
