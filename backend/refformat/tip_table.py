@@ -117,8 +117,8 @@ class TipTable:
         if self.state[s] != READ:
             return None
         kind = KINDS[self.kind[s]]
-        if kind is None:
-            return MISSING
+        if kind is None:  # (missing; or unreadable, its subject then saying why)
+            return MISSING if self.subject[s] is None else MISSING._replace(subject=self.subject[s])
         return Tip(
             kind,
             self.peeled.get(s, self.oids[s]),

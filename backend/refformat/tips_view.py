@@ -158,9 +158,15 @@ class TipFacts:
             return
         tips = Tips(self.odb)
         oids = [table.oids[s] for s in todo]
-        tips.fill(oids)
+        with contextlib.suppress(CorruptStore, ValueError):  # (damage in the batch: one by one below)
+            tips.fill(oids)
         for s, o in zip(todo, oids, strict=True):
-            table.store(s, tips.tip(o))
+            try:
+                tip = tips.tip(o)
+            except CorruptStore as err:  # an unreadable object is a finding in its row, not the batch's
+                where = "" if err.offset is None else f" at byte {err.offset}"
+                tip = Tip(None, None, None, None, None, f"unreadable: {err.what}{where}".encode())
+            table.store(s, tip)
 
     def read_slots(
         self, slots, cancelled: Callable[[], bool] = lambda: False, background: bool = False

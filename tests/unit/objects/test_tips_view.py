@@ -129,3 +129,41 @@ def test_times_from_the_commit_graph_sort_as_the_objects(tips: Path) -> None:
     assert sum(early.table.state[s] == 1 for s in range(len(early.table))) >= 5  # (graph, not read)
     want = git(tips, "for-each-ref", "--sort=-committerdate", "--format=%(refname)").split()
     assert [snap.name_at(i) for i in order] == want
+
+
+def test_damaged_object_is_its_rows_finding(tmp_path: Path, git_bin: str) -> None:
+    # a commit whose pack entry is garbled reads as an unreadable tip (saying why); the others of the
+    # same batch read as before, and a ref naming no object is missing
+    from tests.support.git import init_repo
+
+    path = init_repo(tmp_path / "r")
+    for i in range(6):
+        (path / "f").write_text(f"{i}\n" * (i + 1))
+        git(path, "add", "f")
+        git(path, "commit", "-q", "-m", f"c{i}")
+        git(path, "branch", f"b{i}")
+    git(path, "repack", "-adq")
+    bad = git(path, "rev-parse", "b3").strip()
+    idx = next((path / ".git/objects/pack").glob("*.idx"))
+    offsets = dict(
+        (line.split()[1], int(line.split()[0]))
+        for line in git(path, "show-index", input=idx.read_bytes()).splitlines()
+    )
+    pack = idx.with_suffix(".pack")
+    data = bytearray(pack.read_bytes())
+    at = offsets[bad]
+    for k in range(at + 3, at + 20):
+        data[k] ^= 0xA5
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+    repo = discover(str(path))
+    facts = TipFacts(repo)
+    oids = [git(path, "rev-parse", f"b{i}").strip() for i in range(6)] + [b"1" * 40]
+    facts.fill(oids)
+    tip = facts.peek(bad)
+    assert tip.kind is None and tip.subject.startswith(b"unreadable: ")
+    assert str(offsets[bad]) in tip.subject.decode()
+    for i, oid in enumerate(oids[:6]):
+        if oid != bad:
+            assert facts.peek(oid).subject == f"c{i}".encode()
+    assert facts.peek(b"1" * 40).kind is None and facts.peek(b"1" * 40).subject is None
