@@ -99,13 +99,12 @@ class TipFacts:
         self.objects_dir = objects_dir(repo)
         self.odb = Odb(self.objects_dir, repo.hash_name)
         self.table = TipTable()
-        self.lock = threading.Lock()  # the object reads, the commit-graph and the table's writers
+        self.lock = threading.Lock()  # the tips' object reads and the table's writers
         self._rows_lock = threading.Lock()  # one builder of a snapshot's row slots; the others wait
         self._rows: tuple[object, array] | None = None  # (snapshot, slot of each row) of the newest asked
         self._graph = None
         self._reach: dict[bytes, set] = {}
-        self._walker = None  # a graph over an object database of its own, for the ``merged`` walks
-        self._walk_lock = threading.Lock()
+        self._walk_lock = threading.Lock()  # the graph (``graph``); taken before ``lock`` when both
         self._urgent = 0  # jobs someone waits for (``first``): the background scan stands aside
         self._urgent_lock = threading.Lock()
 
@@ -222,14 +221,14 @@ class TipFacts:
         todo = [s for s in slots if state[s] == UNKNOWN]
         if not todo:
             return True
-        with self.lock:
+        with self._walk_lock:
             g = self.graph()
         if g.cg is not None:
             commit, node, oids = g.cg.commit, g.node, table.oids
             for lo in range(0, len(todo), TIMES_CHUNK):
                 if cancelled():
                     return False
-                with self.lock:
+                with self._walk_lock, self.lock:  # (always in this order)
                     for s in todo[lo : lo + TIMES_CHUNK]:
                         n = node(oids[s])
                         if type(n) is int:
@@ -296,27 +295,18 @@ class TipFacts:
 
     # -- reachability --------------------------------------------------------------------------------------
     def graph(self):
-        """The commit graph the reads share (under ``lock``)."""
+        """The commit graph (under ``_walk_lock``), over an object database of its own: the walks of
+        ``merged`` and the detail line's ahead/behind never hold the lock the visible rows' reads wait
+        for. One for every question (its commit-graph position map and parents are a history's size)."""
         if self._graph is None:
-            self._graph = self._new_graph(self.odb)
-        return self._graph
-
-    def _new_graph(self, odb):
-        from ..objects.commitgraph import open_commit_graph
-        from .reach import Graph
-        from .values import Objects
-
-        return Graph(Objects(odb), open_commit_graph(self.objects_dir, odb.rawsz))
-
-    def _walk_graph(self):
-        """The graph of the walks and of resolving their commits (under ``_walk_lock``), over an object
-        database of its own: the detail line's ahead/behind and a filter's ``merged`` never hold the
-        lock the visible rows' reads wait for."""
-        if self._walker is None:
+            from ..objects.commitgraph import open_commit_graph
             from ..objects.odb import Odb
+            from .reach import Graph
+            from .values import Objects
 
-            self._walker = self._new_graph(Odb(self.objects_dir, self.repo.hash_name))
-        return self._walker
+            odb = Odb(self.objects_dir, self.repo.hash_name)
+            self._graph = Graph(Objects(odb), open_commit_graph(self.objects_dir, odb.rawsz))
+        return self._graph
 
     def resolve(self, snap, text: str | bytes) -> bytes:
         """The commit ``text`` (a ref name as git resolves it, or a full id; bytes as the store holds
@@ -327,7 +317,7 @@ class TipFacts:
             text = text.decode("utf-8", "surrogateescape")
         oid = resolve_rev(snap, HASH_HEXSZ[self.repo.hash_name], text)
         with self._walk_lock:
-            commit = self._walk_graph().commit_of(oid)
+            commit = self.graph().commit_of(oid)
         if commit is None:
             raise RefscopeError(None, f"{text} does not point to a commit")
         return commit
@@ -338,7 +328,7 @@ class TipFacts:
         with self._walk_lock:  # (a walk of its own: the visible rows' reads never wait for one)
             hit = self._reach.pop(commit, None)
             if hit is None:
-                hit = self._walk_graph().ancestors([commit])
+                hit = self.graph().ancestors([commit])
             self._reach[commit] = hit  # (re-inserted: the newest last)
             while len(self._reach) > REACH_CACHE:
                 del self._reach[next(iter(self._reach))]
@@ -410,7 +400,7 @@ def tester(facts: TipFacts, snap, conditions: tuple[Condition, ...], head_branch
             if pos >= 0:
                 got = pos
             else:
-                with facts.lock:
+                with facts._walk_lock:
                     g = facts.graph()
                     c = g.commit_of(table.oids[s])
                     got = None if c is None else g.node(c)
@@ -452,7 +442,7 @@ def tester(facts: TipFacts, snap, conditions: tuple[Condition, ...], head_branch
             if reaches:
                 oids = [table.oids[s] for s in todo if s not in nodes and table.pos[s] < 0]
                 if oids:
-                    with facts.lock:
+                    with facts._walk_lock:
                         facts.graph().prefetch(oids)  # (their types in bulk: only tags are inflated)
             for s in todo:
                 verdict[s] = 2 if holds(s) else 1
