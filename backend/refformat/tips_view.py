@@ -16,7 +16,6 @@ import re
 import threading
 import time
 from array import array
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
@@ -230,6 +229,8 @@ class TipFacts:
                     return False
                 with self._walk_lock, self.lock:  # (always in this order)
                     for s in todo[lo : lo + TIMES_CHUNK]:
+                        if state[s] != UNKNOWN:
+                            continue  # (another job, the scan or a sort, came by first)
                         n = node(oids[s])
                         if type(n) is int:
                             table.graphed(s, commit(n)[0], n)
@@ -266,9 +267,13 @@ class TipFacts:
             runs.append(sorted(part))
         distinct = list(heapq.merge(*runs))  # oldest first: a time's rank is how many are newer
         last = len(distinct) - 1
+        rank_of: dict[int, int] = {}
+        for lo in range(0, len(distinct), ROWS_CHUNK):
+            ranks_here = range(last - lo, last - lo - ROWS_CHUNK, -1)  # (longer than the last chunk)
+            rank_of.update(zip(distinct[lo : lo + ROWS_CHUNK], ranks_here, strict=False))
         slot_rank = array("i")
-        for lo in range(0, len(times), ROWS_CHUNK):  # (bisected: a dict of every time is one long resize)
-            slot_rank.extend([last - bisect_left(distinct, t) for t in times[lo : lo + ROWS_CHUNK]])
+        for lo in range(0, len(times), ROWS_CHUNK):
+            slot_rank.extend(map(rank_of.__getitem__, times[lo : lo + ROWS_CHUNK]))
         # slot -1, a row naming no object, sorts as date 0 (git's for a date it lacks)
         slot_rank.append(last if distinct and distinct[0] == 0 else last + 1)
         at = array("q", bytes(8 * (len(distinct) + 2)))
