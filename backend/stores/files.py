@@ -363,7 +363,11 @@ class FilesSnapshot:
         starts = packed.starts()
         buf, n = packed.buf, self.hexlen
         if not self.loose and not packed.hidden_rows():
-            oids = [buf[s : s + n] for s in starts[lo:hi]]
+            # read (pread), not sliced from the mapping: a pass over every row then leaves no page of
+            # packed-refs resident (60 MB of RSS at 1M refs)
+            base = starts[lo]
+            data = packed.read(base, starts[hi] if hi < len(starts) else packed.size)
+            oids = [data[s - base : s - base + n] for s in starts[lo:hi]]
             if not b"".join(oids).translate(None, b"0123456789abcdef"):
                 return oids
         else:  # loose refs among them: each row located (a bisection), packed ids sliced

@@ -43,11 +43,12 @@ def build(path: str, refs: int, commits: int) -> None:
     subprocess.run([git, "pack-refs", "--all"], cwd=path, check=True)
 
 
-def peak_rss_mb() -> float:
-    """The process's peak resident set (VmHWM) in MiB."""
+def status_mb(key: str) -> float:
+    """A size from /proc/self/status in MiB: VmHWM (peak resident set), RssAnon (the resident set
+    without mapped files: packed-refs, packs and the commit-graph are mapped)."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -136,7 +137,8 @@ async def bench(path: str, out: dict) -> None:
             await lagging(app, lambda old=old: reflist.view is not old and idle(), out, key, t)
             out[key + "_shown"] = len(reflist.view)
         out["rss_mb"] = rss_mb()
-        out["peak_rss_mb"] = peak_rss_mb()
+        out["peak_rss_mb"] = status_mb("VmHWM")
+        out["rss_anon_mb"] = status_mb("RssAnon")
 
 
 if __name__ == "__main__":
