@@ -118,7 +118,7 @@ class TipTable:
             return None
         kind = KINDS[self.kind[s]]
         if kind is None:  # (missing; or unreadable, its subject then saying why)
-            return MISSING if self.subject[s] is None else MISSING._replace(subject=self.subject[s])
+            return MISSING if self.subject[s] is None else Tip(None, None, None, None, None, self.subject[s])
         return Tip(
             kind,
             self.peeled.get(s, self.oids[s]),
