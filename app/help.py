@@ -65,8 +65,8 @@ options:
                  %(numparent), %(object), %(type), %(tag), %(author|committer|tagger[name|email|date]),
                  %(creator), %(creatordate), dates :unix :iso8601 :iso8601-strict :short :rfc2822 :raw
                  :relative, %(subject), %(body), %(contents[:subject|:body|:signature|:size]),
-                 %(symref), %(flag), %(HEAD), %(worktreepath), %% and %xx; another git atom is refused
-                 naming it
+                 %(symref), %(flag), %(HEAD), %(worktreepath), %(ahead-behind:C), %% and %xx; another
+                 git atom is refused naming it
   --sort KEY     an atom, `-` before it to reverse, `version:` for version order; the last key given
                  is the primary one, ties in refname order
   --count N      at most N refs (after sorting; 0: all)
@@ -200,21 +200,51 @@ example:
   refscope watch --json | jq .kind
 """,
     "bench": """\
-usage: refscope bench [-C PATH] [--git PATH ...] [--runs N] [--json] (REF... | --stdin)
+usage: refscope bench [-C PATH] [--git PATH ...] [--runs N] [--warmup N] [--json]
+                      (REF... | --stdin | --update [-z] [-m MSG])
 
-Run the same deletion transaction through refscope's native engine and through git (`$REFSCOPE_GIT`, or
-git on PATH, then every --git binary) on scratch copies of the ref storage, alternating runs, and print
-wall time, CPU time and syscalls side by side. The repository itself is only read.
+Run the same transaction through refscope's native engine and through git (`$REFSCOPE_GIT`, or git on
+PATH, then every --git binary) on scratch copies of the ref storage (objects shared read-only through
+alternates), one fresh copy per run, alternating runs with the order rotating each round, and print wall
+time, CPU time and syscalls side by side. The repository itself is only read.
+
+The transaction is a deletion (REF... or --stdin), or with --update any transaction in git's
+`update-ref --stdin` language read from standard input, checked once before anything runs (a bad line:
+one line on stderr, exit 2). An update bench prints hyperfine's figures per engine (mean ± σ, min … max,
+median, runs) and its summary against the repository's git ("native ran 1.10 ± 0.15 times faster than
+git 2.55.0", CPU beside it); an engine that refuses the transaction is a row `refused: <git's words>`.
+Rows: native is the commit, first lock to last unlink (reftable auto-compaction included, as git's figure
+has it); native+snapshot the whole transaction (snapshot, object checks, the plan, the commit); a git row
+the whole `git update-ref --stdin -z <input` process (input from a file, as hyperfine runs it).
+Exit 0 after printing, 1 on an error or when every engine refused, 2 on a usage error or a bad input line.
 
 options:
   -C PATH        run as if started in PATH
   --git PATH     another git binary to compare (repeatable), e.g. one built with a patch
-  --runs N       runs of each engine (default 5); medians are shown
-  --stdin        read the refs from standard input, one per line: `REF [OLD_OID]`
-  --json         one JSON object
+  --runs N       measured runs of each engine (default 5)
+  --warmup N     runs of each engine before the measured ones, not counted (default 0)
+  --stdin        read the refs to delete from standard input, one per line: `REF [OLD_OID]`
+  --update       bench the update-ref --stdin transaction on standard input (start/commit: one at most)
+  -z             with --update: the input is NUL-terminated (git's -z form)
+  -m MSG         with --update: the reflog message
+  --json         one JSON object. A deletion: {"repo", "ref_storage", "refs_total", "deletions", "runs",
+                 "warmup", "source", "engines": [{"label", "engine", "git", "runs", "wall_ms": {"median",
+                 "min", "max"}, "cpu_ms", "syscalls": {"median", "by_name", "source"}, "ratio_to_git",
+                 "reports"}]}. An update: {"kind": "update", "repo", "ref_storage", "refs_total",
+                 "commands" (count), "verbs": {VERB: count}, "message", "runs", "warmup", "source",
+                 "relative_to" (the git row the ratios are against, or null), "engines": [{"label",
+                 "engine", "git", "runs", "refused" (git's one line, or null), "wall_ms": {"mean", "stddev",
+                 "median", "min", "max"} (null if refused), "cpu_ms" (the same), "syscalls": {"median",
+                 "by_name", "source"}, "relative": {"wall", "cpu"}: {"ratio", "stddev"} (git's mean / the
+                 row's: above 1 is faster; null for the reference itself), "reports": [one per run]}]}
 
-example:
+examples:
   refscope bench --git ~/git-patched/bin/git --runs 9 refs/heads/topic
+  # the seed's experiment: 50k creates into a fresh reftable repository, git before and after a patch
+  git init --ref-format=reftable fresh && cd fresh
+  blob=$(echo x | git hash-object -w --stdin)
+  seq -f "create refs/tags/foo-%g $blob" 50000 >input
+  refscope bench --update --git ./git.new --runs 5 --warmup 1 <input
 """,
 }
 

@@ -1,4 +1,4 @@
-"""The same deletion transaction through every engine, on scratch copies of the ref storage, side by side.
+"""The same transaction through every engine, on scratch copies of the ref storage, side by side.
 
 Why: the two mailing-list threads behind refscope measured git's ref writes by hand with hyperfine; this does
 it with the meter's kernel counts, and puts refscope's native engine next to git (and any other git binary,
@@ -6,12 +6,19 @@ e.g. one built with the packed-refs patch) in one table.
 
 It never touches the real repository: each run gets a fresh scratch git dir holding a copy of the ref storage
 only (HEAD, config, packed-refs, refs/, logs/, reftable/), with ``objects/info/alternates`` pointing at the
-real object store (read-only, and deletions never need objects). Runs alternate between the engines (the
-order rotates every round) so drift in the machine's state hits them all alike.
+real object store (read-only: deletions never need objects, updates only read the ones they point at). Runs
+alternate between the engines (the order rotates every round) so drift in the machine's state hits them all
+alike. Two kinds: ``run_bench`` deletes refs (``Transaction``); ``run_update_bench`` commits any mix of
+``update-ref --stdin`` commands (``UpdateTransaction``), with warmup runs and a refusal per row rather than
+for the whole bench (a git that cannot do what the transaction asks is a finding, not an error).
 
 Rows: ``native`` is the commit (first lock to last unlink, snapshot already open: what the TUI pays);
-``native+snapshot`` adds opening the snapshot and checking the packed-refs it will rewrite; each ``git`` row is the whole ``git update-ref --stdin``
-process, counted with its child (the git engine's own figure).
+``native+snapshot`` adds opening the snapshot and what precedes the lock (checking the packed-refs a deletion
+rewrites; an update's object checks and plan); each ``git`` row is the whole ``git update-ref --stdin``
+process, counted with its child: for a deletion the git engine's own figure (its input fed through a pipe),
+for an update ``git update-ref --stdin -z <input`` with the input in a file, as hyperfine ran the seed's
+command (so the row is git's process, not also the bench writing to it). The summaries and tables are
+``benchtable``'s.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ class EngineResult(NamedTuple):
     engine: str  # "native" or "git"
     git: str | None  # the git binary of a git row
     reports: list[OpReport]
+    refused: str | None = None  # an update bench's row whose engine refused the transaction: its one line
 
 
 class BenchResult(NamedTuple):
@@ -40,6 +48,10 @@ class BenchResult(NamedTuple):
     runs: int
     source: str  # the meter's source for native rows (git rows say theirs in each report)
     rows: list[EngineResult]
+    kind: str = "delete"  # or "update" (run_update_bench)
+    commands: tuple = ()  # an update bench's ``update.commands.Command`` records (deletions: empty)
+    warmup: int = 0  # runs of each engine before the measured ones (not in ``reports``)
+    message: bytes = b""  # an update bench's reflog message (-m)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -122,11 +134,7 @@ def _run_native(gitdir: str, deletions) -> tuple[OpReport, OpReport]:
     for name, old in deletions:
         t.delete(name, old)
     res = t.commit()
-    # the commit and what follows it in the same transaction (reftable auto-compaction), as git's figure has;
-    # what precedes it (snapshot, the packed-refs check) is the snapshot's cost, in native+snapshot
-    after = res.phases[res.phases.index(res.report) :]
-    commit = res.report if len(after) == 1 else _sum_reports("native", after)
-    return commit, _sum_reports("native+snapshot", res.phases)
+    return _native_rows(res.phases, res.report)
 
 
 def _run_git(gitdir: str, deletions, git: str) -> OpReport:
@@ -139,20 +147,81 @@ def _run_git(gitdir: str, deletions, git: str) -> OpReport:
     t = Transaction(store, engine="git", allow_checked_out=True)
     for name, old in deletions:
         t.delete(name, old)
-    from .engines.git import git_binary
+    with _git_as(git):
+        return t.commit().report
 
-    if git == git_binary():
-        return t.commit().report
-    # another git binary: the engine takes it from the environment (the CLI is single-threaded here)
-    saved = os.environ.get("REFSCOPE_GIT")
-    os.environ["REFSCOPE_GIT"] = git
-    try:
-        return t.commit().report
-    finally:
-        if saved is None:
-            del os.environ["REFSCOPE_GIT"]
+
+class _git_as:
+    """``with _git_as(path):`` the git engine runs ``path`` (it takes its binary from the environment; the
+    bench runs one transaction at a time, on one thread)."""
+
+    def __init__(self, git: str) -> None:
+        self.git = git
+        self.saved: str | None = None
+
+    def __enter__(self) -> None:
+        self.saved = os.environ.get("REFSCOPE_GIT")
+        os.environ["REFSCOPE_GIT"] = self.git
+
+    def __exit__(self, *exc) -> None:
+        if self.saved is None:
+            os.environ.pop("REFSCOPE_GIT", None)
         else:
-            os.environ["REFSCOPE_GIT"] = saved
+            os.environ["REFSCOPE_GIT"] = self.saved
+
+
+def _run_native_update(gitdir: str, commands, message: bytes):
+    """One native ``UpdateTransaction`` on the scratch copy: its UpdateResult (a refusal raises, as the
+    transaction's own)."""
+    from .repo import discover
+    from .store import open_store
+    from .update.txn import UpdateTransaction
+
+    store = open_store(discover(gitdir, env=_git_env()))
+    # git update-ref deletes a checked-out branch; so does the bench
+    t = UpdateTransaction(store, "native", message=message, allow_checked_out=True)
+    t.queue(commands)
+    return t.commit()
+
+
+def _run_git_update(gitdir: str, git: str, input_path: str, message: bytes) -> OpReport:
+    """``git update-ref [-m MSG] --stdin -z <input`` in the scratch copy, as hyperfine runs the seed's command:
+    the input from a file, not a pipe the bench feeds, so the report is git's process (counted with its
+    children) and not also this process writing the input to it. git's refusal raises, in git's words."""
+    import subprocess
+
+    from .engines.git import map_error
+    from .meter import child_argv, measure
+
+    argv = [git, "--git-dir=" + gitdir, "update-ref"]
+    if message:
+        argv += ["-m", os.fsdecode(message)]
+    argv += ["--stdin", "-z"]
+    env = dict(os.environ)  # the committer's identity and date as the caller set them, for both engines
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_COMMON_DIR", None)
+    with open(input_path, "rb") as stdin, measure("commit", children=True) as m:
+        proc = subprocess.run(
+            child_argv(argv),
+            stdin=stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=gitdir,
+        )
+    if proc.returncode != 0:
+        raise map_error(proc.stderr, gitdir)
+    return m.report
+
+
+def _native_rows(phases: list[OpReport], commit: OpReport) -> tuple[OpReport, OpReport]:
+    """(the commit and what follows it in the same transaction -- reftable auto-compaction, as git's figure
+    has --, every phase): the ``native`` and ``native+snapshot`` rows of one run. What precedes the commit
+    (the snapshot, checks, the plan) is the transaction's cost before the lock, in native+snapshot."""
+    after = phases[phases.index(commit) :]
+    return (commit if len(after) == 1 else _sum_reports("native", after)), _sum_reports(
+        "native+snapshot", phases
+    )
 
 
 def _sum_reports(name: str, reports: list[OpReport]) -> OpReport:
@@ -171,6 +240,17 @@ def _sum_reports(name: str, reports: list[OpReport]) -> OpReport:
         "+".join(sorted({r.source for r in reports})),
         any(r.children for r in reports),
     )
+
+
+def git_labels(gits: list[str], versions: list[str]) -> list[str]:
+    """Each git row's label: ``git <version>``, with the binary's path when two gits share a version."""
+    labels: list[str] = []
+    for g, v in zip(gits, versions, strict=True):
+        label = f"git {v}"
+        if versions.count(v) > 1 or labels.count(label):
+            label += f" ({g})"
+        labels.append(label)
+    return labels
 
 
 def resolve_deletions(repo, names: list[tuple[bytes, bytes | None]]) -> list[tuple[bytes, bytes | None]]:
@@ -197,8 +277,10 @@ def run_bench(
     runs: int = 5,
     scratch_root: str | None = None,
     count_refs: bool = True,
+    warmup: int = 0,
 ) -> BenchResult:
-    """Run the transaction ``runs`` times per engine, alternating; ``gits[0]`` is the reference git."""
+    """Run the transaction ``runs`` times per engine (after ``warmup`` runs each, not kept), alternating;
+    ``gits[0]`` is the reference git."""
     from . import meter
     from .errors import TransactionRefused
 
@@ -209,12 +291,7 @@ def run_bench(
         from .store import open_store
 
         refs_total = len(open_store(repo).snapshot())
-    labels = []
-    for g, v in zip(gits, versions, strict=True):
-        label = f"git {v}"
-        if versions.count(v) > 1 or labels.count(label):
-            label += f" ({g})"
-        labels.append(label)
+    labels = git_labels(gits, versions)
     native: list[OpReport] = []
     native_open: list[OpReport] = []
     git_reports: list[list[OpReport]] = [[] for _ in gits]
@@ -223,18 +300,21 @@ def run_bench(
     try:
         template = make_template(repo, os.path.join(root, "template"), gits[0])
         n = 0
-        for r in range(runs):
+        for r in range(warmup + runs):
             k = r % len(jobs)
             for job in jobs[k:] + jobs[:k]:
                 n += 1
                 gitdir = scratch_copy(template, os.path.join(root, f"run{n}"))
                 if job == "native":
                     commit, whole = _run_native(gitdir, deletions)
-                    native.append(commit)
-                    native_open.append(whole)
+                    if r >= warmup:
+                        native.append(commit)
+                        native_open.append(whole)
                 else:
                     try:
-                        git_reports[job].append(_run_git(gitdir, deletions, gits[job]))
+                        report = _run_git(gitdir, deletions, gits[job])
+                        if r >= warmup:
+                            git_reports[job].append(report)
                     except TransactionRefused as err:
                         # say which git refused (an old one may not know the repository's format)
                         who = labels[job] if gits[job] in labels[job] else f"{labels[job]} ({gits[job]})"
@@ -249,166 +329,114 @@ def run_bench(
     rows += [
         EngineResult(lab, "git", g, reps) for lab, g, reps in zip(labels, gits, git_reports, strict=True)
     ]
-    return BenchResult(repo.commondir, repo.ref_storage, refs_total, deletions, runs, meter.status()[0], rows)
+    return BenchResult(
+        repo.commondir, repo.ref_storage, refs_total, deletions, runs, meter.status()[0], rows, warmup=warmup
+    )
+
+
+def run_update_bench(
+    repo,
+    commands,
+    gits: list[str],
+    *,
+    runs: int,
+    warmup: int = 0,
+    scratch_root: str | None = None,
+    message: bytes = b"",
+    count_refs: bool = True,
+) -> BenchResult:
+    """Commit ``commands`` (``update.commands.Command`` records, as ``UpdateTransaction.queue`` takes them)
+    ``warmup`` + ``runs`` times per engine, each run on a fresh scratch copy, alternating with the order
+    rotating every round; only the last ``runs`` are kept. ``gits[0]`` is the reference git (the ratios'
+    base). An engine that refuses the transaction is run no more: its rows carry the refusal's one line
+    (``EngineResult.refused``) and no reports. ``message``: the reflog message (``-m``)."""
+    from . import meter
+    from .errors import RefscopeError
+
+    versions = [git_version(g) for g in gits]  # a path that is no git is refused before any work
+    commands = tuple(commands)
+    refs_total = None
+    if count_refs:
+        from .store import open_store
+
+        refs_total = len(open_store(repo).snapshot())
+    labels = git_labels(gits, versions)
+    jobs: list[int | None] = [None, *range(len(gits))]  # None: the native engine; i: gits[i]
+    reports: dict[int | None, list[OpReport]] = {job: [] for job in jobs}
+    native_whole: list[OpReport] = []
+    refused: dict[int | None, str] = {}
+    from .update.commands import Command
+
+    renames = sum(type(c) is not Command for c in commands)
+    if renames:  # update-ref's language has no rename (refscope's Rename records are git branch -m's)
+        for i in range(len(gits)):
+            refused[i] = f"git update-ref --stdin has no rename (the transaction renames {renames})"
+    root = tempfile.mkdtemp(prefix="refscope-bench-", dir=scratch_root)
+    try:
+        template = make_template(repo, os.path.join(root, "template"), gits[0])
+        input_path = os.path.join(root, "input")
+        if not renames:
+            from .update.gitfeed import encode
+
+            with open(input_path, "wb") as f:  # written once, read by every git run
+                f.write(encode(commands))
+        n = 0
+        for r in range(warmup + runs):
+            k = r % len(jobs)
+            for job in jobs[k:] + jobs[:k]:
+                if job in refused:
+                    continue
+                n += 1
+                gitdir = scratch_copy(template, os.path.join(root, f"run{n}"))
+                try:
+                    if job is None:
+                        res = _run_native_update(gitdir, commands, message)
+                    else:
+                        report = _run_git_update(gitdir, gits[job], input_path, message)
+                except RefscopeError as err:
+                    refused[job] = err.what if err.offset is None else f"{err.what} (at byte {err.offset})"
+                    continue
+                finally:
+                    shutil.rmtree(gitdir, ignore_errors=True)
+                if r < warmup:
+                    continue
+                if job is None:
+                    commit, whole = _native_rows(res.phases, res.report)
+                    reports[None].append(commit)
+                    native_whole.append(whole)
+                else:
+                    reports[job].append(report)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    rows = [
+        EngineResult("native", "native", None, reports[None], refused.get(None)),
+        EngineResult("native+snapshot", "native", None, native_whole, refused.get(None)),
+    ]
+    rows += [
+        EngineResult(lab, "git", g, reports[i], refused.get(i))
+        for i, (lab, g) in enumerate(zip(labels, gits, strict=True))
+    ]
+    return BenchResult(
+        repo.commondir,
+        repo.ref_storage,
+        refs_total,
+        [],
+        runs,
+        meter.status()[0],
+        rows,
+        "update",
+        commands,
+        warmup,
+        message,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Summaries and the table
-
-
-def _median(values: list[float]) -> float:
-    s = sorted(values)
-    n = len(s)
-    if not n:
-        return 0.0
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
-class RowSummary(NamedTuple):
-    label: str
-    runs: int
-    wall_median: float
-    wall_min: float
-    wall_max: float
-    cpu_median: float
-    cpu_min: float
-    cpu_max: float
-    syscalls_median: float
-    by_name_median: dict[str, float]  # every kind, median over the runs, largest first
-    source: str
-    wall_ratio: float | None  # to the reference git's median wall
-    cpu_ratio: float | None
-    syscalls_ratio: float | None
-
-
-def summarize(result: BenchResult) -> list[RowSummary]:
-    """Medians and spreads per row, and each row's ratio to the reference git (the first git row)."""
-    base = next((r for r in result.rows if r.engine == "git"), None)
-    bw = _median([x.wall_ms for x in base.reports]) if base else 0.0
-    bc = _median([x.cpu_ms for x in base.reports]) if base else 0.0
-    bs = _median([x.syscalls_total for x in base.reports]) if base else 0.0
-    out = []
-    for row in result.rows:
-        reps = row.reports
-        wall = [x.wall_ms for x in reps]
-        cpu = [x.cpu_ms for x in reps]
-        kinds = sorted({k for x in reps for k in x.syscalls_by_name})
-        by = {k: _median([x.syscalls_by_name.get(k, 0) for x in reps]) for k in kinds}
-        by = dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))
-        by = {k: v for k, v in by.items() if v}
-        sys_med = _median([x.syscalls_total for x in reps])
-        out.append(
-            RowSummary(
-                row.label,
-                len(reps),
-                _median(wall),
-                min(wall, default=0.0),
-                max(wall, default=0.0),
-                _median(cpu),
-                min(cpu, default=0.0),
-                max(cpu, default=0.0),
-                sys_med,
-                by,
-                "+".join(sorted({x.source for x in reps})),
-                _median(wall) / bw if bw else None,
-                _median(cpu) / bc if bc else None,
-                sys_med / bs if bs else None,
-            )
-        )
-    return out
-
-
-def _num(v: float) -> str:
-    return f"{v:.0f}" if v == int(v) else f"{v:.1f}"
-
-
-def _ms(v: float) -> str:
-    return f"{v:.3f}" if v < 10 else f"{v:.2f}" if v < 100 else f"{v:.1f}"
-
-
-def _ratio(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
+# The table (``benchtable`` makes it; this name is what the TUI calls)
 
 
 def format_table(result: BenchResult, top: int = 5) -> str:
     """The one table ``refscope bench`` prints (plain text, aligned columns)."""
-    return "\n".join(format_lines(result, top))
+    from .benchtable import format_table as table
 
-
-def format_lines(result: BenchResult, top: int = 5) -> list:
-    """The table's lines as ``display.Shown`` (names and paths through the display function)."""
-    from .display import join, line, path_text
-
-    rows = summarize(result)
-    names = join(", ", [n for n, _ in result.deletions[:3]])
-    if len(result.deletions) > 3:
-        names += f", ... ({len(result.deletions)} refs)"
-    refs = f", {result.refs_total} refs" if result.refs_total is not None else ""
-    by_source: dict[str, list[str]] = {}
-    for row, s in zip(result.rows, rows, strict=True):
-        kinds = by_source.setdefault(s.source or result.source, [])
-        if row.engine not in kinds:
-            kinds.append(row.engine)
-    if len(by_source) == 1:
-        counted = next(iter(by_source))
-    else:
-        counted = ", ".join(f"{src} ({'/'.join(kinds)})" for src, kinds in by_source.items())
-    head = [
-        line("refscope bench: delete ", names),
-        line(
-            "  in ", path_text(result.repo), f" ({result.ref_storage}{refs}); {result.runs} runs per engine,",
-            " alternating; syscalls counted by ", counted,
-        ),
-    ]  # fmt: skip
-    cols = ["engine", "wall ms median [min-max]", "cpu ms median [min-max]", "syscalls", "top kinds"]
-    cols += ["wall/git", "cpu/git", "sys/git"]
-    table = [cols]
-    for r in rows:
-        kinds = ", ".join(f"{k} {_num(v)}" for k, v in list(r.by_name_median.items())[:top])
-        table.append(
-            [
-                r.label,
-                f"{_ms(r.wall_median)} [{_ms(r.wall_min)}-{_ms(r.wall_max)}]",
-                f"{_ms(r.cpu_median)} [{_ms(r.cpu_min)}-{_ms(r.cpu_max)}]",
-                _num(r.syscalls_median),
-                kinds,
-                _ratio(r.wall_ratio),
-                _ratio(r.cpu_ratio),
-                _ratio(r.syscalls_ratio),
-            ]
-        )
-    widths = [max(len(row[i]) for row in table) for i in range(len(cols))]
-    right = {1, 2, 3, 5, 6, 7}
-    lines = head
-    for row in table:
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append(line("  ".join(cells).rstrip()))
-    return lines
-
-
-def result_json(result: BenchResult) -> dict:
-    """The same figures as the table, for ``--json`` (names stay bytes: ``display.to_json`` encodes them)."""
-    return {
-        "repo": result.repo,
-        "ref_storage": result.ref_storage,
-        "refs_total": result.refs_total,
-        "deletions": [{"name": n, "old": o} for n, o in result.deletions],
-        "runs": result.runs,
-        "source": result.source,
-        "engines": [
-            {
-                "label": s.label,
-                "engine": row.engine,
-                "git": row.git,
-                "runs": s.runs,
-                "wall_ms": {"median": s.wall_median, "min": s.wall_min, "max": s.wall_max},
-                "cpu_ms": {"median": s.cpu_median, "min": s.cpu_min, "max": s.cpu_max},
-                "syscalls": {"median": s.syscalls_median, "by_name": s.by_name_median, "source": s.source},
-                "ratio_to_git": {"wall": s.wall_ratio, "cpu": s.cpu_ratio, "syscalls": s.syscalls_ratio},
-                "reports": [x.to_json() for x in row.reports],
-            }
-            for s, row in zip(summarize(result), result.rows, strict=True)
-        ],
-    }
+    return table(result, top)

@@ -13,10 +13,12 @@ from .model import SYMREF_MAXDEPTH
 
 
 def worktree_path(gitdir: str) -> str:
-    """The working tree of a git dir: ``<gitdir>/gitdir`` names a linked one's ``.git`` file."""
+    """The working tree of a git dir: ``<gitdir>/gitdir`` names a linked one's ``.git`` file (relative to
+    that git dir under ``worktree.useRelativePaths``; shown absolute, as git shows it)."""
     try:
         with open(os.path.join(gitdir, "gitdir"), "rb") as f:
-            return os.path.dirname(os.fsdecode(f.read().strip()))
+            dotgit = os.path.normpath(os.path.join(gitdir, os.fsdecode(f.read().strip())))
+            return os.path.dirname(dotgit)
     except OSError:
         return os.path.dirname(gitdir.rstrip("/")) if gitdir.rstrip("/").endswith(".git") else gitdir
 

@@ -307,10 +307,15 @@ class RefscopeApp(App[None]):
             return
         if isinstance(self.screen, ConfirmQuit):  # (ctrl+q while asking: the question stands)
             return
-        question = Text(
-            f"{n:,} ref{'s are' if n != 1 else ' is'} queued for deletion and not committed. "
-            "Quit and lose the queue? (w exports it to a file first)"
-        )
+        if self.queue.edits():
+            question = Text(
+                f"{n:,} edit{'s are' if n != 1 else ' is'} queued and not committed. Quit and lose the queue?"
+            )
+        else:
+            question = Text(
+                f"{n:,} ref{'s are' if n != 1 else ' is'} queued for deletion and not committed. "
+                "Quit and lose the queue? (w exports it to a file first)"
+            )
         if await self.push_screen_wait(ConfirmQuit("Quit refscope", question, yes="y  Quit", no="n  No")):
             self.exit()
 

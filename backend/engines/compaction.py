@@ -13,32 +13,66 @@ from __future__ import annotations
 
 import errno
 import os
+from operator import itemgetter
 
 from ..errors import LockBusy, Outdated, RefscopeError, TransactionRefused
 from ..formats.reftable.policy import compaction_size, suggest_compaction_segment
 from ..formats.reftable.record import LOG_DELETION, VALUE_DELETION
 from ..formats.reftable.table import Table
 from ..lockfile import LOCK_SUFFIX, busy_error, committing, create_with_timeout, discard, rename
-from .common import fsync_references
+from .common import auto_compaction, fsync_references
 from .crashpoint import step
 from .stack_io import StackWriter, make_temp, table_bytes, table_name
 
 
-def merge_tables(tables: list[Table], drop_tombstones: bool):
-    """(refs, logs) of ``tables`` (oldest first) merged: the newest record per key wins."""
-    refs = {}
-    logs = {}
-    for t in reversed(tables):
-        for rec in t.iter_refs():
-            if rec.name not in refs:
-                refs[rec.name] = rec
-        for rec in t.iter_logs():
-            key = (rec.name, rec.update_index)
-            if key not in logs:
-                logs[key] = rec
-    ref_list = [r for r in refs.values() if not (drop_tombstones and r.value_type == VALUE_DELETION)]
-    log_list = [r for r in logs.values() if not (drop_tombstones and r.log_type == LOG_DELETION)]
+def merge_tables(tables: list[Table], drop_tombstones: bool, refs=(), logs=()):
+    """(refs, logs) of ``tables`` (oldest first) merged: the newest record per key wins. ``refs`` and
+    ``logs``: records newer than every table (a transaction's, not yet written), merged in as the newest."""
+    by_name: dict = {}
+    by_key: dict = {}
+    for recs in [*(t.iter_refs() for t in tables), refs]:
+        recs = list(recs)
+        by_name.update(zip(map(_name, recs), recs, strict=True))  # oldest first: a newer record overwrites
+    for recs in [*(t.iter_logs() for t in tables), logs]:
+        recs = list(recs)
+        by_key.update(zip(zip(map(_name, recs), map(_update_index, recs), strict=True), recs, strict=True))
+    ref_list = list(by_name.values())
+    log_list = list(by_key.values())
+    if drop_tombstones:
+        ref_list = [r for r in ref_list if r.value_type != VALUE_DELETION]
+        log_list = [r for r in log_list if r.log_type != LOG_DELETION]
     return ref_list, log_list
+
+
+_name = itemgetter(0)  # RefRecord.name, LogRecord.name
+_update_index = itemgetter(1)  # RefRecord.update_index, LogRecord.update_index
+
+
+def folds_whole_stack(repo, st: StackWriter, refs, logs) -> bool:
+    """Would git's auto-compaction, right after ``st`` gets a table of ``refs`` and ``logs``, merge that
+    table with every table below it? Then the transaction can write the merged table itself, in place of
+    the stack (``compact_range``'s result, one ``tables.list`` swap). Decided on a lower bound of the new
+    table's size, without encoding it: the policy is monotone in that size (each of its comparisons holds
+    from some size on), so a segment of the whole stack at the bound is the segment at the true size."""
+    if not st.tables or not auto_compaction():
+        return False
+    from ..formats.reftable.record import VALUE_SYMREF, VALUE_VAL1, VALUE_VAL2
+    from ..formats.reftable.table import FOOTER_SIZE, HEADER_SIZE
+
+    hs = st.tables[0].hash_size
+    types = list(map(_value_type, refs))
+    # every ref record takes at least a prefix length, a suffix length and one byte of suffix, then
+    # its update-index delta and value; log blocks are compressed (counted as nothing)
+    low = 4 * len(types) + hs * (types.count(VALUE_VAL1) + 2 * types.count(VALUE_VAL2))
+    if VALUE_SYMREF in types:
+        low += sum(len(r.target) + 1 for r in refs if r.value_type == VALUE_SYMREF)
+    version = 1 if st.hash_name == "sha1" else 2
+    low += HEADER_SIZE[version] + FOOTER_SIZE[version]
+    sizes = [*policy_sizes(st), compaction_size(low, version, st.hash_name)]
+    return suggest_compaction_segment(sizes, repo.config.reftable_geometric_factor()) == (0, len(sizes))
+
+
+_value_type = itemgetter(2)
 
 
 def policy_sizes(st: StackWriter) -> list[int]:
@@ -142,6 +176,33 @@ def compact_range(repo, st: StackWriter, first: int, last: int, *, best_effort: 
             discard(lock)
         if temp:
             discard(temp)
+
+
+def lock_tables(st: StackWriter) -> list[str] | None:
+    """Lock every table of ``st`` newest first with timeout 0, as ``compact_range`` does (under the held
+    ``tables.list`` lock): the lock paths, or None with nothing held when a table is locked already (another
+    process is compacting it) or cannot be locked."""
+    held: list[str] = []
+    for t in reversed(st.tables):
+        step("compaction: lock", t.path)
+        fd = create_with_timeout(t.path + LOCK_SUFFIX, 0)
+        if fd < 0:
+            for lock in held:
+                discard(lock)
+            return None
+        os.close(fd)
+        held.append(t.path + LOCK_SUFFIX)
+    return held
+
+
+def retire_tables(locks: list[str]) -> None:
+    """After the new ``tables.list`` names the table that replaced them: unlink the tables ``lock_tables``
+    locked, then their locks (inside ``committing()``: a signal waits until they are gone)."""
+    for lock in locks:
+        step("compaction: unlink", lock[: -len(LOCK_SUFFIX)])
+        discard(lock[: -len(LOCK_SUFFIX)])
+    for lock in locks:
+        discard(lock)
 
 
 def auto_compact(repo, st: StackWriter) -> str | None:

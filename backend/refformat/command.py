@@ -33,6 +33,19 @@ def resolve_rev(snap, hexsz: int, text: str) -> bytes:
     raise RefscopeError(None, f"malformed object name {text}")
 
 
+def _base_commit(snap, hexsz: int, graph, arg: str) -> bytes:
+    """The commit ``%(ahead-behind:arg)`` counts against, refused in git's words when there is none."""
+    try:
+        commit = graph.commit_of(resolve_rev(snap, hexsz, arg))
+    except RefscopeError as err:
+        if "unsupported revision syntax" in str(err):
+            raise
+        commit = None
+    if commit is None:
+        raise RefscopeError(None, f"failed to find '{arg}'")
+    return commit
+
+
 def run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]], count: int | None,
         omit_empty: bool, escape) -> None:  # fmt: skip
     """Print ``snap``'s refs matching ``patterns`` as ``git for-each-ref`` would, with ``revs`` the
@@ -61,12 +74,16 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
     directory = objects_dir(repo)
     named = {k: tuple(resolve_rev(snap, hexsz, v) for v in vs) for k, vs in revs.items()}
     graph = None
-    if any(named.get(k) for k in ("merged", "no_merged", "contains", "no_contains")):
+    walks = [a.arg for a in p.atoms if a.name == "ahead-behind"]
+    bases: dict[str, bytes] = {}
+    if walks or any(named.get(k) for k in ("merged", "no_merged", "contains", "no_contains")):
         from .reach import Graph
         from .values import Objects
 
         graph = open_commit_graph(directory, odb.rawsz)
         check = Graph(Objects(odb), graph)
+        for arg in walks:
+            bases[arg] = _base_commit(snap, hexsz, check, arg)
         for key in ("merged", "no_merged", "contains", "no_contains"):
             for oid in named.get(key, ()):
                 if check.commit_of(oid) is None:
@@ -90,6 +107,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         omit_empty=omit_empty,
         commit_graph=graph,
         escape=escape,
+        bases=bases,
     )
     chunk: list[bytes] = []
     size = 0

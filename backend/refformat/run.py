@@ -80,9 +80,11 @@ def for_each_ref(
     omit_empty: bool = False,
     commit_graph=None,
     escape: Callable[[bytes], bytes] | None = None,
+    bases: dict[str, bytes] | None = None,
 ) -> Iterator[bytes]:
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
-    terminal: through the display function; the format's own text is the user's and stays as written)."""
+    terminal: through the display function; the format's own text is the user's and stays as written);
+    ``bases``: the commit each ``%(ahead-behind:<committish>)`` names, by its committish."""
     objects = Objects(odb)
     numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
     shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
@@ -95,6 +97,13 @@ def for_each_ref(
         selected = selected[:count]  # the listing is in name order already: nothing else to read
     ev.prefetch(selected)
     strs, nums = ev.table(selected)
+    walked = [k for k, a in enumerate(p.atoms) if a.name == "ahead-behind"]
+    if walked:
+        from .aheadbehind import columns
+
+        wanted = [(bases or {})[p.atoms[k].arg] for k in walked]
+        for k, col in zip(walked, columns(Graph(objects, commit_graph), wanted, selected), strict=True):
+            strs[k] = col
     order = None if by_name else sort_order(len(selected), strs, nums, p.keys, numeric)
     if count is not None:
         order = list(range(min(count, len(selected)))) if order is None else order[:count]

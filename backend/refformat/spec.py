@@ -25,10 +25,11 @@ SUPPORTED = frozenset(
         "type", "tag", "author", "authorname", "authoremail", "authordate", "committer", "committername",
         "committeremail", "committerdate", "tagger", "taggername", "taggeremail", "taggerdate", "creator",
         "creatordate", "subject", "body", "contents", "symref", "flag", "HEAD", "worktreepath",
+        "ahead-behind",
     }
 )  # fmt: skip
 # Atoms whose value comes from the object (SOURCE_OBJ / SOURCE_OTHER): asking for one reads it.
-NEEDS_OBJECT = frozenset(SUPPORTED - {"refname", "symref", "flag", "HEAD", "worktreepath"})
+NEEDS_OBJECT = frozenset(SUPPORTED - {"refname", "symref", "flag", "HEAD", "worktreepath", "ahead-behind"})
 TIME_ATOMS = frozenset({"authordate", "committerdate", "taggerdate", "creatordate"})
 NUMBER_ATOMS = frozenset({"objectsize", "numparent"})
 
@@ -102,6 +103,8 @@ def parse_atom(text: str) -> Atom:
         raise FormatError(
             f"unsupported field name: {name} (refscope does not print it; git for-each-ref does)"
         )
+    if colon and not arg and name not in TIME_ATOMS:
+        colon = ""  # git reads ``%(atom:)`` as ``%(atom)``; a date reads its own text (an empty format)
     atom = Atom(text, deref, name, arg if colon else None)
     _check_arg(atom)
     return atom
@@ -141,6 +144,9 @@ def _check_arg(atom: Atom) -> None:
         raise _bad_arg(atom)
     if name in ("objecttype", "body", "HEAD"):
         _no_arg(atom)
+    elif name == "ahead-behind":
+        if arg is None:
+            raise FormatError("expected format: %(ahead-behind:<committish>)")
     elif name == "objectsize":
         if arg is not None:
             if arg == "disk":

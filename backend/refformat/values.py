@@ -287,6 +287,8 @@ class Evaluator:
             if arg is None:
                 return lambda ref: Value(ref.oid)
             return lambda ref: Value(self._oid(ref.oid, arg))
+        if name == "ahead-behind":
+            return lambda ref: EMPTY  # a walk over every ref at once: run.for_each_ref fills it
         if name == "HEAD":
             star, blank = Value(b"*"), Value(b" ")
             return lambda ref: star if self.head is not None and ref.name == self.head else blank
@@ -410,8 +412,8 @@ class Evaluator:
             subject, body_sig, body, sig = sub
             if name == "subject" or atom.arg == "subject":
                 return Value(subject_line(subject))
-            if name == "body":
-                return Value(body_sig)
+            if name == "body":  # git grabs it by the whole name: ``%(body:)`` is never filled
+                return Value(b"" if atom.text.endswith(":") else body_sig)
             if atom.arg is None:
                 return Value(message(buf))
             if atom.arg == "body":

@@ -30,6 +30,19 @@ class Command(namedtuple("Command", "verb name new old new_target old_target no_
     __slots__ = ()
 
 
+class Rename(namedtuple("Rename", "old_name name old")):
+    """git branch -m OLD NEW, for any ref (not parsed from update-ref's language: update-ref has no
+    rename). Queued beside ``Command`` records; the native engines move the ref, its reflog and the HEADs
+    that point at it in the same one transaction (``update/rename.py``).
+
+    ``old_name: bytes`` -- the ref's full name now; ``name: bytes`` -- its full name after; ``old: bytes |
+    None`` -- the hex oid it must be at now (None: not checked). (The brief's ``typing.NamedTuple``, as
+    ``collections.namedtuple``: the same record, without importing ``typing`` on ``refscope update``'s
+    start.)"""
+
+    __slots__ = ()
+
+
 class Batch(namedtuple("Batch", "commands action acks")):
     """One transaction of the input: its commands, ``action`` ("commit" or "abort"), and the ``acks``
     git prints on stdout for it (``start: ok``...), in order."""

@@ -37,6 +37,7 @@ from ..lockfile import unable_to_lock_message as lock_message
 from ..model import HASH_HEXSZ
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
+from .rename import files_cleanup, files_commit, files_heads, files_prepare
 
 
 def _t(b: bytes) -> str:
@@ -291,11 +292,25 @@ class FilesUpdate(Plan, PackedSteps):
             self.new_path = path + ".new"
             write_spliced(self.new_path, view.buf, kept_ranges(view, sorted(set(dropped))), self.do_fsync)
 
-    def _append_reflog(self, u: Upd, old: bytes | None, new: bytes, ident: bytes, mode: str) -> None:
-        path = log_path(self.repo, u.name)
-        entry = self._reflog_entry(old, new, ident)
-        flags, create = reflog_flags(mode, u.name)
-        step("reflog", u.name)
+    def _reflog_entry(
+        self, old: bytes | None, new: bytes, ident_line: bytes, message: bytes | None = None
+    ) -> bytes:
+        if message is None:
+            return super()._reflog_entry(old, new, ident_line)
+        return b"%s %s %s\t%s\n" % (old or self.zero, new, ident_line, message)
+
+    def _append_reflog(
+        self, u: Upd, old: bytes | None, new: bytes, ident: bytes, mode: str, message: bytes | None = None
+    ) -> None:
+        self._append_reflog_at(log_path(self.repo, u.name), u.name, old, new, ident, mode, message)
+
+    def _append_reflog_at(
+        self, path: str, name: bytes, old, new: bytes, ident: bytes, mode: str, message: bytes | None = None
+    ) -> None:
+        """``message``: this entry's own (a rename's), else the transaction's."""
+        entry = self._reflog_entry(old, new, ident, message)
+        flags, create = reflog_flags(mode, name)
+        step("reflog", name)
         for _ in range(3):
             try:
                 fd = os.open(path, flags, 0o666)
@@ -309,11 +324,11 @@ class FilesUpdate(Plan, PackedSteps):
                     return
                 if not self._remove_empty_tree(path):
                     raise TransactionRefused(
-                        path, f"cannot update the ref '{_t(u.name)}': there are still logs under '{path}'"
+                        path, f"cannot update the ref '{_t(name)}': there are still logs under '{path}'"
                     ) from None
         else:
             raise TransactionRefused(
-                path, f"cannot update the ref '{_t(u.name)}': unable to append to '{path}'"
+                path, f"cannot update the ref '{_t(name)}': unable to append to '{path}'"
             )
         write_reflog(fd, entry, self.do_fsync)
 
@@ -322,6 +337,11 @@ class FilesUpdate(Plan, PackedSteps):
         ident = None
         for u in self.updates:
             if not u.write:
+                continue
+            if u.rename is not None:  # a rename's new name (rename.py)
+                if ident is None:
+                    ident = committer_ident(self.repo).line()
+                files_commit(self, u, ident, mode)
                 continue
             new = self.log_new(u)
             if new is not None:
@@ -332,6 +352,8 @@ class FilesUpdate(Plan, PackedSteps):
                 step("commit lock", u.name)
                 rename(u.lock.path, u.lock.path[: -len(LOCK_SUFFIX)])
                 u.lock.path = ""
+        if self.renames:
+            files_heads(self, ident or committer_ident(self.repo).line(), mode)
         deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
         self._unlink_reflogs(deleting)
         self._commit_packed()
@@ -345,6 +367,8 @@ class FilesUpdate(Plan, PackedSteps):
         self.cleanup(done=True)
 
     def cleanup(self, done: bool = False) -> None:
+        if self.renames:
+            files_cleanup(self)
         for u in self.locked:
             lk = u.lock
             if lk.fd >= 0:
@@ -367,4 +391,6 @@ class FilesUpdate(Plan, PackedSteps):
 
     def _prepare_all(self) -> None:
         self.prepare()
+        if self.renames:
+            files_prepare(self)
         self.prepare_packed()

@@ -43,6 +43,7 @@ class Upd:
         "peeled",
         "write",
         "lock",
+        "rename",
     )
 
     def __init__(self, name, new, old, new_target, old_target, no_deref) -> None:
@@ -62,6 +63,7 @@ class Upd:
         self.peeled: bytes | None = None
         self.write = False
         self.lock = None  # the engine's lock state (files: the lock path)
+        self.rename = None  # rename.Moving: this deletes or creates one side of a queued rename
 
     @property
     def have_new(self) -> bool:
@@ -82,7 +84,14 @@ class Plan:
     def __init__(self, repo, commands, peeled: dict[bytes, bytes], zero: bytes) -> None:
         self.repo = repo
         self.zero = zero
-        self.updates: list[Upd] = [Upd(*c[1:]) for c in commands]  # (verb dropped) name new old targets
+        self.renames: list = []  # rename.Moving of each ``commands.Rename`` (rename.py)
+        self.rename_worktrees: list | None = None  # (git dir, HEAD's target) of each worktree, for them
+        try:
+            self.updates: list[Upd] = [Upd(*c[1:]) for c in commands]  # (verb dropped) name new old targets
+        except TypeError:  # a commands.Rename among them (three fields): two updates each
+            from .rename import expand
+
+            self.updates = expand(self, commands, Upd)
         if peeled:
             for u in self.updates:
                 if u.new is not None and u.new_target is None:
@@ -145,6 +154,7 @@ class Plan:
     def prepare(self) -> None:
         self.reject_duplicates()
         head_ref = self.head_ref()
+        renaming = bool(self.renames)
         i = 0
         while i < len(self.updates):
             u = self.updates[i]
@@ -157,6 +167,8 @@ class Plan:
                 h.peeled = u.peeled
                 self._add(h)
             self._one(u)
+            if renaming and u.rename is not None:
+                u.rename.read(self, u)
             self.after(u)
         for u in self.updates:
             if u.head_split:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_left
+from collections import namedtuple
 
 from ..engines.common import (
     fsync_references,
@@ -23,6 +24,7 @@ from ..engines.common import (
     reflog_message,
     should_autocreate_reflog,
 )
+from ..engines.compaction import folds_whole_stack, lock_tables, merge_tables, retire_tables
 from ..engines.reftable import load_stack, snapshot_stack, stack_dir_for
 from ..engines.stack_io import StackWriter, table_bytes
 from ..errors import TransactionRefused
@@ -38,12 +40,21 @@ from ..formats.reftable.record import (
     RefRecord,
 )
 from ..formats.reftable.table import Table
-from ..lockfile import remove
+from ..lockfile import committing, discard, remove
 from ..model import HASH_HEXSZ
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
+from .rename import reftable_records, reftable_worktrees
 
 _new = tuple.__new__  # records without the NamedTuples' Python-level __new__ (50k-ref batches)
+
+
+class TablePlan(namedtuple("TablePlan", "st lo hi data folds refs logs")):
+    """What a transaction writes to one stack: the table ``data`` for update indexes ``lo``..``hi``
+    (None: nothing left once folded); ``folds``: it replaces every table of ``st`` (else it goes on top);
+    ``refs``/``logs``: the transaction's own records (for the plain table when the fold cannot lock)."""
+
+    __slots__ = ()
 
 
 class ReftableUpdate(Plan):
@@ -234,7 +245,10 @@ class ReftableUpdate(Plan):
             always = mode == "always"
             # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
             msg = self.message[: self.repo.config.reftable_block_size() // 2].rstrip(b"\n") + b"\n"
+            renaming = bool(self.renames)
             for u in ups:
+                if renaming and u.rename is not None:
+                    continue  # a rename's two sides: rename.reftable_records below
                 name = u.name
                 new = u.new
                 target = u.new_target
@@ -262,25 +276,80 @@ class ReftableUpdate(Plan):
                     refs.append(_new(RefRecord, (name, ts, VALUE_VAL2, new, u.peeled, None)))
                 else:
                     refs.append(_new(RefRecord, (name, ts, VALUE_VAL1, new, None, None)))
+            top = reftable_records(self, st, ts, refs, logs) if self.renames else ts
             if refs or logs:
-                plans.append((st, ts, table_bytes(self.repo, refs, logs, ts, ts, exact_log_message=True)))
+                plans.append(self.table_plan(st, ts, refs, logs, top))
+        if self.renames:
+            plans += reftable_worktrees(self, set(batches))
         return plans
 
-    def publish(self, plans: list[tuple[StackWriter, int, bytes]]) -> None:
+    def table_plan(
+        self, st: StackWriter, ts: int, refs: list, logs: list, top: int | None = None
+    ) -> TablePlan:
+        """The table of ``refs`` and ``logs`` for ``st``; when git's auto-compaction would merge it at once
+        with the whole stack, the merged table itself (what ``compact_range`` would write: the stack's
+        records and the new ones, tombstones dropped), which then replaces the stack in one list swap."""
+        if top != ts and top is not None:  # a rename's two indexes (rename.reftable_records): never folded
+            data = table_bytes(self.repo, refs, logs, ts, top, exact_log_message=True)
+            return TablePlan(st, ts, top, data, False, refs, logs)
+        if folds_whole_stack(self.repo, st, refs, logs):
+            m_refs, m_logs = merge_tables(st.tables, True, refs, logs)
+            lo = st.tables[0].min_update_index
+            data = None
+            if m_refs or m_logs:
+                data = table_bytes(self.repo, m_refs, m_logs, lo, ts, exact_log_message=True)
+            return TablePlan(st, lo, ts, data, True, refs, logs)
+        data = table_bytes(self.repo, refs, logs, ts, ts, exact_log_message=True)
+        return TablePlan(st, ts, ts, data, False, refs, logs)
+
+    def publish(self, plans: list[TablePlan]) -> None:
         do_fsync = fsync_references(self.repo)
-        for st, ts, data in plans:
-            name = st.write_table(data, ts, ts, do_fsync)
-            path = os.path.join(st.dir, name)
+        for plan in plans:
+            st, lo, hi, data, folds = plan[:5]
+            locks = lock_tables(st) if folds else None
+            if folds and locks is None:  # a table is being compacted: our own table, auto-compaction after
+                folds = False
+                data = table_bytes(self.repo, plan.refs, plan.logs, hi, hi, exact_log_message=True)
+            if not folds:
+                self.append(st, data, hi, do_fsync, lo)
+                continue
             try:
-                st.commit_list([*st.names, name], do_fsync, publish=(path,))
+                self.fold(st, data, lo, hi, do_fsync, locks)
+            finally:
+                for lock in locks:
+                    discard(lock)  # (gone already once the old tables are)
+
+    def append(self, st: StackWriter, data: bytes, ts: int, do_fsync: bool, lo: int | None = None) -> None:
+        """The new table on top of the stack (git's reftable_addition_commit); auto-compaction follows."""
+        name = st.write_table(data, ts if lo is None else lo, ts, do_fsync)
+        path = os.path.join(st.dir, name)
+        try:
+            st.commit_list([*st.names, name], do_fsync, publish=(path,))
+        except BaseException:
+            try:
+                remove(path)
+            except OSError:
+                pass
+            raise
+        st.tables.append(Table.from_bytes(data, path))
+        self.written.append(st)
+
+    def fold(self, st, data: bytes | None, lo: int, hi: int, do_fsync: bool, locks: list[str]) -> None:
+        """The merged table in place of the whole stack, its tables locked (``locks``): what git's
+        commit and the compaction right after leave, in one ``tables.list`` swap (the stack is never
+        seen with the transaction's own table on top; compaction has nothing left to do)."""
+        name = st.write_table(data, lo, hi, do_fsync) if data is not None else None
+        path = os.path.join(st.dir, name) if name else None
+        published = (path,) if path else ()
+        with committing():  # from the new list on, a signal waits until the old tables are gone
+            try:
+                st.commit_list([name] if name else [], do_fsync, publish=published)
             except BaseException:
-                try:
-                    remove(path)
-                except OSError:
-                    pass
+                for p in published:
+                    discard(p)
                 raise
-            st.tables.append(Table.from_bytes(data, path))
-            self.written.append(st)
+            retire_tables(locks)
+        st.tables = [Table.from_bytes(data, path)] if path else []
 
     def release(self) -> None:
         for st in self.stacks.values():

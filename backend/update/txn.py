@@ -9,6 +9,11 @@ old values, symrefs and HEAD, D/F conflicts) and writes the refs and their reflo
 - ``native``: ``update/files.py`` or ``update/reftable.py`` (git's protocol, one table per commit);
 - ``git``: ``git update-ref --stdin -z`` (``update/gitfeed.py``), counted with its child process.
 
+``commands.Rename`` records (``git branch -m`` for any ref; update-ref's language has none) queue beside
+the commands: ``rename.check_queued`` checks them against the snapshot, the native engines commit them in
+the same transaction (worktree HEADs follow, ``branchconfig`` moves the branch's config section), the git
+engine refuses them.
+
 The cost of the commit (first lock to last unlink, auto-compaction apart) is measured by the meter.
 """
 
@@ -21,15 +26,26 @@ from ..errors import CorruptStore, TransactionRefused
 from ..meter import OpReport, measure
 from ..model import HASH_HEXSZ
 from ..txn import take_snapshot
+from .commands import Rename
 
 ENGINES = ("native", "git")
 PSEUDOREFS = (b"FETCH_HEAD", b"MERGE_HEAD")  # git's is_pseudo_ref
 
 
-class UpdateResult(namedtuple("UpdateResult", "committed engine updates report phases")):
+class UpdateResult(
+    namedtuple("UpdateResult", "committed engine updates report phases renamed", defaults=((),))
+):
     """``updates``: one (name, old, new) per ref written (``old``/``new``: hex oid, ``ref: <target>``
-    for a symref, None for absent), in the order git applies them; ``report``: the commit's OpReport;
-    ``phases``: every OpReport (snapshot, objects, commit, auto-compaction...)."""
+    for a symref, None for absent), in the order git applies them -- a rename is two of them, (old name,
+    oid, None) and (new name, None, oid); ``report``: the commit's OpReport; ``phases``: every OpReport
+    (snapshot, objects, commit, auto-compaction...); ``renamed``: one ``RenameDone`` per rename."""
+
+    __slots__ = ()
+
+
+class RenameDone(namedtuple("RenameDone", "old_name name oid heads")):
+    """A committed rename: the ref ``old_name`` is now ``name`` at ``oid`` (hex), its reflog with it;
+    ``heads``: the git dirs of the worktrees whose HEAD followed it."""
 
     __slots__ = ()
 
@@ -57,7 +73,8 @@ class UpdateTransaction:
         self.engine = engine
         self.message = message
         self.allow_checked_out = allow_checked_out
-        self.commands: list = []
+        self.commands: list = []  # ``commands.Command`` and ``commands.Rename`` records, in order
+        self.renames = 0  # how many of them are renames
         self.peeled: dict[bytes, bytes] = {}
         self._snapshot = snapshot
         self._phases: list[OpReport] = []
@@ -122,20 +139,33 @@ class UpdateTransaction:
 
     # -- queueing -------------------------------------------------------------------------------------
     def queue(self, commands) -> None:
-        """Queue ``commands`` in order, checking each as git does when it reads it."""
+        """Queue ``commands`` (``commands.Command`` and ``commands.Rename`` records) in order, checking each
+        as git does when it reads it (a rename: ``rename.check_queued``)."""
         commands = list(commands)
+        renames = None
         for c in commands:
             if c.name in PSEUDOREFS:
                 raise TransactionRefused(self.repo.gitdir, f"refusing to update pseudoref '{_t(c.name)}'")
-        if commands:
+            if type(c) is Rename:
+                renames = renames or []
+                renames.append(c)
+        plain = commands
+        if renames is not None:  # ``commands.Rename`` records: checked by rename.py
+            from .rename import check_queued
+
+            check_queued(self, renames)
+            plain = [c for c in commands if type(c) is not Rename]
+        if plain:
             from .objects import check_new_values
 
             with measure("objects") as m:
-                self.peeled.update(check_new_values(self.repo, commands))
+                self.peeled.update(check_new_values(self.repo, plain))
             self._phases.append(m.report)
         if not self.allow_checked_out:
-            self._refuse_checked_out([c for c in commands if c.new == self.zero and c.new_target is None])
+            self._refuse_checked_out([c for c in plain if c.new == self.zero and c.new_target is None])
         self.commands.extend(commands)
+        if renames is not None:
+            self.renames += len(renames)
 
     def _refuse_checked_out(self, deletions) -> None:
         if not deletions:
@@ -178,12 +208,18 @@ class UpdateTransaction:
 
         protect()
         updates = []
+        config = None
         try:
             e = None
             if self.engine == "native" and self.commands:
                 target = store if store.format == "reftable" else self.repo
                 e = Engine(target, self.commands, self.peeled, snapshot=snap, message=self.message)
-                if store.format == "reftable":
+                if self.renames:  # the branch sections of the config move with them (rename.py)
+                    from .branchconfig import ConfigMove
+
+                    config = ConfigMove(self.repo, [c for c in self.commands if type(c) is Rename])
+                    config.prepare()
+                if store.format == "reftable" and not self.renames:
                     # the plan and its table, built from the snapshot before the lock (its own phase)
                     with measure("prepare") as mp:
                         if not e.prebuild():
@@ -196,6 +232,13 @@ class UpdateTransaction:
                     pass  # git takes no lock for an empty transaction
                 elif self.engine == "git":
                     engine.commit(self.repo, self.commands, message=self.message)
+                elif config is not None and config.lock:
+                    # the refs and the config, both or neither: a signal waits until both are written
+                    from ..lockfile import committing
+
+                    with committing():
+                        updates = e.run()
+                        config.commit()
                 else:
                     updates = e.run()
         except CorruptStore as err:
@@ -203,6 +246,9 @@ class UpdateTransaction:
         except OSError as err:
             file = os.fsdecode(err.filename) if err.filename is not None else self.repo.gitdir
             raise TransactionRefused(file, err.strerror or str(err)) from None
+        finally:
+            if config is not None:
+                config.rollback()  # (nothing once committed)
         self._done = True
         if e is not None and store.format == "reftable" and e.written:
             from ..engines.common import auto_compaction
@@ -220,6 +266,7 @@ class UpdateTransaction:
             _summary(updates, self.commands, self.zero),
             report,
             [*self._phases, report, *extra],
+            _renamed(e) if self.renames else (),
         )
 
 
@@ -243,3 +290,10 @@ def _summary(updates, commands, zero: bytes) -> list[tuple[bytes, bytes | None, 
         new = b"ref: " + c.new_target if c.new_target is not None else (None if c.new == zero else c.new)
         out.append((c.name, None if c.old in (None, zero) else c.old, new))
     return out
+
+
+def _renamed(engine) -> tuple:
+    return tuple(
+        RenameDone(m.r.old_name, m.r.name, m.made.new, tuple(h.gitdir for h in m.heads))
+        for m in engine.renames
+    )

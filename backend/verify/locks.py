@@ -80,11 +80,32 @@ def _inside(path: str, dirs: list[str]) -> bool:
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
+def _git_dirs(repo) -> list[str]:
+    """The common dir, this git dir and every linked worktree's (``worktrees/<id>``): each holds a HEAD
+    and per-worktree refs that a ref transaction locks (a rename of a branch checked out elsewhere takes
+    that worktree's HEAD.lock)."""
+    dirs = [repo.commondir, repo.gitdir]
+    with contextlib.suppress(OSError):
+        top = os.path.join(repo.commondir, "worktrees")
+        dirs.extend(os.path.join(top, e) for e in sorted(os.listdir(top)))
+    return list(dict.fromkeys(dirs))
+
+
 def _lock_candidates(repo) -> list[str]:
     found: list[str] = []
     seen: set[str] = set()
-    for base in {repo.commondir, repo.gitdir}:
-        for rel in ("packed-refs.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock"):
+    for rel in ("config.lock", "config.worktree.lock"):  # a branch rename moves its config section
+        p = os.path.join(repo.commondir, rel)
+        if os.path.lexists(p):
+            found.append(p)
+    for base in _git_dirs(repo):
+        for rel in (
+            "packed-refs.lock",
+            "HEAD.lock",
+            "ORIG_HEAD.lock",
+            "FETCH_HEAD.lock",
+            "config.worktree.lock",
+        ):
             p = os.path.join(base, rel)
             if os.path.lexists(p):
                 found.append(p)

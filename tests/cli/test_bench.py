@@ -174,3 +174,26 @@ def test_fallback_sources_are_named(bench_repo: Path, tmp_path: Path) -> None:
     assert "openat" in lines[5] and "newfstatat" in lines[5]  # strace: every syscall of the git process
     assert kinds[0] == "native"
     assert snapshot_state(bench_repo) == before
+
+
+def test_warmup_runs_are_run_and_not_reported(bench_repo: Path, git_bin: str, tmp_path: Path) -> None:
+    """--warmup N: each engine runs N more times first (the extra git's log counts its update-ref calls);
+    the header says so and the reports hold the measured runs only."""
+    before = snapshot_state(bench_repo)
+    log = tmp_path / "calls.log"
+    extra = tmp_path / "git-logging"
+    extra.write_text(
+        f'#!/bin/sh\ncase " $* " in *" update-ref "*) echo update-ref >>"{log}";; esac\nexec "{git_bin}" "$@"\n'
+    )
+    extra.chmod(0o755)
+    proc = run_bench(
+        bench_repo, "--runs", "2", "--warmup", "1", "--git", str(extra), "refs/heads/topic/t0009"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert " 2 runs per engine after 1 warmup run, alternating;" in proc.stdout.decode().splitlines()[1]
+    assert log.read_text() == "update-ref\n" * 3
+    proc = run_bench(bench_repo, "--json", "--runs", "1", "--warmup", "2", "refs/heads/topic/t0009")
+    out = json.loads(proc.stdout)
+    assert (out["runs"], out["warmup"]) == (1, 2)
+    assert [len(e["reports"]) for e in out["engines"]] == [1, 1, 1]
+    assert snapshot_state(bench_repo) == before

@@ -330,6 +330,27 @@ def test_bench_text_and_json_are_safe(hostile: Path) -> None:
     assert base64.b64decode(obj["deletions"][0]["name_b64"]) == NAMES[1]
 
 
+def test_bench_update_text_and_json_are_safe(hostile: Path) -> None:
+    """The update bench's header names the refs, and a row's refusal quotes git's line with a name in it:
+    both through the display function on a terminal; the JSON strict."""
+    before = tree_bytes(gitdir(hostile))
+    head = git(hostile, "rev-parse", "HEAD").strip()
+    wrong = b"1" * len(head)
+    creates = b"".join(b"create %s-new %s\n" % (n, head) for n in (NAMES[1], NAMES[3]))
+    for data, refused in ((creates, False), (creates + b"delete %s %s\n" % (NAMES[3], wrong), True)):
+        args = ("bench", "-C", str(hostile), "--update", "--runs", "1")
+        rc, out, _ = run_tty(*args, env=git_env(), stdin=data, stderr_tty=True, timeout=120)
+        text = assert_terminal_safe(out, "bench --update")
+        assert "refs/heads/csi-\\x9b31m-new" in text.splitlines()[0], text
+        assert rc == (1 if refused else 0), text
+        if refused:
+            assert text.count("refused: cannot lock ref 'refs/heads/bidi-\\u202egnp.exe'") == 3, text
+        proc = refscope(*args[:1], "--json", *args[1:], stdin=data)
+        (obj,) = strict_json_lines(proc.stdout, "bench --update --json")
+        assert [e["refused"] is not None for e in obj["engines"]] == [refused] * 3
+    assert tree_bytes(gitdir(hostile)) == before
+
+
 def _watch_one_event(repo: Path, fmt: str, as_json: bool, tty: bool) -> tuple[bytes, bytes]:
     """Start ``refscope watch``, make one hostile change with git, return (stdout bytes of the first event,
     stderr)."""

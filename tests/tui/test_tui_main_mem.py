@@ -174,7 +174,9 @@ async def test_mark_all_shown_and_unmark_all() -> None:
         await pilot.pause()
         assert len(app.queue) == 20
         assert all(n.startswith(b"refs/tags/") for n in app.queue)
-        await pilot.press("u")
+        await pilot.press("u")  # undo: the entry of the ref under the cursor (or the last one)
+        assert len(app.queue) == 19
+        await pilot.press("U")  # unmark everything
         assert len(app.queue) == 0
 
 

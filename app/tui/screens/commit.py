@@ -1,5 +1,10 @@
 """The queue's transaction from the main screen: the plan and its confirmation, the commit, the bench.
 
+A queue of deletions only commits as it always has (``backend.txn.Transaction``: chunked, its phases on
+the bar); a queue that also holds creates, moves or renames commits as one
+``backend.update.txn.UpdateTransaction`` of ``update.commands`` records (``models.edits``), with the same
+confirmation, progress, staleness re-check and report.
+
 One commit runs at a time: while it runs, what would change it (commit, bench, marking, the engine) is
 disabled (``COMMIT_LOCKED``), a progress bar follows its phases (``CommitProgress``), and the queue waits for
 its result before judging staleness (the snapshots seen meanwhile show the commit's own intermediate
@@ -28,7 +33,22 @@ QUEUE_CHUNK = 10_000  # deletions handed to the transaction at a time (progress 
 COMMIT_STEPS = {"queue": 0, "check packed-refs": 1, "read": 1, "commit": 2, "refresh": 3}
 COMMIT_TOTAL = 4
 # bindings that would change a running commit (its queue, its engine) or start another one
-COMMIT_LOCKED = frozenset({"commit", "bench", "toggle_mark", "mark_all", "unmark_all", "load_queue"})
+COMMIT_LOCKED = frozenset(
+    {
+        "commit",
+        "bench",
+        "toggle_mark",
+        "mark_all",
+        "unmark_all",
+        "load_queue",
+        "new_branch",
+        "new_tag",
+        "rename",
+        "move",
+        "undo",
+    }
+)
+MESSAGE = b"refscope: queue committed from the TUI"  # the reflog message of a mixed queue's transaction
 
 
 class QueueTransaction(RefListing):
@@ -37,16 +57,27 @@ class QueueTransaction(RefListing):
     def __init__(self) -> None:
         super().__init__()
         self._committing = 0  # deletions in the running commit (the queue may hold more: left out)
+        self._committing_edits = False  # the running commit is a mixed queue's (worded as edits)
 
     def commit_plan(self, entries=None) -> CommitPlan:
         """What the confirmation warns about for ``entries`` (the queue by default). Reads the worktrees and
         walks the snapshot's symrefs (``effects.dangling_symrefs``): called off the UI thread (``make_plan``)."""
         from refscope.backend.effects import checked_out_among, dangling_symrefs
 
+        from ..widgets.queue import DELETE, KINDS, entry_text
+
         app = self.app
         snapshot = app.snapshot
         if entries is None:
             entries = list(app.queue.values())
+        counts = dict.fromkeys(KINDS, 0)
+        for e in entries:
+            counts[e.kind] += 1
+        mixed = counts[DELETE] != len(entries)
+        edits = [entry_text(e) for e in entries if e.kind != DELETE] if mixed else []
+        renamed = [e.name for e in entries if e.kind == "rename"]
+        stale = [e.name for e in entries if e.stale]
+        entries = [e for e in entries if e.kind == DELETE] if mixed else entries  # (what deletions warn of)
         queued = {e.name for e in entries}
         # A check that cannot be made fails the plan (shown by the worker, no dialog): a dialog that
         # silently lacked the checked-out or dangling warnings would be worse than none.
@@ -55,11 +86,12 @@ class QueueTransaction(RefListing):
         if head is not None and head.target is not None and head.target in queued:
             head_branch = head.target
         checked_out = checked_out_among(app.repo, queued) if app.repo is not None else []
-        dangling = dangling_symrefs(snapshot, queued) if snapshot is not None else []
+        gone = queued.union(renamed)  # a symref pointing at a renamed ref dangles as well
+        dangling = dangling_symrefs(snapshot, gone) if snapshot is not None else []
         return CommitPlan(
-            count=len(entries),
+            count=sum(counts.values()),
             engine=app.engine,
-            stale=[e.name for e in entries if e.stale],
+            stale=stale,
             checked_out=checked_out,
             head_branch=head_branch,
             symrefs=[(e.name, e.seen.target) for e in entries if e.seen.target is not None],
@@ -70,6 +102,8 @@ class QueueTransaction(RefListing):
             notes=[e.name for e in entries if e.name.startswith(b"refs/notes/")],
             head_itself=b"HEAD" in queued,
             format=snapshot.format if snapshot is not None else "files",
+            kinds={k: n for k, n in counts.items() if n} if mixed else {},
+            edits=edits,
         )
 
     @work(thread=True, exclusive=True, group="commit-plan", description="check the queue")
@@ -105,8 +139,12 @@ class QueueTransaction(RefListing):
             return
         app.begin_commit()
         self._committing = len(entries)
+        self._committing_edits = any(e.kind != "delete" for e in entries)
         self._commit_progress("queue", 0)
-        self.commit(entries, app.engine, app.snapshot, choice.allow_checked_out)
+        if self._committing_edits:
+            self.commit_edits(entries, app.engine, app.snapshot, choice.allow_checked_out)
+        else:
+            self.commit(entries, app.engine, app.snapshot, choice.allow_checked_out)
 
     @work(thread=True, exclusive=True, group="precheck", description="check packed-refs")
     def precheck(self, packed) -> None:
@@ -153,6 +191,37 @@ class QueueTransaction(RefListing):
             adopt(fresh)
         app.call_from_thread(self._committed, result, fresh)
 
+    @work(thread=True, exclusive=True, group="commit", description="commit")
+    def commit_edits(self, entries, engine: str, snapshot, allow_checked_out: bool = False) -> None:
+        """A mixed queue as one ``UpdateTransaction``: every entry with the value it was seen at (a create:
+        the name must be absent), so that under the locks a ref that moved, vanished or appeared refuses
+        the whole transaction, nothing written. The rest as ``commit`` does."""
+        from refscope.backend.update.txn import UpdateTransaction
+
+        from ..models.edits import commands
+
+        app = self.app
+        with app.own_transaction() as adopt:
+            txn = UpdateTransaction(
+                app.store,
+                engine=engine,
+                message=MESSAGE,
+                allow_checked_out=allow_checked_out,
+                snapshot=snapshot,
+            )
+            txn.queue(commands(entries, txn.zero))  # (the new objects checked, checked-out branches kept)
+            self.post_message(CommitProgress("queue", 1))
+            self.post_message(CommitProgress("commit", 0))
+            result = txn.commit()
+            self.post_message(CommitProgress("refresh", 0))
+            try:
+                fresh = app.store.refresh(app.snapshot)
+            except RefscopeError as err:
+                fresh = None
+                app.call_from_thread(self._store_failed, failure_line(err))
+            adopt(fresh)
+        app.call_from_thread(self._committed_edits, result, fresh, [e.name for e in entries])
+
     def on_commit_progress(self, message: CommitProgress) -> None:
         if self.app.commit_running:
             self._commit_progress(message.phase, message.done)
@@ -163,8 +232,9 @@ class QueueTransaction(RefListing):
         step = COMMIT_STEPS.get(phase, 0)
         self.query_one("#commit-progress", ProgressBar).update(progress=step + done)
         n = self._committing
+        what = "edit" if self._committing_edits else "deletion"
         self.query_one("#commit-phase", Label).update(
-            Text(f"committing {n:,} deletion{'s' if n != 1 else ''} ({self.app.engine}): {phase}…")
+            Text(f"committing {n:,} {what}{'s' if n != 1 else ''} ({self.app.engine}): {phase}…")
         )
 
     def _commit_ended(self, snapshot=None) -> None:
@@ -221,6 +291,33 @@ class QueueTransaction(RefListing):
         phases = [app.meter.adopt(p) for p in result.phases]
         app.push_screen(OperationScreen(report, title="commit result", header=header, phases=phases))
 
+    def _committed_edits(self, result, snapshot, names: list[bytes]) -> None:
+        """A mixed queue's result: all of it was committed (one transaction), its entries leave the queue."""
+        from .dialogs import kinds_text
+
+        app = self.app
+        report = app.meter.adopt(result.report)
+        app.record_op(report)
+        from ..widgets.queue import KINDS
+
+        counted = dict.fromkeys(KINDS, 0)
+        for name in names:
+            entry = app.queue.get(name)
+            if entry is not None:
+                counted[entry.kind] += 1
+        counted = {k: n for k, n in counted.items() if n}
+        if result.committed:
+            app.queue.discard_many(names)
+        self._commit_ended(snapshot)
+        n = len(result.updates)
+        header = Text(
+            f"{'committed' if result.committed else 'not committed'}: {kinds_text(counted)} "
+            f"({n:,} ref update{'s' if n != 1 else ''}) with the {result.engine} engine\n",
+            "bold green" if result.committed else "bold red",
+        )
+        phases = [app.meter.adopt(p) for p in result.phases]
+        app.push_screen(OperationScreen(report, title="commit result", header=header, phases=phases))
+
     def action_bench(self) -> None:
         app = self.app
         if self._commit_locked():
@@ -233,6 +330,10 @@ class QueueTransaction(RefListing):
         if app.repo is None:
             self.notify("no repository to bench", severity="error")
             return
+        if app.queue.edits():
+            self.notify("bench: running the mixed transaction through both engines on scratch copies…")
+            self.bench_edits(list(app.queue.values()))
+            return
         self.notify("bench: running both engines on scratch copies…", timeout=3)
         self.bench([(e.name, e.old_oid) for e in app.queue.values() if e.seen.target is None])
 
@@ -244,5 +345,28 @@ class QueueTransaction(RefListing):
 
         app = self.app
         result = bench.run_bench(app.repo, deletions, [git_binary()], runs=BENCH_RUNS, count_refs=False)
+        body = Text(bench.format_table(result), no_wrap=True)
+        app.call_from_thread(app.push_screen, BenchScreen(body))
+
+    @work(thread=True, exclusive=True, group="bench", description="bench")
+    def bench_edits(self, entries) -> None:
+        """A mixed queue's ``refscope bench`` (``bench.run_update_bench``): the same records the commit
+        would queue, on scratch copies; an engine that refuses them (git: a rename) says so in its row."""
+        from refscope.backend import bench
+        from refscope.backend.engines.git import git_binary
+        from refscope.backend.model import HASH_HEXSZ
+
+        from ..models.edits import commands
+
+        app = self.app
+        zero = b"0" * HASH_HEXSZ[app.repo.hash_name]
+        result = bench.run_update_bench(
+            app.repo,
+            commands(entries, zero),
+            [git_binary()],
+            runs=BENCH_RUNS,
+            count_refs=False,
+            message=MESSAGE,
+        )
         body = Text(bench.format_table(result), no_wrap=True)
         app.call_from_thread(app.push_screen, BenchScreen(body))

@@ -1,5 +1,5 @@
 """Modal dialogs: the commit confirmation, a generic yes/no (and quitting with a queue), a plain message
-(refusals, results), and the path prompt for exporting and loading the queue.
+(refusals, results), the path prompt for exporting and loading the queue, and the edit prompt.
 
 Each is a typed ``ModalScreen`` awaited with ``push_screen_wait`` from a ``@work`` action. Everything shown
 is built as ``rich.text.Text`` from escaped names: a ref name can never style the dialog.
@@ -40,6 +40,13 @@ class CommitPlan(NamedTuple):
     notes: list[bytes] = []  # queued refs/notes/*
     head_itself: bool = False  # HEAD itself is queued (a loaded queue file can hold it)
     format: str = "files"
+    kinds: dict[str, int] = {}  # entries of each kind (``widgets.queue.KINDS``); deletions alone: empty
+    edits: list = []  # a mixed queue's edits other than deletions, as display text (``entry_text``)
+
+    @property
+    def mixed(self) -> bool:
+        """The queue holds creates, moves or renames: one ``UpdateTransaction``, worded as edits."""
+        return any(kind != "delete" for kind in self.kinds)
 
     def left_out(self, allow_checked_out: bool) -> frozenset[bytes]:
         """The entries "leave out and delete the rest" skips: stale ones (the commit would refuse them)
@@ -77,6 +84,11 @@ def warnings(plan: CommitPlan, allow_checked_out: bool = False) -> list[str]:
     does: ``git branch -d`` refuses a checked-out branch, ``git update-ref -d`` (what refscope does) does
     not, and the worktree is then on an unborn branch."""
     out = []
+    if plan.engine == "git" and plan.kinds.get("rename"):
+        out.append(
+            "the git engine has no rename (git update-ref cannot move a reflog): the commit would be "
+            "refused; e switches to the native engine"
+        )
     if plan.head_itself:
         if plan.format == "reftable":
             out.append(
@@ -137,17 +149,34 @@ def warnings(plan: CommitPlan, allow_checked_out: bool = False) -> list[str]:
     return out
 
 
+def kinds_text(kinds: dict[str, int]) -> str:
+    """``2 deletes, 1 create, 1 rename``: a queue's counts of each kind."""
+    return ", ".join(f"{n:,} {kind}{'s' if n != 1 else ''}" for kind, n in kinds.items())
+
+
 def plan_text(plan: CommitPlan, allow_checked_out: bool = False) -> Text:
     text = Text()
-    text.append(f"Delete {plan.count:,} ref{'s' if plan.count != 1 else ''}", "bold")
+    if plan.mixed:
+        text.append(f"Commit {plan.count:,} edit{'s' if plan.count != 1 else ''}", "bold")
+        text.append(f" ({kinds_text(plan.kinds)})")
+    else:
+        text.append(f"Delete {plan.count:,} ref{'s' if plan.count != 1 else ''}", "bold")
     text.append(" in one atomic transaction with the ")
     text.append(f"{plan.engine}", "bold reverse")
     text.append(" engine?\n")
+    if plan.edits:
+        for edit in plan.edits[:MAX_LISTED]:
+            text.append(f"\n  {edit}")
+        if len(plan.edits) > MAX_LISTED:
+            text.append(f"\n  … and {len(plan.edits) - MAX_LISTED:,} more", "dim")
+        text.append("\n")
     found = warnings(plan, allow_checked_out)
     for w in found:
         text.append("\n⚠ ", "bold red")
         text.append(w, "bold red")
-    if not found:
+    if not found and plan.mixed:
+        text.append("\nNothing it deletes or renames is checked out, a symref or a tag.", "dim")
+    elif not found:
         text.append("\nNo branches checked out, no symrefs, no tags.", "dim")
     return text
 
@@ -171,7 +200,8 @@ class ConfirmCommit(ModalScreen[CommitChoice | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog-box", classes="-warn" if self._loud() else ""):
-            yield Static(Text("Commit deletions", "bold"), id="dialog-title")
+            title = "Commit edits" if self.plan.mixed else "Commit deletions"
+            yield Static(Text(title, "bold"), id="dialog-title")
             with VerticalScroll(id="dialog-body"):
                 yield Static(plan_text(self.plan), id="commit-plan")
             if self.plan.checked_out:
@@ -189,7 +219,10 @@ class ConfirmCommit(ModalScreen[CommitChoice | None]):
         return bool(warnings(self.plan))
 
     def _all_label(self) -> Text:
-        return Text(f"y  Delete {self.plan.count:,}")
+        return Text(f"y  {self._verb().title()} {self.plan.count:,}")
+
+    def _verb(self) -> str:
+        return "commit" if self.plan.mixed else "delete"
 
     def _rest(self) -> tuple[frozenset[bytes], int]:
         """The entries ``d`` leaves out and how many it deletes (0: nothing to leave out, or nothing left)."""
@@ -202,14 +235,15 @@ class ConfirmCommit(ModalScreen[CommitChoice | None]):
         left, rest = self._rest()
         button = self.query_one("#rest", Button)
         button.display = bool(rest)
-        keys = [f"y delete all {self.plan.count:,}"]
+        verb = self._verb()
+        keys = [f"y {verb} all {self.plan.count:,}"]
         if rest:
-            button.label = Text(f"d  Delete the other {rest:,}")
+            button.label = Text(f"d  {verb.title()} the other {rest:,}")
             stale = set(self.plan.stale)
             parts = [f"{len(stale):,} stale"] if stale else []
             if len(left) > len(stale):
                 parts.append(f"{len(left) - len(stale):,} checked out")
-            keys.append(f"d leave out {' and '.join(parts)}, delete {rest:,}")
+            keys.append(f"d leave out {' and '.join(parts)}, {verb} {rest:,}")
         if self.plan.checked_out:
             keys.append(f"o allow checked-out branches: {'on' if self.allow else 'off'}")
         keys.append("n, Enter or Esc cancel")
@@ -343,11 +377,13 @@ class PathPrompt(ModalScreen[object]):
     def action_cancel(self) -> None:
         self.dismiss(None)
 
+    EMPTY = "no path given"
+
     @on(Input.Submitted, "#path")
     def _submitted(self, event: Input.Submitted) -> None:
         path = event.value.strip()
         if not path:
-            self.query_one("#prompt-error", Static).update(Text("no path given", "bold red"))
+            self.query_one("#prompt-error", Static).update(Text(self.EMPTY, "bold red"))
             return
         self.query_one("#prompt-error", Static).update(Text("…", "dim"))
         self.attempt(path)
@@ -360,3 +396,12 @@ class PathPrompt(ModalScreen[object]):
     def show_failure(self, failure: Failure) -> None:
         """The job's error, in place (``..workers``): one line, escaped; the dialog stays."""
         self.query_one("#prompt-error", Static).update(Text(failure.line, "bold red"))
+
+
+class EditPrompt(PathPrompt):
+    """A new name or a target revision asked for on one line (``n``, ``t``, ``R``, ``M``): Enter runs
+    ``job(text)`` off the UI thread -- the checks of ``models.edits`` against the snapshot, git's rules
+    and the object database -- and dismisses with the entry to queue; a refusal stays in the dialog as one
+    line, and nothing is queued. Escape cancels (None)."""
+
+    EMPTY = "nothing given"

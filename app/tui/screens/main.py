@@ -3,7 +3,8 @@
 This module lays the screen out, holds its key map and routes: to the storage views (``make_view``), to a
 ref's location, to git log, to the clipboard. Its jobs live beside it, one module each, as parts of the
 one ``MainScreen`` class: what the list shows (``.listing``: the prepare worker, filtering, following
-snapshots), the queue (``.marking``), and the queue's transaction (``.commit``: plan, commit, bench).
+snapshots), the queue (``.marking``: deletions; ``.editing``: creates, moves, renames, undo), and the
+queue's transaction (``.commit``: plan, commit, bench).
 
 Disk work runs in thread workers; they talk back by messages (``..messages``) or ``call_from_thread``, and
 whatever they raise comes back to ``show_failure`` (``..workers``), shown where the job shows its result.
@@ -33,6 +34,7 @@ from ..widgets.ref_list import RefList
 from ..widgets.status import StatusLine
 from ..workers import Failure, failure_line, work
 from .commit import COMMIT_LOCKED, COMMIT_TOTAL, QueueTransaction
+from .editing import Editing
 from .marking import Marking
 from .operations import BenchScreen, OperationScreen
 
@@ -92,7 +94,7 @@ class ListHeader(Static):
         self.update(columns.header(width or self.size.width, needs=needs))
 
 
-class MainScreen(Marking, QueueTransaction):
+class MainScreen(Marking, Editing, QueueTransaction):
     """The first screen: every ref, one line each; its parts' keys are all bound here, in one map."""
 
     BINDINGS = [
@@ -100,7 +102,12 @@ class MainScreen(Marking, QueueTransaction):
         Binding("slash", "filter", "Filter", priority=True),
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),
-        Binding("u", "unmark_all", "Unmark all", show=False),
+        Binding("u", "undo", "Undo", show=False),
+        Binding("U", "unmark_all", "Unmark all", show=False),
+        Binding("n", "new_branch", "New branch", show=False),
+        Binding("t", "new_tag", "New tag", show=False),
+        Binding("R", "rename", "Rename", show=False),
+        Binding("M", "move", "Move", show=False),
         Binding("c", "commit", "Commit"),
         Binding("b", "bench", "Bench"),
         Binding("w", "export_queue", "Export queue", show=False),
@@ -290,7 +297,7 @@ class MainScreen(Marking, QueueTransaction):
             self.app.push_screen(TableScreen(table, ref.name, loc.offset))
         else:
             where = escape_name(os.fsencode(loc.file))
-            self.notify(Text(f"loose ref: {where}"), title="where it lives", timeout=4)
+            self.notify(f"loose ref: {where}", title="where it lives", timeout=4, markup=False)
 
     # -- HEAD, copy, git log, panels ---------------------------------------------------------------------
     def current_name(self) -> bytes | None:

@@ -1,5 +1,7 @@
 """Marking refs for deletion from the main screen: one, every shown one, none; the queue as a file.
 
+(Creates, moves and renames are queued by ``.editing``; a ref one of them touches is not marked.)
+
 The queue itself lives in the app (``widgets.queue.Queue``: a dict of names, judged stale against each new
 snapshot); marks are drawn by the ref list from it, so toggling one repaints one line. A queue file holds
 ``refscope delete --stdin`` lines (``backend.queuefile``): what the TUI would commit, for the CLI.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from refscope.backend.display import line, printable
 from refscope.backend.errors import RefscopeError
 from refscope.backend.model import Location, Ref
 from rich.text import Text
@@ -36,6 +39,15 @@ class Marking(RefListing):
             return
         ref = self.ref_list.current_ref()
         if ref is None:
+            return
+        other = self.app.queue.claimed(ref.name)
+        if other is not None and other.kind != "delete":  # space marks deletions; u undoes an edit
+            self.notify(
+                line(ref.name, f" is queued already ({other.kind}): u undoes that entry"),
+                severity="warning",
+                timeout=3,
+                markup=False,
+            )
             return
         self.app.queue.toggle(ref)
         self.ref_list.refresh_name(ref.name)
@@ -96,6 +108,13 @@ class Marking(RefListing):
         if not app.queue:
             self.notify("the queue is empty: nothing to export", severity="warning", timeout=3)
             return
+        if app.queue.edits():
+            self.notify(
+                "w writes delete --stdin lines: this queue also creates, moves or renames",
+                severity="warning",
+                timeout=4,
+            )
+            return
         pairs = [(e.name, e.old_oid) for e in app.queue.values()]
         symrefs = sum(1 for _n, old in pairs if old is None)
 
@@ -109,9 +128,10 @@ class Marking(RefListing):
             n = len(pairs)
             how = "refscope delete --no-deref --stdin" if symrefs else "refscope delete --stdin"
             self.notify(
-                Text(f"wrote {n:,} line{'s' if n != 1 else ''} to {path}: {how} < {path} commits them"),
+                printable(f"wrote {n:,} line{'s' if n != 1 else ''} to {path}: {how} < {path} commits them"),
                 title="queue exported",
                 timeout=5,
+                markup=False,
             )
 
         n = len(pairs)
@@ -155,12 +175,13 @@ class Marking(RefListing):
             self.query_one(QueuePanel).sync()
             stale = sum(1 for e in entries if app.queue.get(e.name, e).stale)
             self.notify(
-                Text(
+                printable(
                     f"loaded {len(entries):,} line(s) from {path}: {added:,} newly queued"
                     + (f", {stale:,} stale" if stale else "")
                 ),
                 title="queue loaded",
                 timeout=5,
+                markup=False,
             )
 
         prompt = f"Load delete --stdin lines (REF [OLD_OID]) into the queue from (relative to {os.getcwd()}):"

@@ -51,8 +51,11 @@ def test_bare_clone_deletes_its_head_branch(bare: Path) -> None:
     git(bare, "refs", "verify")
 
 
+@pytest.mark.parametrize("relative", [False, True])
 @pytest.mark.parametrize("where", ["bare", "linked"])
-def test_linked_worktree_of_bare_protects_its_branch(bare: Path, where: str) -> None:
+def test_linked_worktree_of_bare_protects_its_branch(bare: Path, where: str, relative: bool) -> None:
+    if relative:  # the worktree's gitdir file then names it relative to the git dir: shown absolute
+        git(bare, "config", "worktree.useRelativePaths", "true")
     git(bare, "worktree", "add", "-q", "../wt", "side")
     wt = bare.parent / "wt"
     cwd = bare if where == "bare" else wt

@@ -506,3 +506,24 @@ def test_loose_refs_superset_of_git_refs_verify(tmp_path):
         assert name in ours, name
         if severity == "error":
             assert "error" in ours[name], name
+
+
+def test_locks_of_config_and_of_every_worktree_are_found(tmp_path):
+    """A crashed branch rename can leave config.lock and a linked worktree's HEAD.lock or reftable lock:
+    verify names each (they make git fail with 'File exists' as a ref lock does)."""
+    for fmt in ("files", "reftable"):
+        repo = init_repo(tmp_path / fmt, fmt=fmt)
+        git(repo, "commit", "-q", "--allow-empty", "-m", "c")
+        git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / f"wt-{fmt}"))
+        wt = repo / ".git" / "worktrees" / f"wt-{fmt}"
+        locks = [repo / ".git" / "config.lock", wt / "HEAD.lock"]
+        if fmt == "reftable":
+            locks.append(wt / "reftable" / "tables.list.lock")
+        else:
+            locks.append(wt / "logs" / "HEAD.lock")
+        for lock in locks:
+            lock.write_bytes(b"")
+            age(lock, 600)
+        r = discover(str(repo))
+        assert sorted(i.path for i in V.stale_locks(r)) == sorted(map(str, locks))
+        assert {f.file for f in findings(repo) if f.severity == "error"} >= set(map(str, locks))

@@ -1,0 +1,590 @@
+"""Renames (``commands.Rename``) against ``git branch -m``: both ref formats, SHA-1 and SHA-256, loose and
+packed refs, the checked-out branch, a branch checked out in another worktree, into and out of a
+directory. The refs, every reflog (``git reflog show``; for files the log files byte for byte), both
+worktrees' HEADs and the config come out as git leaves them; refusals are one line and change no byte;
+a rename mixed with other commands is one transaction."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from refscope.backend.errors import TransactionRefused
+from refscope.backend.update.branchconfig import rename_section
+from refscope.backend.update.commands import Command, Rename
+from refscope.backend.update.txn import UpdateTransaction
+
+from tests.support.faults import fingerprint
+from tests.support.update import (
+    build_repo,
+    check_clean,
+    copy_repo,
+    files_layout,
+    git,
+    git_binary,
+    git_env,
+    leftovers,
+    open_txn_store,
+    reflogs,
+    state,
+    use_git_identity,
+)
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_git_identity(monkeypatch)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[("files", "sha1"), ("reftable", "sha1"), ("files", "sha256"), ("reftable", "sha256")],
+)
+def base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    fmt, hash_name = request.param
+    root = tmp_path_factory.mktemp(f"rename-{fmt}-{hash_name}")
+    src = build_repo(root / "src", fmt, hash_name)
+    git(src, "branch", "solo/one", "HEAD~1")  # alone in its directory, with a reflog
+    git(src, "branch", "pk/only", "HEAD")
+    git(src, "pack-refs", "--all")  # main, p*, pk/only packed; solo/one... packed too
+    git(src, "branch", "loose/a", "HEAD~1")  # loose only
+    git(src, "config", "branch.main.remote", "origin")
+    git(src, "config", "branch.main.merge", "refs/heads/main")
+    git(src, "config", "branch.wt-branch.description", "in the worktree")
+    git(src, "config", "branch.solo/one.remote", "up")
+    return fmt, src
+
+
+def short(name: bytes) -> str:
+    return name.decode()[len("refs/heads/") :]
+
+
+def reflog_show(repo: Path, name: str) -> tuple[int, bytes]:
+    p = subprocess.run(
+        [git_binary(), "reflog", "show", "--format=%H %gd %gn %ge %gs", name],
+        cwd=repo,
+        capture_output=True,
+        env=git_env(),
+    )
+    return p.returncode, p.stdout
+
+
+def seen(repo: Path, fmt: str, names: list[bytes], scratch: Path) -> dict:
+    out = {
+        "refs": state(repo),
+        "config": (repo / ".git" / "config").read_bytes(),
+        "HEAD": (reflog_show(repo, "HEAD"), git(repo, "symbolic-ref", "HEAD")),
+        "wt HEAD": (reflog_show(repo / "wt", "HEAD"), git(repo / "wt", "symbolic-ref", "HEAD")),
+        "leftovers": leftovers(repo),
+    }
+    for n in names:
+        out[n] = reflog_show(repo, n.decode())
+    if fmt == "files":
+        out["logs"] = reflogs(repo, fmt, scratch)
+        out["layout"] = files_layout(repo)
+    return out
+
+
+def commit(repo: Path, items) -> object:
+    txn = UpdateTransaction(open_txn_store(repo))
+    txn.queue(items)
+    return txn.commit()
+
+
+CASES = [
+    pytest.param(b"refs/heads/main", b"refs/heads/x/y", id="checked-out-into-new-dir"),
+    pytest.param(b"refs/heads/wt-branch", b"refs/heads/moved/wt", id="other-worktree"),
+    pytest.param(b"refs/heads/solo/one", b"refs/heads/solo2", id="out-of-its-dir"),
+    pytest.param(b"refs/heads/pk/only", b"refs/heads/pk2", id="packed-only"),
+    pytest.param(b"refs/heads/loose/a", b"refs/heads/l/b/c", id="loose-only"),
+    pytest.param(b"refs/heads/p03", b"refs/heads/p03-renamed", id="loose-over-packed"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), CASES)
+def test_rename_like_git_branch_m(base, tmp_path: Path, old: bytes, new: bytes) -> None:
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    git(oracle, "branch", "-m", short(old), short(new))
+    result = commit(ours, [Rename(old, new, None)])
+    names = [old, new]
+    assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+    check_clean(ours)
+    oid = git(ours, "rev-parse", new.decode()).strip()
+    (done,) = result.renamed
+    assert (done.old_name, done.name, done.oid) == (old, new, oid)
+    assert (old, oid, None) in result.updates and (new, None, oid) in result.updates
+
+
+def test_rename_checks_old_value(base, tmp_path: Path) -> None:
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    oid = git(ours, "rev-parse", "refs/heads/l01").strip()
+    git(oracle, "branch", "-m", "l01", "l01-new")
+    commit(ours, [Rename(b"refs/heads/l01", b"refs/heads/l01-new", oid)])
+    assert seen(ours, fmt, [b"refs/heads/l01-new"], tmp_path / "s1") == seen(
+        oracle, fmt, [b"refs/heads/l01-new"], tmp_path / "s2"
+    )
+
+
+def test_rename_mixed_with_commands_is_one_transaction(base, tmp_path: Path) -> None:
+    """A rename beside creates, updates and deletes: the same result as git's update-ref for the commands
+    followed by git branch -m."""
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    head = git(src, "rev-parse", "HEAD").strip()
+    second = git(src, "rev-parse", "HEAD~1").strip()
+    git(
+        oracle,
+        "update-ref",
+        "--stdin",
+        input=b"create refs/heads/c1 %s\ndelete refs/heads/l02\nupdate refs/heads/p02 %s\n" % (head, second),
+    )
+    git(oracle, "branch", "-m", "main", "trunk")
+    zero = b"0" * len(head)
+    commit(
+        ours,
+        [
+            Command("create", b"refs/heads/c1", head, zero, None, None, False),
+            Rename(b"refs/heads/main", b"refs/heads/trunk", None),
+            Command("delete", b"refs/heads/l02", zero, None, None, None, False),
+            Command("update", b"refs/heads/p02", second, None, None, None, False),
+        ],
+    )
+    names = [b"refs/heads/trunk", b"refs/heads/c1", b"refs/heads/p02"]
+    assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+    check_clean(ours)
+
+
+REFUSALS = [
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/l04",
+        None,
+        "cannot lock ref 'refs/heads/l04': reference already exists",
+        id="target-exists",
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/nested/dir",
+        None,
+        "'refs/heads/nested/dir/n0' exists; cannot create 'refs/heads/nested/dir'",
+        id="df-below",
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/l04/x",
+        None,
+        "'refs/heads/l04' exists; cannot create 'refs/heads/l04/x'",
+        id="df-above",
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/l03/x",
+        None,
+        "cannot process 'refs/heads/l03/x' and 'refs/heads/l03' at the same time",
+        id="df-itself",
+    ),
+    pytest.param(
+        b"refs/heads/l03", b"refs/heads/a..b", None, "invalid ref format: refs/heads/a..b", id="invalid-name"
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/heads/q",
+        b"1" * 40,
+        "cannot lock ref 'refs/heads/l03': is at",
+        id="old-mismatch",
+    ),
+    pytest.param(
+        b"refs/heads/nope", b"refs/heads/q", None, "refname refs/heads/nope not found", id="old-missing"
+    ),
+    pytest.param(
+        b"refs/heads/sym",
+        b"refs/heads/q",
+        None,
+        "refname refs/heads/sym is a symbolic ref, renaming it is not supported",
+        id="symref",
+    ),
+    pytest.param(
+        b"refs/heads/l03",
+        b"refs/tags/v0",
+        None,
+        "cannot lock ref 'refs/tags/v0': reference already exists",
+        id="onto-a-tag",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "expect", "words"), REFUSALS)
+def test_rename_refusals(base, tmp_path: Path, old: bytes, new: bytes, expect, words: str) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    if expect is not None and len(git(ours, "rev-parse", "HEAD").strip()) == 64:
+        expect = b"1" * 64
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue([Rename(old, new, expect)])
+        txn.commit()
+    text = str(err.value)
+    assert words in text and "\n" not in text
+    assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize("race", ["target-appears", "old-moves", "old-goes"])
+def test_rename_refused_under_the_lock_changes_nothing(base, tmp_path: Path, race: str) -> None:
+    """Queued against a snapshot, then another writer changes the store: the engine refuses under its
+    locks, and no byte changes (the config lock included)."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    txn = UpdateTransaction(open_txn_store(ours))
+    oid = git(ours, "rev-parse", "refs/heads/l06").strip()
+    txn.queue([Rename(b"refs/heads/l06", b"refs/heads/late", oid)])
+    if race == "target-appears":
+        git(ours, "branch", "late", "HEAD~1")
+        words = "cannot lock ref 'refs/heads/late': reference already exists"
+    elif race == "old-moves":
+        git(ours, "update-ref", "refs/heads/l06", "HEAD~1")
+        words = f"cannot lock ref 'refs/heads/l06': is at {git(ours, 'rev-parse', 'HEAD~1').strip().decode()}"
+    else:
+        git(ours, "update-ref", "-d", "refs/heads/l06")
+        words = "cannot lock ref 'refs/heads/l06': unable to resolve reference 'refs/heads/l06'"
+    before = fingerprint(ours)
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert words in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+def test_rename_without_a_reflog_like_git(base, tmp_path: Path) -> None:
+    """A branch without reflog entries (reftable: all expired; files: the log file gone)."""
+    fmt, src = base
+    pre = copy_repo(src, tmp_path / "pre")
+    if fmt == "files":
+        (pre / ".git" / "logs" / "refs" / "heads" / "l06").unlink()
+    else:
+        git(pre, "reflog", "expire", "--expire=all", "refs/heads/l06")
+    oracle = copy_repo(pre, tmp_path / "oracle")
+    ours = copy_repo(pre, tmp_path / "ours")
+    git(oracle, "branch", "-m", "l06", "new/l06")
+    commit(ours, [Rename(b"refs/heads/l06", b"refs/heads/new/l06", None)])
+    names = [b"refs/heads/new/l06"]
+    assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+
+
+def test_rename_of_an_annotated_tag_keeps_it_peeled(base, tmp_path: Path) -> None:
+    """Any ref renames, not only branches (git has no command for it: the ref must be the same one under
+    its new name, peeled value included, and git must find the repository sound)."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    fmt_arg = "--format=%(objectname) %(objecttype) %(*objectname)"
+    was = git(ours, "for-each-ref", fmt_arg, "refs/tags/v0")
+    config = (ours / ".git" / "config").read_bytes()
+    peeled = open_txn_store(ours).snapshot().lookup(b"refs/tags/v0").peeled
+    commit(ours, [Rename(b"refs/tags/v0", b"refs/tags/moved/v0", None)])
+    assert git(ours, "for-each-ref", fmt_arg, "refs/tags/moved/v0") == was
+    if fmt == "reftable":  # the record keeps its peeled value (files: a loose ref records none)
+        assert peeled is not None
+        assert open_txn_store(ours).snapshot().lookup(b"refs/tags/moved/v0").peeled == peeled
+    assert git(ours, "for-each-ref", "refs/tags/v0") == b""
+    assert (ours / ".git" / "config").read_bytes() == config
+    assert leftovers(ours) == []
+    check_clean(ours)
+
+
+def test_rename_refused_by_the_git_engine(base, tmp_path: Path) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours), engine="git")
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue([Rename(b"refs/heads/l03", b"refs/heads/q", None)])
+    assert "the git engine cannot rename refs" in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+def test_rename_and_head_in_one_batch_refused(base, tmp_path: Path) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    second = git(src, "rev-parse", "HEAD~1").strip()
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue(
+            [
+                Rename(b"refs/heads/main", b"refs/heads/trunk", None),
+                Command("update", b"HEAD", second, None, None, None, True),
+            ]
+        )
+        txn.commit()
+    assert "multiple updates for 'HEAD'" in str(err.value)
+    assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "new"),
+    [
+        (b'[branch "a"]\n\tremote = o\n[branch "b"]\n\tx = 1\n', b"branch.a", b"branch.c/d"),
+        (b'[branch "a"] remote = o\n', b"branch.a", b"branch.z"),
+        (b'  [branch  "a" ]  \n\tk = v\n[branch "a"]\n\tk = w', b"branch.a", b'branch.q"\\x'),
+        (b"[branch.a]\n\tk = v\n", b"branch.a", b"branch.b"),
+        (b'[Branch "a"]\n\tk = v\n[branch "A"]\n', b"branch.a", b"branch.b"),
+    ],
+)
+def test_config_section_rename_like_git(tmp_path: Path, text: bytes, old: bytes, new: bytes) -> None:
+    cfg = tmp_path / "config"
+    cfg.write_bytes(text)
+    subprocess.run(
+        [git_binary(), "config", "--file", str(cfg), "--rename-section", old.decode(), new.decode()],
+        env=git_env(),
+        capture_output=True,
+    )
+    assert rename_section(text, old, new)[0] == cfg.read_bytes()
+
+
+@pytest.mark.parametrize("state", ["rebase-merge", "rebase-apply", "bisect"])
+def test_rename_of_a_branch_being_rebased_or_bisected_refused_like_git(
+    base, tmp_path: Path, state: str
+) -> None:
+    """git branch -m refuses a branch that a detached worktree is rebasing or bisecting: the same words."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    wt = ours / "wt"
+    git(wt, "checkout", "-q", "--detach")
+    wt_gitdir = Path(git(wt, "rev-parse", "--absolute-git-dir").strip().decode())
+    if state == "bisect":
+        (wt_gitdir / "BISECT_LOG").write_text("")
+        (wt_gitdir / "BISECT_START").write_text("l05\n")
+    else:
+        (wt_gitdir / state).mkdir()
+        (wt_gitdir / state / "head-name").write_text("refs/heads/l05\n")
+    p = subprocess.run(
+        [git_binary(), "branch", "-m", "l05", "l05-new"], cwd=ours, capture_output=True, env=git_env()
+    )
+    assert p.returncode != 0
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue([Rename(b"refs/heads/l05", b"refs/heads/l05-new", None)])
+    assert err.value.what == p.stderr.decode().strip().removeprefix("fatal: ")
+    assert fingerprint(ours) == before
+
+
+def test_rename_refused_while_the_config_is_locked(base, tmp_path: Path) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    (ours / ".git" / "config.lock").write_text("")
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue([Rename(b"refs/heads/main", b"refs/heads/trunk", None)])
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert "could not lock config file" in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+def test_rename_refused_while_the_other_worktrees_head_is_locked(base, tmp_path: Path) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    wt_gitdir = Path(git(ours / "wt", "rev-parse", "--absolute-git-dir").strip().decode())
+    lock = wt_gitdir / ("HEAD.lock" if fmt == "files" else "reftable/tables.list.lock")
+    lock.write_text("")
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue([Rename(b"refs/heads/wt-branch", b"refs/heads/wt3", None)])
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(b"refs/heads/wt-branch", b"refs/heads/here/now"), (b"refs/heads/main", b"refs/heads/trunk")],
+    ids=["checked-out-here", "checked-out-in-the-main-worktree"],
+)
+def test_rename_from_a_linked_worktree_like_git(base, tmp_path: Path, old: bytes, new: bytes) -> None:
+    """Run in the linked worktree: which HEAD gets the old ref's deletion entry follows git (files: the
+    worktree the command runs in; reftable: the main worktree's, whose HEAD lives in the shared stack)."""
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    git(oracle / "wt", "branch", "-m", short(old), short(new))
+    commit(ours / "wt", [Rename(old, new, None)])
+    names = [old, new]
+    assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+    check_clean(ours)
+
+
+def test_rename_in_a_bare_repository_like_git(base, tmp_path: Path) -> None:
+    """A bare repository: its HEAD follows (git moves the main worktree's HEAD, bare or not), and no reflog
+    is created (core.logAllRefUpdates defaults to false)."""
+    fmt, src = base
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", f"--ref-format={fmt}", str(src), str(bare))
+    git(bare, "config", "branch.main.remote", "origin")
+    oracle = copy_repo(bare, tmp_path / "oracle.git")
+    ours = copy_repo(bare, tmp_path / "ours.git")
+    git(oracle, "branch", "-m", "main", "trunk")
+    commit(ours, [Rename(b"refs/heads/main", b"refs/heads/trunk", None)])
+
+    def look(repo: Path) -> tuple:
+        logs = sorted(str(p.relative_to(repo)) for p in (repo / "logs").rglob("*")) if fmt == "files" else []
+        return (
+            git(repo, "for-each-ref"),
+            git(repo, "symbolic-ref", "HEAD"),
+            (repo / "config").read_bytes(),
+            reflog_show(repo, "HEAD"),
+            reflog_show(repo, "refs/heads/trunk"),
+            logs,
+        )
+
+    assert look(ours) == look(oracle)
+    git(ours, "refs", "verify")
+
+
+@pytest.mark.parametrize(
+    ("other", "words"),
+    [
+        (b"refs/heads/q", "multiple updates for ref 'refs/heads/q' not allowed"),
+        (b"refs/heads/l03", "multiple updates for ref 'refs/heads/l03' not allowed"),
+        (b"refs/heads/q/r", "cannot process 'refs/heads/q' and 'refs/heads/q/r' at the same time"),
+    ],
+    ids=["creates-the-new-name", "creates-the-old-name", "df-in-the-batch"],
+)
+def test_rename_conflicting_with_the_batch_refused(base, tmp_path: Path, other: bytes, words: str) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    head = git(src, "rev-parse", "HEAD").strip()
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue(
+            [
+                Rename(b"refs/heads/l03", b"refs/heads/q", None),
+                Command("create", other, head, b"0" * len(head), None, None, False),
+            ]
+        )
+        txn.commit()
+    assert words in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_renames_one_after_another_like_git(base, tmp_path: Path, seed: int) -> None:
+    """Renames in sequence, back and forth (a name comes back to a ref whose old reflog entries were
+    deleted under it), into and out of directories, the checked-out branches among them: after each
+    step the same refs, reflogs, HEADs and config as git branch -m."""
+    import random
+
+    fmt, src = base
+    rng = random.Random(seed)
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    names = [
+        b"refs/heads/main",
+        b"refs/heads/wt-branch",
+        b"refs/heads/l05",
+        b"refs/heads/p05",
+        b"refs/heads/solo/one",
+    ]
+    pool = [
+        b"refs/heads/r/a",
+        b"refs/heads/r/b/c",
+        b"refs/heads/top",
+        b"refs/heads/solo/two",
+        b"refs/heads/main",
+    ]
+    for step in range(6):
+        i = rng.randrange(len(names))
+        old = names[i]
+        free = [
+            n
+            for n in pool + [b"refs/heads/back%d" % step]
+            if n not in names and not any(n.startswith(m + b"/") or m.startswith(n + b"/") for m in names)
+        ]
+        new = rng.choice(free)
+        git(oracle, "branch", "-m", short(old), short(new))
+        commit(ours, [Rename(old, new, None)])
+        names[i] = new
+        assert seen(ours, fmt, [new], tmp_path / f"s{step}a") == seen(
+            oracle, fmt, [new], tmp_path / f"s{step}b"
+        ), (step, old, new)
+    check_clean(ours)
+
+
+@pytest.mark.parametrize("where", ["dir-with-logs", "file-above"])
+def test_rename_refused_when_stale_reflogs_are_in_the_way(base, tmp_path: Path, where: str) -> None:
+    """files: reflogs without their refs where the new reflog must go; git branch -m refuses (and rolls
+    back, rewriting the old ref loose): refscope refuses before writing anything."""
+    fmt, src = base
+    if fmt != "files":
+        pytest.skip("reflogs are files only in the files backend")
+    ours = copy_repo(src, tmp_path / "ours")
+    logs = ours / ".git" / "logs" / "refs" / "heads"
+    if where == "dir-with-logs":
+        (logs / "zz").mkdir()
+        (logs / "zz" / "f").write_text("junk\n")
+        new = "zz"
+    else:
+        (logs / "yy").write_text("junk\n")
+        new = "yy/q"
+    oracle = copy_repo(ours, tmp_path / "oracle")
+    p = subprocess.run(
+        [git_binary(), "branch", "-m", "l07", new], cwd=oracle, capture_output=True, env=git_env()
+    )
+    assert p.returncode != 0
+    assert state(oracle) == state(ours)  # git rolled back (l07 rewritten loose: not byte for byte)
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue([Rename(b"refs/heads/l07", b"refs/heads/" + new.encode(), None)])
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert "cannot rename 'refs/heads/l07'" in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize("mode", ["false", "always"])
+@pytest.mark.parametrize("old", [b"refs/heads/main", b"refs/heads/l04"])
+def test_rename_under_core_logallrefupdates_like_git(base, tmp_path: Path, mode: str, old: bytes) -> None:
+    fmt, src = base
+    pre = copy_repo(src, tmp_path / "pre")
+    git(pre, "config", "core.logAllRefUpdates", mode)
+    if fmt == "files":  # and a branch without a reflog: created only when asked
+        (pre / ".git" / "logs" / "refs" / "heads" / "l04").unlink()
+    oracle = copy_repo(pre, tmp_path / "oracle")
+    ours = copy_repo(pre, tmp_path / "ours")
+    new = old + b"-renamed"
+    git(oracle, "branch", "-m", short(old), short(new))
+    commit(ours, [Rename(old, new, None)])
+    assert seen(ours, fmt, [new], tmp_path / "s1") == seen(oracle, fmt, [new], tmp_path / "s2")
+
+
+def test_rename_table_named_for_its_two_indexes(
+    base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without auto-compaction the rename's table stays: its name says both its update indexes, which
+    refscope verify checks against its header (and git reads it)."""
+    import sys
+
+    fmt, src = base
+    if fmt != "reftable":
+        pytest.skip("reftable tables only")
+    monkeypatch.setenv("GIT_TEST_REFTABLE_AUTOCOMPACTION", "false")
+    ours = copy_repo(src, tmp_path / "ours")
+    listed = (ours / ".git" / "reftable" / "tables.list").read_text().split()
+    commit(ours, [Rename(b"refs/heads/l05", b"refs/heads/l5", None)])
+    now = (ours / ".git" / "reftable" / "tables.list").read_text().split()
+    assert now[:-1] == listed
+    lo, hi = (int(x, 16) for x in now[-1].split("-")[:2])
+    assert hi == lo + 1
+    env = git_env() | {"GIT_TEST_REFTABLE_AUTOCOMPACTION": "false"}
+    p = subprocess.run(
+        [sys.executable, "-m", "refscope.app", "-C", str(ours), "verify"], capture_output=True, env=env
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    check_clean(ours)
