@@ -1,8 +1,8 @@
 """The TUI's tips held as columns: one slot per distinct object id, its facts in arrays, and one array of
 slots per snapshot row -- no Python object per ref and none per tip.
 
-At a million refs a ``Tip`` (with its two idents) per object and a ``Ref`` per row cost hundreds of MB and
-seconds of garbage-collector passes that stop the UI: here a tip is a few array cells, its idents are
+At a million refs a ``Tip`` (with its two idents) per object and a ``Ref`` per row cost a great deal of memory
+and garbage-collector passes that stop the UI: here a tip is a few array cells, its idents are
 indexes into one interned list (a repository has few distinct names and zones), and a row is four bytes.
 ``tip(slot)`` makes a ``Tip`` again for the few rows on screen.
 

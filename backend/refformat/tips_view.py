@@ -3,9 +3,11 @@ order by committer date or version, which tips are merged into a ref, how old a 
 commits are apart (ahead / behind).
 
 The app reads nothing itself: it holds one ``TipFacts`` per repository and asks it from thread workers;
-on the UI thread it only ``peek``s at what was read already. One lock serialises the readers (the object
-database's pack readers and the caches are one reader at a time), so the visible rows' reads wait for at
-most one chunk of a background scan.
+on the UI thread it only ``peek``s at what was read already. The tips live in a ``tip_table.TipTable``
+(columns, not objects). Two locks: ``lock`` for the tips' object reads and the table's writers (the
+visible rows' reads wait for at most one chunk of the background scan), and the commit graph's own
+(``graph``: walks, commit-graph times, resolving), over an object database of its own, so a walk never
+holds the visible rows back. Work the user waits for runs inside ``first``: the scan stands aside.
 """
 
 from __future__ import annotations
@@ -258,7 +260,7 @@ class TipFacts:
         times = array("q", map(table.sort_time, range(len(table))))
         # newest first, equal times in row (name) order: a counting sort by the rank of each row's
         # time -- two short steps per row, no C call over all of them, and no object per row or per
-        # time (a list per time made the collector walk them all: a 180 ms stop of the UI)
+        # time (a list per time made the collector walk them all, the UI stopped meanwhile)
         seen: set[int] = set()
         runs = []
         for lo in range(0, len(times), ROWS_CHUNK):  # (short C calls only: sets, sorts of a chunk)

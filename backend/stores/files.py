@@ -364,7 +364,7 @@ class FilesSnapshot:
         buf, n = packed.buf, self.hexlen
         if not self.loose and not packed.hidden_rows():
             # read (pread), not sliced from the mapping: a pass over every row then leaves no page of
-            # packed-refs resident (60 MB of RSS at 1M refs)
+            # packed-refs resident (all of it counted in the RSS)
             base = starts[lo]
             data = packed.read(base, starts[hi] if hi < len(starts) else packed.size)
             oids = [data[s - base : s - base + n] for s in starts[lo:hi]]

@@ -45,8 +45,8 @@ _frozen = False
 def freeze_once() -> None:
     """Move what the process holds once the first view is up (the app, its widgets, the snapshot's
     index) out of the cycle collector's reach: the scans and sorts that follow make objects by the
-    million, and each full collection walked the app's every object again (up to 68 ms a stop of the
-    UI at 1M refs). Once: objects frozen are never collected, so later ones stay collectable."""
+    million, and each full collection walked the app's every object again, a stop of the UI each time.
+    Once: objects frozen are never collected, so later ones stay collectable."""
     global _frozen
     if not _frozen:
         _frozen = True
