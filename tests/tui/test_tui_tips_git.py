@@ -289,3 +289,46 @@ async def test_mark_all_shown_is_exactly_gits_set(
         await wait_for(pilot, lambda: len(app.queue) == len(want))
         await app.workers.wait_for_complete()
         assert set(app.queue) == want
+
+
+async def test_broken_objects_say_so_in_their_rows(tmp_path: Path, git_bin: str) -> None:
+    # a ref naming no object shows "(missing object)"; a commit whose pack entry is garbled shows
+    # "(unreadable: ...)" with the pack offset; every other row reads, and the app runs on
+    from tests.support.git import init_repo
+
+    path = init_repo(tmp_path / "r")
+    for i in range(5):
+        (path / "f").write_text(f"{i}\n" * (i + 1))
+        git(path, "add", "f")
+        git(path, "commit", "-q", "-m", f"work {i}")
+        git(path, "branch", f"b{i}")
+    git(path, "repack", "-adq")
+    git(path, "pack-refs", "--all")
+    (path / ".git/refs/heads/gone").write_text("1234567890" * 4 + "\n")
+    bad = git(path, "rev-parse", "b2").strip()
+    idx = next((path / ".git/objects/pack").glob("*.idx"))
+    offsets = {
+        ln.split()[1]: int(ln.split()[0])
+        for ln in git(path, "show-index", input=idx.read_bytes()).splitlines()
+    }
+    pack = idx.with_suffix(".pack")
+    data = bytearray(pack.read_bytes())
+    for k in range(offsets[bad] + 3, offsets[bad] + 20):
+        data[k] ^= 0xA5
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        ref_list = app.screen.ref_list
+        snap = ref_list.snapshot
+        cells = {n: ref_list.cells_of(snap.lookup(n)) for n in shown(app)}
+        assert cells[b"refs/heads/gone"].subject == "(missing object)"
+        assert cells[b"refs/heads/b2"].subject.startswith("(unreadable: ")
+        assert str(offsets[bad]) in cells[b"refs/heads/b2"].subject
+        for i in (0, 1, 3, 4):
+            assert cells[f"refs/heads/b{i}".encode()].subject == f"work {i}"
+        lines = [ref_list.render_line(y).text for y in range(ref_list.row_count)]
+        assert any("(missing object)" in line for line in lines)
+        assert any("(unreadable: " in line for line in lines)
+        assert app.is_running
