@@ -123,6 +123,11 @@ def known_damage(path: str) -> tuple[str, str, int | None] | None:
     return None if key is None else _DAMAGED.get(key)
 
 
+class BadFilter(RefscopeError):
+    """A TUI filter term that names nothing to test against (``merged:REF`` with no such ref or commit):
+    the filter is refused, the list stays as it was."""
+
+
 class InvalidRefName(RefscopeError):
     """A name that fails git's check-ref-format rules."""
 

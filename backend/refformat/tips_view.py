@@ -3,28 +3,38 @@ order by committer date or version, which tips are merged into a ref, how old a 
 commits are apart (ahead / behind).
 
 The app reads nothing itself: it holds one ``TipFacts`` per repository and asks it from thread workers;
-on the UI thread it only ``peek``s at what was read already. One lock serialises the readers (the object
-database's pack readers and the caches are one reader at a time), so the visible rows' reads wait for at
-most one chunk of a background scan.
+on the UI thread it only ``peek``s at what was read already. The tips live in a ``tip_table.TipTable``
+(columns, not objects). Two locks: ``lock`` for the tips' object reads and the table's writers (the
+visible rows' reads wait for at most one chunk of the background scan), and the commit graph's own
+(``graph``: walks, commit-graph times, resolving), over an object database of its own, so a walk never
+holds the visible rows back. Work the user waits for runs inside ``first``: the scan stands aside.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import re
 import threading
+import time
+from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
 from typing import NamedTuple
 
-from ..errors import RefscopeError
+from ..errors import BadFilter, CorruptStore, RefscopeError
 from ..model import HASH_HEXSZ, SYMREF_MAXDEPTH
 from ..objects.tips import MISSING, Tip, Tips
 from . import dates
 from .order import versioncmp
+from .tip_table import NO_TIME, READ, UNKNOWN, TipTable, row_oid_chunks
 
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
-SORT_RUN = 1 << 15  # rows sorted by one C call (the UI waits at most that long for the GIL)
+PASSES = bytes([0, 0, 1]) + bytes(253)  # a verdict (0, 1 fails, 2 holds) as 0 / 1
+ROWS_CHUNK = 1 << 14  # rows handled between cancellation checks and lock hand-overs
+TIMES_CHUNK = 1 << 12  # commit-graph look-ups under the lock at once
+READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
 DAY = 86400
 # age units of the filters (``>90d``): git's approxidate words, one letter each (``m`` is a month)
 AGE_UNITS = {"s": 1, "h": 3600, "d": DAY, "w": 7 * DAY, "m": 30 * DAY, "y": 365 * DAY}
@@ -53,20 +63,6 @@ def show_ident_date(ident, mode: str) -> str:
         return ""
     tz = int(ident.tz) if ident.tz else 0
     return dates.show(ident.time, tz, "relative" if mode == "relative" else "iso8601")
-
-
-def tip_time(tip: Tip) -> int | None:
-    """The committer time of the commit a tip peels to (the age filters and the date column)."""
-    c = tip.committer
-    return None if c is None else c.time
-
-
-def sort_time(tip: Tip) -> int:
-    """``%(committerdate)`` as ``--sort=committerdate`` compares it: the object's own committer (an
-    annotated tag has none: 0, as git sorts it), not the commit the tag peels to."""
-    if tip.kind != "commit" or tip.committer is None or tip.committer.time is None:
-        return 0
-    return tip.committer.time
 
 
 def target_oid(snap, ref) -> bytes | None:
@@ -103,24 +99,49 @@ class TipFacts:
         self.repo = repo
         self.objects_dir = objects_dir(repo)
         self.odb = Odb(self.objects_dir, repo.hash_name)
-        self.tips = Tips(self.odb)
-        self.lock = threading.Lock()
+        self.table = TipTable()
+        self.lock = threading.Lock()  # the tips' object reads and the table's writers
+        self._rows_lock = threading.Lock()  # one builder of a snapshot's row slots; the others wait
+        self._rows: tuple[object, array] | None = None  # (snapshot, slot of each row) of the newest asked
         self._graph = None
         self._reach: dict[bytes, set] = {}
+        self._walk_lock = threading.Lock()  # the graph (``graph``); taken before ``lock`` when both
+        self._urgent = 0  # jobs someone waits for (``first``): the background scan stands aside
+        self._urgent_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def first(self):
+        """Work the user waits for (a sort, a filter) runs inside: the background scan pauses between
+        two chunks meanwhile, so the two do not share the object reads, the lock and the GIL."""
+        with self._urgent_lock:
+            self._urgent += 1
+        try:
+            yield
+        finally:
+            with self._urgent_lock:
+                self._urgent -= 1
 
     # -- tips --------------------------------------------------------------------------------------------
     def peek(self, oid: bytes | None) -> Tip | None:
         """The tip of ``oid`` if read already (the UI thread's only question), else None."""
         if oid is None:
             return MISSING
-        return self.tips.cached(oid)
+        s = self.table.slots.get(oid)
+        return None if s is None else self.table.tip(s)
 
     def fill(self, oids: Iterable[bytes | None]) -> None:
         """Read the tips of ``oids`` not read yet (objects of one batch read in pack order)."""
-        want = [o for o in oids if o is not None and self.tips.cached(o) is None]
+        table = self.table
+        slots, state = table.slots, table.state
+        want = []
+        for o in oids:
+            if o is not None:
+                s = slots.get(o)
+                if s is None or state[s] != READ:
+                    want.append(o)
         if want:
             with self.lock:
-                self.tips.fill(want)
+                self._read([table.slot(o) for o in want])
 
     def fill_rows(self, snap, refs: list) -> list[bytes | None]:
         """Read the tips of the rows ``refs``; their object ids, in order."""
@@ -128,43 +149,170 @@ class TipFacts:
         self.fill(oids)
         return oids
 
+    def _read(self, slots: list[int]) -> None:
+        """Read the objects of ``slots`` into the table (under the lock). A ``Tips`` per batch: its
+        per-object records are dropped once their cells are stored."""
+        table = self.table
+        todo = [s for s in dict.fromkeys(slots) if table.state[s] != READ]
+        if not todo:
+            return
+        tips = Tips(self.odb)
+        oids = [table.oids[s] for s in todo]
+        with contextlib.suppress(CorruptStore, ValueError):  # (damage in the batch: one by one below)
+            tips.fill(oids)
+        for s, o in zip(todo, oids, strict=True):
+            try:
+                tip = tips.tip(o)
+            except CorruptStore as err:  # an unreadable object is a finding in its row, not the batch's
+                where = "" if err.offset is None else f" at byte {err.offset}"
+                tip = Tip(None, None, None, None, None, f"unreadable: {err.what}{where}".encode())
+            table.store(s, tip)
+
+    def read_slots(
+        self, slots, cancelled: Callable[[], bool] = lambda: False, background: bool = False
+    ) -> bool:
+        """Read every tip of ``slots`` not read yet, a chunk at a time (the lock is let go between
+        chunks, so the visible rows' reads wait for one chunk at most); False when cancelled.
+        ``background``: the scan, which waits while a job inside ``first`` runs."""
+        state = self.table.state
+        todo = [s for s in slots if state[s] != READ]
+        for lo in range(0, len(todo), READ_CHUNK):
+            while background and self._urgent and not cancelled():
+                time.sleep(0.01)
+            if cancelled():
+                return False
+            with self.lock:
+                self._read(todo[lo : lo + READ_CHUNK])
+            time.sleep(0)
+        return True
+
+    # -- rows ----------------------------------------------------------------------------------------------
+    def row_slots(self, snap, cancelled: Callable[[], bool] = lambda: False) -> array | None:
+        """The table slot of each row of ``snap`` (-1: a row naming no object), built once for the
+        newest snapshot asked; None when cancelled. No ``Ref`` per row (``tip_table.row_oid_chunks``)."""
+        with self._rows_lock:
+            got = self._rows
+            if got is not None and got[0] is snap:
+                return got[1]
+            out = array("i")
+            table = self.table
+            for oids in row_oid_chunks(snap, ROWS_CHUNK):
+                if cancelled():
+                    return None
+                got = list(map(table.slots.get, oids))  # (one short C loop: most rows share a known tip)
+                if None in got:
+                    missing = [k for k, g in enumerate(got) if g is None]
+                    with self.lock:
+                        table.add([oids[k] for k in missing])
+                    get = table.slots.get
+                    for k in missing:
+                        o = oids[k]
+                        got[k] = -1 if o is None else get(o)
+                out.extend(got)
+                time.sleep(0)
+            self._rows = (snap, out)
+            return out
+
+    def know_times(self, slots, cancelled: Callable[[], bool] = lambda: False, read: bool = True) -> bool:
+        """Make the committer time of each of ``slots`` known: from the commit-graph for the commits it
+        holds (no object inflated), by reading the object for the rest (unless ``read`` is False: the
+        background scan, which reads them all next); False when cancelled."""
+        table = self.table
+        state = table.state
+        todo = [s for s in slots if state[s] == UNKNOWN]
+        if not todo:
+            return True
+        with self._walk_lock:
+            g = self.graph()
+        if g.cg is not None:
+            commit, node, oids = g.cg.commit, g.node, table.oids
+            for lo in range(0, len(todo), TIMES_CHUNK):
+                if cancelled():
+                    return False
+                with self._walk_lock, self.lock:  # (always in this order)
+                    for s in todo[lo : lo + TIMES_CHUNK]:
+                        if state[s] != UNKNOWN:
+                            continue  # (another job, the scan or a sort, came by first)
+                        n = node(oids[s])
+                        if type(n) is int:
+                            table.graphed(s, commit(n)[0], n)
+                time.sleep(0)
+        return not read or self.read_slots([s for s in todo if state[s] == UNKNOWN], cancelled)
+
     # -- order -------------------------------------------------------------------------------------------
-    def order(self, snap, rows: list[int], key: str, cancelled: Callable[[], bool] = lambda: False):
+    def order(self, snap, rows, key: str, cancelled: Callable[[], bool] = lambda: False):
         """``rows`` (in name order) ordered by ``key``: "version" (``--sort=version:refname``) or "date"
-        (``--sort=-committerdate``: newest first, equal dates in name order); None when cancelled. The
-        date order reads every row's tip (the background scan's reads, if it ran, are cached)."""
+        (``--sort=-committerdate``: newest first, equal dates in name order); None when cancelled.
+
+        The date order needs each row's committer time only: the commit-graph's when it holds the
+        commit (the objects' reading goes on in the background scan), else the object's. No Python
+        object per row, and no C call over every row (the UI would wait for the GIL that long)."""
         if key == "version":
-            return version_order(snap, rows)
-        times = {}
-        step = 2048
-        for lo in range(0, len(rows), step):
-            if cancelled():
-                return None
-            part = rows[lo : lo + step]
-            refs = [snap.row(i) for i in part]
-            oids = self.fill_rows(snap, refs)
-            for i, oid in zip(part, oids, strict=True):
-                times[i] = sort_time(self.peek(oid) or MISSING)
-        # (newest first, then the row: rows are in name order, so equal dates keep it). Sorted in runs
-        # merged in Python: one C sort of every row would hold the GIL, and the UI, for its whole length
-        keyed = [(-times[i], i) for i in rows]
-        if len(keyed) <= SORT_RUN:
-            return [i for _, i in sorted(keyed)]
+            return version_order(snap, list(rows))
+        per_row = self.row_slots(snap, cancelled)
+        if per_row is None:
+            return None
+        table = self.table
+        whole = len(rows) == len(per_row)
+        need = range(len(table)) if whole else sorted({per_row[i] for i in rows} - {-1})
+        if not self.know_times(need, cancelled):
+            return None
+        times = array("q", map(table.sort_time, range(len(table))))
+        # newest first, equal times in row (name) order: a counting sort by the rank of each row's
+        # time -- two short steps per row, no C call over all of them, and no object per row or per
+        # time (a list per time made the collector walk them all, the UI stopped meanwhile)
+        seen: set[int] = set()
         runs = []
-        for lo in range(0, len(keyed), SORT_RUN):
+        for lo in range(0, len(times), ROWS_CHUNK):  # (short C calls only: sets, sorts of a chunk)
+            part = set(times[lo : lo + ROWS_CHUNK]) - seen
+            seen |= part
+            runs.append(sorted(part))
+        distinct = list(heapq.merge(*runs))  # oldest first: a time's rank is how many are newer
+        last = len(distinct) - 1
+        rank_of: dict[int, int] = {}
+        for lo in range(0, len(distinct), ROWS_CHUNK):
+            ranks_here = range(last - lo, last - lo - ROWS_CHUNK, -1)  # (longer than the last chunk)
+            rank_of.update(zip(distinct[lo : lo + ROWS_CHUNK], ranks_here, strict=False))
+        slot_rank = array("i")
+        for lo in range(0, len(times), ROWS_CHUNK):
+            slot_rank.extend(map(rank_of.__getitem__, times[lo : lo + ROWS_CHUNK]))
+        # slot -1, a row naming no object, sorts as date 0 (git's for a date it lacks)
+        slot_rank.append(last if distinct and distinct[0] == 0 else last + 1)
+        at = array("q", bytes(8 * (len(distinct) + 2)))
+        ranks = array("i")  # each row's rank, by C-level maps a chunk at a time
+        counts: Counter[int] = Counter()
+        for lo in range(0, len(rows), ROWS_CHUNK):
             if cancelled():
                 return None
-            runs.append(sorted(keyed[lo : lo + SORT_RUN]))
-        return [i for _, i in heapq.merge(*runs)]
+            part = list(map(slot_rank.__getitem__, map(per_row.__getitem__, rows[lo : lo + ROWS_CHUNK])))
+            ranks.extend(part)
+            counts.update(part)  # (C-level counting, a chunk at a time)
+        for r, n in counts.items():
+            at[r + 1] = n
+        for k in range(1, len(at)):  # (counts -> where each rank's rows start)
+            at[k] += at[k - 1]
+        out = array("I", bytes(4 * len(rows)))
+        for lo in range(0, len(rows), ROWS_CHUNK):
+            if cancelled():
+                return None
+            for i, r in zip(rows[lo : lo + ROWS_CHUNK], ranks[lo : lo + ROWS_CHUNK], strict=True):
+                out[at[r]] = i
+                at[r] += 1
+        return out
 
     # -- reachability --------------------------------------------------------------------------------------
     def graph(self):
+        """The commit graph (under ``_walk_lock``), over an object database of its own: the walks of
+        ``merged`` and the detail line's ahead/behind never hold the lock the visible rows' reads wait
+        for. One for every question (its commit-graph position map and parents are a history's size)."""
         if self._graph is None:
             from ..objects.commitgraph import open_commit_graph
+            from ..objects.odb import Odb
             from .reach import Graph
             from .values import Objects
 
-            self._graph = Graph(Objects(self.odb), open_commit_graph(self.objects_dir, self.odb.rawsz))
+            odb = Odb(self.objects_dir, self.repo.hash_name)
+            self._graph = Graph(Objects(odb), open_commit_graph(self.objects_dir, odb.rawsz))
         return self._graph
 
     def resolve(self, snap, text: str | bytes) -> bytes:
@@ -175,7 +323,7 @@ class TipFacts:
         if isinstance(text, bytes):
             text = text.decode("utf-8", "surrogateescape")
         oid = resolve_rev(snap, HASH_HEXSZ[self.repo.hash_name], text)
-        with self.lock:
+        with self._walk_lock:
             commit = self.graph().commit_of(oid)
         if commit is None:
             raise RefscopeError(None, f"{text} does not point to a commit")
@@ -184,24 +332,14 @@ class TipFacts:
     def merged_nodes(self, commit: bytes) -> set:
         """The walk names of every commit ``commit`` reaches (``--merged=commit``), cached for the last
         few commits asked (the filter's ref and HEAD's branch are asked again and again)."""
-        hit = self._reach.pop(commit, None)
-        if hit is None:
-            with self.lock:
+        with self._walk_lock:  # (a walk of its own: the visible rows' reads never wait for one)
+            hit = self._reach.pop(commit, None)
+            if hit is None:
                 hit = self.graph().ancestors([commit])
-        self._reach[commit] = hit  # (re-inserted: the newest last)
-        while len(self._reach) > REACH_CACHE:
-            del self._reach[next(iter(self._reach))]
-        return hit
-
-    def is_merged(self, oid: bytes | None, reach: set) -> bool | None:
-        """Whether the commit ``oid`` peels to is in ``reach``; None when it peels to no commit (git's
-        ``--merged`` and ``--no-merged`` both leave such a ref out)."""
-        if oid is None:
-            return None
-        with self.lock:
-            g = self.graph()
-            c = g.commit_of(oid)
-            return None if c is None else g.node(c) in reach
+            self._reach[commit] = hit  # (re-inserted: the newest last)
+            while len(self._reach) > REACH_CACHE:
+                del self._reach[next(iter(self._reach))]
+            return hit
 
     def ahead_behind(self, a: bytes, b: bytes) -> tuple[int, int]:
         """(commits reachable from ``a`` and not ``b``, from ``b`` and not ``a``): ``git rev-list
@@ -220,41 +358,101 @@ class Condition(NamedTuple):
     ref: str = ""
     age: Age | None = None
 
+    @property
+    def term(self) -> str:
+        """The condition as typed (``!merged:main``); an age's as its parsed value."""
+        neg = "!" if self.negated else ""
+        if self.kind == "merged":
+            return f"{neg}merged:{self.ref}" if self.ref else f"{neg}merged"
+        return f"{neg}{'>' if self.age.older else '<'}{self.age.seconds}s"
+
+
+def merged_base(facts: TipFacts, snap, c: Condition, head_branch: str | bytes) -> bytes:
+    """The commit a ``merged`` condition tests against; ``BadFilter`` (one line naming the ref) when
+    it names no commit. Damage met on the way stays what it is (a store error, not the filter's)."""
+    name = c.ref or head_branch
+    try:
+        return facts.resolve(snap, name)
+    except CorruptStore:
+        raise
+    except RefscopeError as err:
+        shown = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
+        why = err.what
+        if why.startswith("malformed object name"):
+            why = f"no ref or object id {shown}" if c.ref else f"HEAD's branch {shown} has no commit"
+        raise BadFilter(None, f"filter {c.term}: {why}") from None
+
 
 def tester(facts: TipFacts, snap, conditions: tuple[Condition, ...], head_branch: str | bytes,
-           now: int | None = None) -> Callable[[list], list[bool]]:  # fmt: skip
-    """A test of rows (``Ref``s) against every condition (all must hold), reading what they need.
+           now: int | None = None) -> Callable[[list], bytes]:  # fmt: skip
+    """A test of rows (row numbers of ``snap``) against every condition (all must hold), reading what
+    they need: committer times (the commit-graph's where it has them), the walk of each ``merged``.
 
     ``merged`` leaves out a ref whose tip peels to no commit, negated or not (as git's --no-merged);
-    an age leaves out a ref with no committer date either way."""
+    an age leaves out a ref with no committer date either way. ``BadFilter`` at once when a
+    ``merged`` names no commit."""
     at = dates.now() if now is None else now
     reaches = []
     for c in conditions:
         if c.kind == "merged":
-            reaches.append(facts.merged_nodes(facts.resolve(snap, c.ref or head_branch)))
+            reaches.append(facts.merged_nodes(merged_base(facts, snap, c, head_branch)))
+    ages = any(c.kind == "age" for c in conditions)
+    table = facts.table
+    nodes: dict[int, object] = {}  # slot -> walk name of the commit it peels to (None: no commit)
 
-    def test(refs: list) -> list[bool]:
-        oids = facts.fill_rows(snap, refs)
-        out = []
-        for oid in oids:
-            ok = True
-            k = 0
-            for c in conditions:
-                if c.kind == "merged":
-                    got = facts.is_merged(oid, reaches[k])
-                    k += 1
-                    ok = got is not None and got != c.negated
-                else:
-                    t = tip_time(facts.peek(oid) or MISSING)
-                    if t is None:
-                        ok = False
-                    else:
-                        older = at - t > c.age.seconds
-                        hit = older if c.age.older else at - t < c.age.seconds
-                        ok = hit != c.negated
-                if not ok:
-                    break
-            out.append(ok)
-        return out
+    def node_of(s: int):
+        got = nodes.get(s, False)
+        if got is False:
+            pos = table.pos[s]
+            if pos >= 0:
+                got = pos
+            else:
+                with facts._walk_lock:
+                    g = facts.graph()
+                    c = g.commit_of(table.oids[s])
+                    got = None if c is None else g.node(c)
+            nodes[s] = got
+        return got
+
+    verdict = bytearray(len(table) + 1)  # per slot: 0 not tested yet, 1 fails, 2 holds; [-1]: no object
+
+    def holds(s: int) -> bool:
+        k = 0
+        for c in conditions:
+            if c.kind == "merged":
+                n = node_of(s)
+                if n is None or (n in reaches[k]) == c.negated:
+                    return False
+                k += 1
+            else:
+                t = table.ctime[s]
+                if t == NO_TIME:
+                    return False
+                hit = at - t > c.age.seconds if c.age.older else at - t < c.age.seconds
+                if hit == c.negated:
+                    return False
+        return True
+
+    def test(rows) -> bytes:
+        """1 for each of ``rows`` that passes, else 0: each distinct tip tested once, the rows then
+        given their tip's verdict by C-level maps."""
+        nonlocal verdict
+        per_row = facts.row_slots(snap)
+        if len(verdict) <= len(table):  # (the table grew: the last cell stays "no object")
+            verdict = verdict[:-1] + bytearray(len(table) + 1 - len(verdict)) + b"\x01"
+        verdict[-1] = 1
+        slots = list(map(per_row.__getitem__, rows))
+        todo = sorted({s for s in slots if s >= 0 and not verdict[s]})
+        if todo:
+            if ages:
+                facts.know_times(todo)
+            if reaches:
+                oids = [table.oids[s] for s in todo if s not in nodes and table.pos[s] < 0]
+                if oids:
+                    with facts._walk_lock:
+                        facts.graph().prefetch(oids)  # (their types in bulk: only tags are inflated)
+            for s in todo:
+                verdict[s] = 2 if holds(s) else 1
+        return bytes(map(verdict.__getitem__, slots)).translate(PASSES)
 
     return test

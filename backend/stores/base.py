@@ -65,6 +65,10 @@ class Snapshot(Protocol):
         ``columns`` = ``(names, oids, peeled, targets)``, lists of equal length (``peeled``/``targets``
         None when every entry would be None; a symref has oid None)."""
 
+    def row_oids(self, lo: int, hi: int) -> list[bytes | None]:
+        """The object ids of rows ``lo..hi-1`` (None for a symref) without a ``Ref`` per row, for a
+        caller that wants every row's id (the TUI's tip columns)."""
+
     def split_name(self, min_size: int = 1 << 20) -> bytes | None:
         """A ref name near the middle of the listing, so a bulk reader can list ``< name + NUL`` and ``>=``
         it in two processes; None when the store is smaller than ``min_size`` bytes or cannot tell

@@ -96,6 +96,9 @@ class MemSnapshot:
                 ),
             )
 
+    def row_oids(self, lo: int, hi: int) -> list[bytes | None]:
+        return [r.oid if r.target is None else None for r in self.refs[lo:hi]]
+
     def split_name(self, min_size: int = 1 << 20) -> bytes | None:
         return None
 

@@ -174,3 +174,161 @@ async def test_mark_all_shown_queues_the_filtered_set(tips: Path) -> None:
         await app.workers.wait_for_complete()
         assert sorted(app.queue) == sorted(names)
         assert app.screen.query_one("#filter", Input).value == "refs/heads/ !merged >30d"
+
+
+def repo_bytes(repo: Path) -> dict[str, bytes]:
+    """Every file of the repository's git directory but the index: a refused filter changes none."""
+    out = {}
+    for p in sorted((repo / ".git").rglob("*")):
+        if p.is_file() and p.name != "index":
+            out[str(p.relative_to(repo))] = p.read_bytes()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("text", "bar"),
+    [
+        ("!merged", "/"),
+        ("merged", "/"),
+        (">90d !<2w", "/"),
+        ("merged:mid", "/"),
+        ("stale !merged", "/ substring"),
+        ("!refs/heads/ >1d", "/ not prefix"),
+        ("refs/heads/*", "/ glob"),
+    ],
+)
+async def test_filter_bar_shows_the_pattern_once(tips: Path, text: str, bar: str) -> None:
+    # the bar is the mode's label, then the field with what was typed: a condition never twice
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        await filtered(pilot, app, text)
+        label = str(app.screen.query_one("#filter-label").render())
+        assert label == bar
+        assert app.screen.query_one("#filter", Input).value == text
+        for term in text.split():
+            assert term not in label
+        count = str(app.screen.query_one("#count").render())
+        # the count line does not show the field: it names the whole filter, conditions as typed
+        conditions = [t for t in text.split() if t.lstrip("!")[0] in "<>m"]
+        assert all(t in count for t in conditions)
+        assert (bar[2:] or conditions[0]) in count
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("merged:nosuch", "filter merged:nosuch: no ref or object id nosuch"),
+        ("refs/heads/ !merged:nosuch", "filter !merged:nosuch: no ref or object id nosuch"),
+        ("merged:refs/tags/tblob", "does not point to a commit"),
+        ("merged:no~1", "filter merged:no~1: unsupported revision syntax"),
+    ],
+)
+async def test_bad_merged_ref_is_a_filter_error(tips: Path, text: str, line: str) -> None:
+    before = repo_bytes(tips)
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        kept = await filtered(pilot, app, "refs/heads/")
+        assert kept
+        await filtered(pilot, app, text)
+        count = str(app.screen.query_one("#count").render())
+        assert line in count and "\n" not in count
+        assert app.store_error is None  # not a store error: the status line says nothing
+        assert shown(app) == kept  # the list stays as it was
+        # a good filter clears it
+        assert await filtered(pilot, app, "merged:mid") == git_lines(
+            tips, "--format=%(refname)", "--merged=mid"
+        )
+        assert "filter" not in str(app.screen.query_one("#count").render())
+    assert repo_bytes(tips) == before
+
+
+def git_expected(repo: Path, merged: bool | None, older: int | None, newer: int | None) -> set[bytes]:
+    """What git says a tip filter selects: --merged / --no-merged main (None: either), and committer
+    dates (a tag's: the commit it peels to) older / newer than so many days before TIPS_NOW."""
+    fmt = "--format=%(refname) %(committerdate:unix) %(*committerdate:unix)"
+    when = {}
+    for line in git_lines(repo, fmt):
+        name, own, peeled = (line.split(b" ") + [b""])[:3]
+        if peeled or own:
+            when[name] = int(peeled or own)
+    names = set(git_lines(repo, "--format=%(refname)"))
+    if merged is not None:
+        names &= set(
+            git_lines(repo, "--format=%(refname)", "--merged=main" if merged else "--no-merged=main")
+        )
+    if older is not None:
+        names = {n for n in names if n in when and TIPS_NOW - when[n] > older * 86400}
+    if newer is not None:
+        names = {n for n in names if n in when and TIPS_NOW - when[n] >= newer * 86400}
+    return names
+
+
+@pytest.mark.parametrize(
+    ("text", "merged", "older", "newer"),
+    [
+        ("!merged >30d", False, 30, None),
+        ("merged !<2w", True, None, 14),  # (not newer than two weeks: at least that old)
+        (">35d", None, 35, None),
+        ("!merged", False, None, None),
+    ],
+)
+async def test_mark_all_shown_is_exactly_gits_set(
+    tips: Path, text: str, merged: bool | None, older: int | None, newer: int | None
+) -> None:
+    want = git_expected(tips, merged, older, newer)
+    assert want  # (each filter selects something here)
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        names = await filtered(pilot, app, text)
+        assert set(names) == want
+        app.screen.set_focus(app.screen.ref_list)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: len(app.queue) == len(want))
+        await app.workers.wait_for_complete()
+        assert set(app.queue) == want
+
+
+async def test_broken_objects_say_so_in_their_rows(tmp_path: Path, git_bin: str) -> None:
+    # a ref naming no object shows "(missing object)"; a commit whose pack entry is garbled shows
+    # "(unreadable: ...)" with the pack offset; every other row reads, and the app runs on
+    from tests.support.git import init_repo
+
+    path = init_repo(tmp_path / "r")
+    for i in range(5):
+        (path / "f").write_text(f"{i}\n" * (i + 1))
+        git(path, "add", "f")
+        git(path, "commit", "-q", "-m", f"work {i}")
+        git(path, "branch", f"b{i}")
+    git(path, "repack", "-adq")
+    git(path, "pack-refs", "--all")
+    (path / ".git/refs/heads/gone").write_text("1234567890" * 4 + "\n")
+    bad = git(path, "rev-parse", "b2").strip()
+    idx = next((path / ".git/objects/pack").glob("*.idx"))
+    offsets = {
+        ln.split()[1]: int(ln.split()[0])
+        for ln in git(path, "show-index", input=idx.read_bytes()).splitlines()
+    }
+    pack = idx.with_suffix(".pack")
+    data = bytearray(pack.read_bytes())
+    for k in range(offsets[bad] + 3, offsets[bad] + 20):
+        data[k] ^= 0xA5
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await tips_loaded(pilot, app)
+        ref_list = app.screen.ref_list
+        snap = ref_list.snapshot
+        cells = {n: ref_list.cells_of(snap.lookup(n)) for n in shown(app)}
+        assert cells[b"refs/heads/gone"].subject == "(missing object)"
+        assert cells[b"refs/heads/b2"].subject.startswith("(unreadable: ")
+        assert str(offsets[bad]) in cells[b"refs/heads/b2"].subject
+        for i in (0, 1, 3, 4):
+            assert cells[f"refs/heads/b{i}".encode()].subject == f"work {i}"
+        lines = [ref_list.render_line(y).text for y in range(ref_list.row_count)]
+        assert any("(missing object)" in line for line in lines)
+        assert any("(unreadable: " in line for line in lines)
+        assert app.is_running

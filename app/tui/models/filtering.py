@@ -11,7 +11,7 @@ import re
 import time
 from array import array
 from collections.abc import Callable
-from itertools import islice
+from itertools import compress, islice
 from typing import NamedTuple
 
 from refscope.backend.refformat.tips_view import Condition, parse_age
@@ -36,12 +36,19 @@ class Pattern(NamedTuple):
     terms: tuple[str, ...] = ()  # the conditions as typed, for the label
 
     @property
+    def mode(self) -> str:
+        """What the filter bar shows before the typed text: how the name pattern is read (``substring``,
+        ``not glob``...), "" when there is none. Never the typed text itself: the field beside it shows
+        that already (a condition such as ``!merged`` says what it is in its own words)."""
+        if self.kind == "all":
+            return ""
+        return f"not {self.kind}" if self.negated else self.kind
+
+    @property
     def label(self) -> str:
-        """The mode as the count line and the filter bar name it."""
-        name = f"not {self.kind}" if self.negated else self.kind
-        if not self.conditions:
-            return name
-        return " + ".join(([] if self.kind == "all" else [name]) + list(self.terms))
+        """The whole filter as the count line names it (which does not show the typed text): the name
+        pattern's mode, then each condition as typed."""
+        return " + ".join(([self.mode] if self.mode else []) + list(self.terms)) or "all"
 
     @property
     def instant(self) -> bool:
@@ -150,7 +157,7 @@ def compute(
     """The rows of ``snapshot`` that ``pattern`` selects; None when cancelled mid-scan.
 
     The name pattern first (below), then the conditions on what it selected: ``test`` (the backend's
-    ``tips_view.tester`` for them) asked a chunk of rows at a time."""
+    ``tips_view.tester`` for them) asked a chunk of row numbers at a time (no ``Ref`` per row)."""
     view = _by_name(snapshot, pattern, cancelled, None if pattern.conditions else progress)
     if view is None or not pattern.conditions:
         return view
@@ -162,8 +169,7 @@ def compute(
         if cancelled():
             return None
         rows = view[lo : lo + CHUNK]
-        hits = test([snapshot.row(i) for i in rows])
-        out.extend(i for i, hit in zip(rows, hits, strict=True) if hit)
+        out.extend(compress(rows, test(rows)))
         if progress is not None:
             progress(min(lo + CHUNK, total), total)
         time.sleep(0)

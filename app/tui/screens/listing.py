@@ -9,12 +9,14 @@ laid over the old rows at once (``overrides``), and changed rows flash.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from array import array
 from itertools import islice
 
-from refscope.backend.display import escape_name
-from refscope.backend.errors import RefscopeError
+from refscope.backend.display import escape_name, printable
+from refscope.backend.errors import BadFilter, RefscopeError
 from rich.text import Text
 from textual import on
 from textual.actions import SkipAction
@@ -31,10 +33,24 @@ from ..widgets.status import StatusLine
 from ..workers import work
 
 SORTS = ("name", "version", "date")  # what ``S`` cycles through
-TIPS_CHUNK = 2048  # rows of the background tip scan read at once (the visible rows wait at most this)
+TIPS_CHUNK = 8192  # tips of the background scan between two progress reports
 FLASH_SECONDS = 3.0
 MAX_OVERRIDES = 10_000  # changed refs laid over the old rows at once (more: wait for the swap)
 PREVIEW_ROWS = 300  # rows streamed for the first screen while the snapshot is indexed
+
+
+_frozen = False
+
+
+def freeze_once() -> None:
+    """Move what the process holds once the first view is up (the app, its widgets, the snapshot's
+    index) out of the cycle collector's reach: the scans and sorts that follow make objects by the
+    million, and each full collection walked the app's every object again, a stop of the UI each time.
+    Once: objects frozen are never collected, so later ones stay collectable."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.freeze()
 
 
 class RefListing(Screen):
@@ -49,6 +65,7 @@ class RefListing(Screen):
         self._facts = False  # backend tips_view.TipFacts once opened; None: no object database
         self.tips_scanned: tuple[int, int] | None = None  # (done, total) of the background tip scan
         self.head_branch: bytes | None = None  # the branch HEAD points at (merged's default, ahead/behind)
+        self.filter_error: str | None = None  # the typed filter's refusal (the list kept its rows)
 
     @property
     def facts(self):
@@ -92,6 +109,9 @@ class RefListing(Screen):
         )
 
     def update_count(self) -> None:
+        if self.filter_error is not None:
+            self.query_one("#count", Label).update(Text(self.filter_error, "bold red"))
+            return
         total = self.app.ref_count()
         if self.ref_list.preview is not None or total is None:
             self.query_one("#count", Label).update(Text("counting…"))
@@ -129,8 +149,14 @@ class RefListing(Screen):
         """Count ``snapshot`` (building its row index) if needed, then compute ``pattern``'s view.
 
         Runs in a thread so neither a 1M-ref index build nor a substring scan ever blocks the UI; a newer
-        request cancels this one (exclusive) and the result of a superseded generation is dropped.
+        request cancels this one (exclusive) and the result of a superseded generation is dropped. The
+        background tip scan stands aside meanwhile (``TipFacts.first``): this is what the user waits for.
         """
+        facts = self.facts
+        with facts.first() if facts is not None else contextlib.nullcontext():
+            self._prepare(snapshot, pattern, generation, keep, sort)
+
+    def _prepare(self, snapshot, pattern, generation: int, keep: bytes | None, sort: str) -> None:
         app = self.app
         worker = get_current_worker()
         reports = []
@@ -141,6 +167,8 @@ class RefListing(Screen):
             reports.append(m.report)
         if worker.is_cancelled:
             return
+        if count:
+            snapshot.name_at(count - 1)  # the row index, built here: the list's first row() would on the UI
         if not pattern.filtered:
             view = range(count)
         else:
@@ -154,7 +182,11 @@ class RefListing(Screen):
 
             if pattern.kind != "prefix":
                 self.post_message(FilterProgress(generation, 0, 1))
-            test = self._tester(snapshot, pattern) if pattern.conditions else None
+            try:
+                test = self._tester(snapshot, pattern) if pattern.conditions else None
+            except BadFilter as err:  # the filter's own fault: said on its line, the rows stay
+                app.call_from_thread(self._filter_failed, generation, str(err))
+                return
             with app.meter.measure("filter") as m:
                 view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress, test)
             reports.append(m.report)
@@ -168,11 +200,11 @@ class RefListing(Screen):
                 if sort == "version":
                     got = version_order(snapshot, list(view))
                 else:
-                    got = self.facts.order(snapshot, list(view), sort, lambda: worker.is_cancelled)
+                    got = self.facts.order(snapshot, view, sort, lambda: worker.is_cancelled)
             reports.append(m.report)
             if got is None or worker.is_cancelled:
                 return
-            view = array("I", got)
+            view = got if isinstance(got, array) else array("I", got)
         app.call_from_thread(self._prepared, generation, snapshot, count, view, keep, reports)
 
     def _tester(self, snapshot, pattern):
@@ -197,7 +229,15 @@ class RefListing(Screen):
         self._show_view(snapshot, view, keep=keep)
         if self.facts is not None and self.tips_scanned is None:
             self.tips_scanned = (0, count)
+            freeze_once()
             self.scan_tips(snapshot)
+
+    def _filter_failed(self, generation: int, line: str) -> None:
+        if generation != self.generation:
+            return
+        self.filter_error = printable(line)
+        self.query_one("#filter-progress").display = False
+        self.update_count()
 
     def _prepare_failed(self, generation: int, snapshot, line: str) -> None:
         self.app.store_error = line
@@ -247,8 +287,9 @@ class RefListing(Screen):
         else (a scan, or a snapshot still being indexed) goes to the ``prepare`` worker."""
         app = self.app
         self.pattern = filtering.parse(text)
-        mode = "" if not self.pattern.filtered else f" {self.pattern.label}"
-        self.query_one("#filter-label", Label).update(f"/{mode}")
+        mode = self.pattern.mode
+        self.query_one("#filter-label", Label).update(f"/ {mode}" if mode else "/")
+        self.filter_error = None
         self.generation += 1
         if app.snapshot is None:
             return
@@ -300,29 +341,26 @@ class RefListing(Screen):
 
     @work(thread=True, exclusive=True, group="tips-scan", description="read every tip")
     def scan_tips(self, snapshot) -> None:
-        """Every row's tip, a chunk at a time, in name order (the background scan the date sort and
-        the filters then find cached); progress on the count line."""
+        """Every row's tip: first each row's slot in the tips table (no ``Ref`` per row) and the
+        commit-graph's times (what the date order needs), then the objects of every slot not read yet, a chunk at a time in the order the names first show them
+        (the background scan the filters, the date sort and the columns then find read); progress on
+        the count line."""
         worker = get_current_worker()
-        total = len(snapshot)
+        facts = self.facts
+        cancelled = lambda: worker.is_cancelled  # noqa: E731
+        if facts.row_slots(snapshot, cancelled) is None:
+            return
+        total = len(facts.table)
+        if not facts.know_times(range(total), cancelled, read=False):  # (the date order's, ready early)
+            return
         last = 0.0
-        done = 0
-        chunk: list = []
-        for ref in snapshot.iter_from(b""):
-            chunk.append(ref)
-            if len(chunk) < TIPS_CHUNK:
-                continue
-            if worker.is_cancelled:
+        for lo in range(0, total, TIPS_CHUNK):
+            if not facts.read_slots(range(lo, min(lo + TIPS_CHUNK, total)), cancelled, background=True):
                 return
-            self.facts.fill_rows(snapshot, chunk)
-            done += len(chunk)
-            chunk = []
             now = time.monotonic()
             if now - last > 0.2:
                 last = now
-                self.app.call_from_thread(self._tips_progress, done, total)
-            time.sleep(0)
-        if chunk:
-            self.facts.fill_rows(snapshot, chunk)
+                self.app.call_from_thread(self._tips_progress, min(lo + TIPS_CHUNK, total), total)
         self.app.call_from_thread(self._tips_progress, total, total)
 
     def _tips_progress(self, done: int, total: int) -> None:

@@ -213,8 +213,9 @@ def tip_cells(tip, mode: str) -> TipCells:
 
     if tip is None:
         return TipCells("…", "", "")
-    if tip.kind is None:
-        return TipCells("", "", "(missing object)")
+    if tip.kind is None:  # (a damaged one's subject says what is wrong with it)
+        what = "missing object" if tip.subject is None else escape_name(tip.subject)
+        return TipCells("", "", f"({what})")
     author = escape_name(tip.author.name) if tip.author is not None else ""
     subject = escape_name(tip.subject) if tip.subject is not None else f"({tip.peeled_kind or tip.kind})"
     return TipCells(show_ident_date(tip.committer, mode), author, subject)

@@ -280,6 +280,23 @@ class ReftableSnapshot(BulkReads, RowIndex):
             return self.tables[0]
         return None
 
+    def row_oids(self, lo: int, hi: int) -> list[bytes | None]:
+        """The object ids of rows ``lo..hi-1`` (None for a symref): the bulk batches from row ``lo``'s
+        name (blocks of plain refs decoded straight into ids), no ``Ref`` per row."""
+        hi = min(hi, len(self))
+        if lo >= hi:
+            return []
+        start = self.name_at(lo)
+        want = hi - lo
+        if not start.startswith(b"refs/"):  # (the bulk batches list refs/ only)
+            return [self.row(i).oid for i in range(lo, hi)]
+        out: list[bytes | None] = []
+        for pairs, cols in self.iter_bulk(start, min(want, 4096)):
+            out.extend(pairs[0::2] if pairs is not None else cols[1])
+            if len(out) >= want:
+                break
+        return out[:want]
+
     def iter_from(self, start: bytes = b"") -> Iterator[Ref]:
         """Refs in name order from the first name >= ``start``: streaming, no row index needed."""
         t = self._single()

@@ -64,14 +64,14 @@ def test_tester_merged_and_age(tips: Path) -> None:
     snap = open_store(repo).snapshot()
     refs = list(snap)
     test = tips_view.tester(facts, snap, parse("!merged >90d").conditions, "refs/heads/main")
-    assert [r.name for r, ok in zip(refs, test(refs), strict=True) if ok] == [
+    rows = list(range(len(refs)))
+    assert [r.name for r, ok in zip(refs, test(rows), strict=True) if ok] == [
         b"refs/heads/stale/a",
         b"refs/heads/stale/b",
     ]
 
 
-def test_date_order_in_runs_is_gits(tips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tips_view, "SORT_RUN", 3)  # the merge of sorted runs, as at 1M rows
+def test_date_order_is_gits(tips: Path) -> None:
     repo = discover(str(tips))
     snap = open_store(repo).snapshot()
     order = TipFacts(repo).order(snap, list(range(len(snap))), "date")
@@ -80,3 +80,90 @@ def test_date_order_in_runs_is_gits(tips: Path, monkeypatch: pytest.MonkeyPatch)
     version = TipFacts(repo).order(snap, list(range(len(snap))), "version")
     want = git(tips, "for-each-ref", "--sort=version:refname", "--format=%(refname)").split()
     assert [snap.name_at(i) for i in version] == want
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_row_oids_are_each_rows(tmp_path: Path, git_bin: str, fmt: str, monkeypatch) -> None:
+    # the bulk path (files: sliced from packed-refs, loose refs among them; reftable: its batches)
+    # gives each row's id as its Ref does, a symref's the one its chain ends at
+    from refscope.backend.refformat.tip_table import row_oid_chunks
+
+    monkeypatch.setenv("GIT_TEST_DATE_NOW", str(TIPS_NOW))
+    path = tips_repo(tmp_path / "repo", fmt=fmt)
+    git(path, "branch", "loose/after-pack", "main~1")  # (files: a loose ref among the packed ones)
+    git(path, "symbolic-ref", "refs/heads/link", "refs/heads/mid")
+    snap = open_store(discover(str(path))).snapshot()
+    want = [tips_view.target_oid(snap, snap.row(i)) for i in range(len(snap))]
+    for chunk in (1, 3, 1000):
+        got = [o for part in row_oid_chunks(snap, chunk) for o in part]
+        assert got == want
+    names = [r.name for r in snap]
+    assert want[names.index(b"refs/heads/link")] == snap.resolve(b"refs/heads/mid") is not None
+
+
+def test_table_gives_back_each_tip(tips: Path) -> None:
+    # a tip through the columns is the tip objects.tips read: commits, annotated and nested tags,
+    # tags of a blob and a tree, a missing object
+    from refscope.backend.objects.tips import MISSING, Tips
+
+    repo = discover(str(tips))
+    facts = TipFacts(repo)
+    snap = open_store(repo).snapshot()
+    oids = sorted({tips_view.target_oid(snap, r) for r in snap} - {None}) + [b"0" * 39 + b"1"]
+    facts.fill(oids)
+    direct = Tips(facts.odb)
+    for oid in oids:
+        assert facts.peek(oid) == direct.tip(oid)
+    assert facts.peek(b"0" * 39 + b"1") == MISSING
+    kinds = {facts.peek(o).kind for o in oids}
+    assert kinds == {"commit", "tag", None}
+
+
+def test_times_from_the_commit_graph_sort_as_the_objects(tips: Path) -> None:
+    # the date order before the objects are read (the commit-graph's times) is the order after
+    git(tips, "commit-graph", "write", "--reachable")
+    repo = discover(str(tips))
+    snap = open_store(repo).snapshot()
+    early = TipFacts(repo)
+    order = list(early.order(snap, range(len(snap)), "date"))
+    assert sum(early.table.state[s] == 1 for s in range(len(early.table))) >= 5  # (graph, not read)
+    want = git(tips, "for-each-ref", "--sort=-committerdate", "--format=%(refname)").split()
+    assert [snap.name_at(i) for i in order] == want
+
+
+def test_damaged_object_is_its_rows_finding(tmp_path: Path, git_bin: str) -> None:
+    # a commit whose pack entry is garbled reads as an unreadable tip (saying why); the others of the
+    # same batch read as before, and a ref naming no object is missing
+    from tests.support.git import init_repo
+
+    path = init_repo(tmp_path / "r")
+    for i in range(6):
+        (path / "f").write_text(f"{i}\n" * (i + 1))
+        git(path, "add", "f")
+        git(path, "commit", "-q", "-m", f"c{i}")
+        git(path, "branch", f"b{i}")
+    git(path, "repack", "-adq")
+    bad = git(path, "rev-parse", "b3").strip()
+    idx = next((path / ".git/objects/pack").glob("*.idx"))
+    offsets = dict(
+        (line.split()[1], int(line.split()[0]))
+        for line in git(path, "show-index", input=idx.read_bytes()).splitlines()
+    )
+    pack = idx.with_suffix(".pack")
+    data = bytearray(pack.read_bytes())
+    at = offsets[bad]
+    for k in range(at + 3, at + 20):
+        data[k] ^= 0xA5
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+    repo = discover(str(path))
+    facts = TipFacts(repo)
+    oids = [git(path, "rev-parse", f"b{i}").strip() for i in range(6)] + [b"1" * 40]
+    facts.fill(oids)
+    tip = facts.peek(bad)
+    assert tip.kind is None and tip.subject.startswith(b"unreadable: ")
+    assert str(offsets[bad]) in tip.subject.decode()
+    for i, oid in enumerate(oids[:6]):
+        if oid != bad:
+            assert facts.peek(oid).subject == f"c{i}".encode()
+    assert facts.peek(b"1" * 40).kind is None and facts.peek(b"1" * 40).subject is None
