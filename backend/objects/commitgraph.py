@@ -68,15 +68,16 @@ class CommitGraph:
                 return layer.base + i
         return None
 
-    def position_map(self) -> dict[bytes, int]:
-        """{raw id: position} of every commit: one dict for a caller about to look up many."""
+    def hex_positions(self) -> dict[bytes, int]:
+        """{hex id: position} of every commit: one dict for a caller about to look up many ids it holds in
+        hex (a column of ref values), each layer's names turned into hex by one C-level call."""
         out: dict[bytes, int] = {}
-        w = self.rawsz
+        w = 2 * self.rawsz
         for layer in self.layers:
-            data = bytes(layer.data[layer.oids : layer.oids + layer.count * w])
+            data = bytes(layer.data[layer.oids : layer.oids + layer.count * self.rawsz]).hex().encode()
             out.update(
                 zip(
-                    (data[i : i + w] for i in range(0, len(data), w)),
+                    [data[i : i + w] for i in range(0, len(data), w)],
                     range(layer.base, layer.base + layer.count),
                     strict=True,
                 )

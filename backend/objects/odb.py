@@ -138,32 +138,48 @@ class _PackSet:
                     return p, off
         return None
 
-    def find_many(self, todo: dict[bytes, bytes]) -> list[tuple[Pack, list[tuple[int, bytes]]]]:
-        """Where the objects of ``todo`` ({hex id: raw id}) are: [(pack, [(offset, hex id)...])...],
-        each found one taken out of ``todo``."""
-        found: dict[int, tuple[Pack, list]] = {}  # id(pack) -> (pack, [(offset, hexoid)])
+    def find_many(
+        self, hexoids: list[bytes], raw_of
+    ) -> tuple[list[tuple[Pack, list[int], list[bytes]]], list[bytes]]:
+        """Where the objects ``hexoids`` (distinct hex ids) are: ([(pack, offsets, their hex ids)...], the
+        ids not found here). An index asked for a good part of its objects is looked up by hex id through
+        one table (``PackIndex.hex_table``), any other by raw id (``raw_of``: hex -> raw)."""
+        found: dict[int, tuple[Pack, list, list]] = {}  # id(pack) -> (pack, offsets, hex ids)
+        todo = hexoids
         if self.midx is not None:
-            for h, raw in list(todo.items()):
-                hit = self.find(raw)
-                if hit is not None:
-                    found.setdefault(id(hit[0]), (hit[0], []))[1].append((hit[1], h))
-                    del todo[h]
-            return list(found.values())
+            rest = []
+            for h in todo:
+                hit = self.find(raw_of(h))
+                if hit is None:
+                    rest.append(h)
+                else:
+                    got = found.setdefault(id(hit[0]), (hit[0], [], []))
+                    got[1].append(hit[1])
+                    got[2].append(h)
+            return list(found.values()), rest
         for name, index in self.indexes:
             if not todo:
                 break
-            hexs = list(todo)
-            offs = index.lookup_many(list(todo.values()))
-            hits = [(off, h) for off, h in zip(offs, hexs, strict=True) if off is not None]
+            if len(todo) * 8 > index.count:
+                offs = list(map(index.hex_table().get, todo))
+            else:
+                offs = [index.lookup(raw_of(h)) for h in todo]
+            if None not in offs:
+                hits, hexs, todo = offs, todo, []
+            else:
+                hits = [off for off in offs if off is not None]
+                hexs = [h for off, h in zip(offs, todo, strict=True) if off is not None]
+                todo = [h for off, h in zip(offs, todo, strict=True) if off is None]
             if not hits:
                 continue
             p = self.pack(name)
             if p is None:
+                todo += hexs
                 continue
-            found.setdefault(id(p), (p, []))[1].extend(hits)
-            for _, h in hits:
-                del todo[h]
-        return list(found.values())
+            got = found.setdefault(id(p), (p, [], []))
+            got[1].extend(hits)
+            got[2].extend(hexs)
+        return list(found.values()), todo
 
 
 def _common_hex(a: bytes, b: bytes) -> int:
@@ -241,6 +257,12 @@ class Odb:
             raise ValueError(f"object id of the wrong length: {hexoid!r}")
         return bytes.fromhex(hexoid.decode("ascii"))
 
+    def _check_lengths(self, hexoids: list[bytes]) -> None:
+        """The ValueError ``_raw`` gives an id of the wrong length, for the first such of ``hexoids``."""
+        if set(map(len, hexoids)) - {self.rawsz * 2}:
+            for h in hexoids:
+                self._raw(h)
+
     def read(self, hexoid: bytes) -> tuple[str, bytes] | None:
         """(type name, content) of the object ``hexoid`` (lowercase hex bytes), or None if it is not
         there."""
@@ -253,22 +275,19 @@ class Odb:
         return None if got is None else (TYPE_NAMES[got[0]], got[2])
 
     def read_many(self, hexoids) -> dict[bytes, tuple[str, bytes] | None]:
-        """{id: (type name, content) or None} for many ids at once: each pack index turned into one dict
-        when a good part of it is asked for, and each pack read in offset order."""
-        want = {}
-        for h in hexoids:
-            if h not in want:
-                want[h] = self._raw(h)
+        """{id: (type name, content) or None} for many ids at once: a pack index asked for a good part
+        of it is looked up through one table, and each pack read in offset order."""
         out: dict[bytes, tuple[str, bytes] | None] = {}
-        todo = dict(want)
+        todo = list(dict.fromkeys(hexoids))
+        self._check_lengths(todo)
         for ps in self._packsets():
             if not todo:
                 break
-            for pack, entries in ps.find_many(todo):
-                entries.sort()
-                got = pack.read_many([off for off, _ in entries], self._ref_base)
-                for (_, h), (kind, content) in zip(entries, got, strict=True):
-                    out[h] = (TYPE_NAMES[kind], content)
+            found, todo = ps.find_many(todo, self._raw)
+            for pack, offs, hexs in found:
+                order = sorted(range(len(offs)), key=offs.__getitem__)
+                got = pack.read_many(list(map(offs.__getitem__, order)), self._ref_base)
+                out.update(zip(map(hexs.__getitem__, order), got, strict=True))
         for h in todo:
             out[h] = self.read(h)
         return out
@@ -276,14 +295,16 @@ class Odb:
     def types(self, hexoids) -> dict[bytes, str | None]:
         """{id: type name or None} for many ids at once, from the pack entries' headers: the kinds of
         many tips without inflating one."""
-        todo = {h: self._raw(h) for h in hexoids}
+        todo = list(dict.fromkeys(hexoids))
+        self._check_lengths(todo)
         out: dict[bytes, str | None] = {}
         for ps in self._packsets():
             if not todo:
                 break
-            for pack, entries in ps.find_many(todo):
-                kinds = pack.types([off for off, _ in entries], self._ref_base)
-                out.update(zip([h for _, h in entries], map(TYPE_NAMES.__getitem__, kinds), strict=True))
+            found, todo = ps.find_many(todo, self._raw)
+            for pack, offs, hexs in found:
+                kinds = pack.types(offs, self._ref_base)
+                out.update(zip(hexs, map(TYPE_NAMES.__getitem__, kinds), strict=True))
         for h in todo:
             got = self.info(h)
             out[h] = None if got is None else got[0]

@@ -33,6 +33,7 @@ class PackIndex:
         "_big",
         "_stride",
         "_table",
+        "_hex",
     )
 
     def __init__(self, path: str, data, rawsz: int) -> None:
@@ -40,6 +41,7 @@ class PackIndex:
         self.data = data
         self.rawsz = rawsz
         self._table: dict[bytes, int] | None = None
+        self._hex: dict[bytes, int] | None = None
         size = len(data)
         if data[:4] == _V2_MAGIC:
             if size < 8 + 1024 or _U32.unpack_from(data, 4)[0] != 2:
@@ -130,3 +132,18 @@ class PackIndex:
         data, base, w, stride = bytes(self.data), self._names, self.rawsz, self._stride
         names = [data[base + i * stride : base + i * stride + w] for i in range(self.count)]
         self._table = dict(zip(names, self.offsets(), strict=True))
+
+    def hex_table(self) -> dict[bytes, int]:
+        """{lowercase hex id: pack offset} of every object: for a caller about to look up a good part of
+        the index by the hex ids it holds (a column of ref values), so that no id is converted on the way
+        (the names are turned into hex in one C-level call)."""
+        if self._hex is None:
+            n, w = self.count, self.rawsz
+            if self.version == 2:
+                hexs = bytes(self.data[self._names : self._names + n * w]).hex().encode()
+            else:
+                hexs = b"".join(self.name(i) for i in range(n)).hex().encode()
+            hw = 2 * w
+            cuts = map(slice, range(0, n * hw, hw), range(hw, n * hw + hw, hw))
+            self._hex = dict(zip(map(hexs.__getitem__, cuts), self.offsets(), strict=True))
+        return self._hex

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..errors import RefscopeError
 from ..model import TAG_CHAIN_MAX
-from .values import Objects, object_headers
+from .fields import object_headers
+from .values import Objects
 
 
 class Graph:
@@ -26,8 +27,8 @@ class Graph:
         if self.cg is None:
             return None
         if self._positions is None:
-            self._positions = self.cg.position_map()
-        return self._positions.get(bytes.fromhex(oid.decode()))
+            self._positions = self.cg.hex_positions()
+        return self._positions.get(oid.lower())
 
     def prefetch(self, oids: list[bytes]) -> None:
         """Learn in bulk the types of those of ``oids`` the commit-graph does not hold (all of them

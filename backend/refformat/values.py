@@ -15,6 +15,7 @@ from . import dates
 from .fields import (
     EMPTY,
     Value,
+    commit_when,
     cstr,
     date,
     date_mode,
@@ -22,9 +23,9 @@ from .fields import (
     ident_email,
     ident_name,
     message,
+    object_headers,
     subject_line,
     subpos,
-    when,
     wholine,
 )
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
@@ -33,6 +34,11 @@ _FORK_MIN = 20000  # distinct objects below which a second process costs more th
 
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
+
+
+def tip_atom(a: Atom) -> bool:
+    """Does ``a``'s value depend on the ref's object id alone (not on its name, nor on a tag's target)?"""
+    return not a.deref and a.name in NEEDS_OBJECT
 
 
 class Objects:
@@ -54,33 +60,6 @@ class Objects:
         todo = [o for o in dict.fromkeys(oids) if o not in cache]
         if todo:
             cache.update(self.odb.read_many(todo))
-
-
-def object_headers(kind: str, content: bytes, oid: bytes, refname: bytes):
-    """(tree, parents) of a commit or (tag, type, object) of a tag, as parse_commit_buffer and
-    parse_tag_buffer accept them; a refused object is git's ``parse_object_buffer failed`` error."""
-    fail = RefscopeError(
-        None, f"parse_object_buffer failed on {oid.decode()} for {refname.decode('utf-8', 'replace')}"
-    )
-    if kind == "commit":
-        if not content.startswith(b"tree "):
-            raise fail
-        lines = content.split(b"\n")
-        tree = lines[0][5:]
-        parents = []
-        for line in lines[1:]:
-            if not line.startswith(b"parent "):
-                break
-            parents.append(line[7:])
-        return tree, parents
-    head = content.split(b"\n\n", 1)[0].split(b"\n")
-    fields = {}
-    for line in head:
-        k, _, v = line.partition(b" ")
-        fields.setdefault(k, v)
-    if b"object" not in fields or b"type" not in fields:
-        raise fail
-    return fields.get(b"tag", b""), fields[b"type"], fields[b"object"]
 
 
 class Evaluator:
@@ -120,7 +99,7 @@ class Evaluator:
             src = _DATE_SOURCE.get(a.name)
             if src is None:
                 return None
-            plan.append((src, a.arg, k in self._numbers_only))
+            plan.append((src + b" ", a.arg, k in self._numbers_only))
         return plan
 
     def prefetch(self, refs: list[Ref]) -> None:
@@ -140,41 +119,112 @@ class Evaluator:
             self.objects.prefetch(peeled)
 
     def _values_in_two(self, refs: list[Ref]) -> bool:
-        """The object atoms' values of many objects made over two cores: half the ids read and evaluated
-        in a forked child (``parallel.Forked``), half here. Only when nothing goes wrong on either side:
-        a missing object, a refused one or a failed child leaves the work to the one-process path, which
-        reports the first problem in ref order as git does. False: nothing was done."""
-        from ..parallel import FAILED, Forked, may_fork
+        """The object atoms' values of many objects made over two cores (``_values_over_two``), kept
+        per id. Only when nothing goes wrong on either side: a missing object, a refused one or a failed
+        child leaves the work to the one-process path, which reports the first problem in ref order as
+        git does. False: nothing was done."""
+        from ..parallel import may_fork
 
         oids = list(dict.fromkeys(self._oids(refs)).keys() - self._by_oid.keys())
         if len(oids) < _FORK_MIN or not may_fork():
             return False
+        got = self._values_over_two(oids)
+        if got is None:
+            return False
+        rows = zip(*[zip(texts, nums, strict=True) for texts, nums in got], strict=True)
+        self._by_oid.update(zip(oids, rows, strict=True))
+        return True
+
+    def _values_over_two(self, oids: list[bytes]) -> list | None:
+        """``_values_of(oids)``, half of the ids read and evaluated in a forked child
+        (``parallel.Forked``), half here; a child that fails does its half here after all. Columns
+        travel back (marshal is quick with lists of bytes and of ints)."""
+        from ..parallel import FAILED, Forked
+
         mid = len(oids) // 2
         child = Forked(self._values_of, oids[mid:])
         mine = self._values_of(oids[:mid])
         if mine is None:
             child.abandon()
-            return False
+            return None
         theirs = child.result()
-        if theirs is FAILED or theirs is None:
-            return False
-        self._by_oid.update(zip(oids[:mid], mine, strict=True))
-        self._by_oid.update(zip(oids[mid:], theirs, strict=True))
-        return True
+        if theirs is FAILED:
+            theirs = self._values_of(oids[mid:])
+        if theirs is None:
+            return None
+        return [(t1 + t2, n1 + n2) for (t1, n1), (t2, n2) in zip(mine, theirs, strict=True)]
+
+    def tip_columns(self, tips: list[bytes]) -> tuple[list, list] | None:
+        """The values of every atom that depends on the object id alone (``tip_atom``) for the distinct
+        ids ``tips``: (the bytes printed, the numbers sorted by; 0 where an atom has none), one column
+        per atom (None for the other atoms), made over two cores when there are many. None when an
+        object is missing or refused: the per-ref path then reports it as git does."""
+        from ..parallel import may_fork
+
+        if self._deref:
+            return None
+        values: list = []
+        if self._plain:
+            if len(tips) >= _FORK_MIN and may_fork():
+                values = self._values_over_two(tips)
+            else:
+                values = self._values_of(tips)
+            if values is None:
+                return None
+        strs: list = [None] * len(self.atoms)
+        nums: list = [None] * len(self.atoms)
+        for k, a in enumerate(self.atoms):
+            if a.name == "objectname" and not a.deref:
+                strs[k] = tips if a.arg is None else [self._oid(o, a.arg) for o in tips]
+                nums[k] = [0] * len(tips)
+        for j, k in enumerate(self._plain):
+            strs[k], nums[k] = values[j]
+        return strs, nums
 
     def _values_of(self, oids: list[bytes]) -> list | None:
-        """[(text, number) per object atom] for each of ``oids``, or None if one is missing or refused."""
+        """For each object atom (``_plain``), (the texts, the numbers: 0 where none) of ``oids``; None
+        if one is missing or refused. A format whose object atoms are one commit date (the sort of a
+        million refs by date) goes through one loop that reads each commit's line and nothing else."""
         try:
             got = self.objects.odb.read_many(oids)
-            out = []
-            for oid in oids:
-                obj = got[oid]
-                if obj is None:
-                    return None
-                out.append(self._object_values(oid, obj, False, b""))
-            return out
+            objs = list(map(got.__getitem__, oids))
+            if None in objs:
+                return None
+            plan = self._commit_dates[False]
+            if plan is not None and len(plan) == 1:
+                return [self._one_date(oids, objs, plan[0])]
+            rows = [self._object_values(oid, obj, False, b"") for oid, obj in zip(oids, objs, strict=True)]
+            return [([r[j][0] for r in rows], [r[j][1] or 0 for r in rows]) for j in range(len(self._plain))]
         except (RefscopeError, ValueError):
             return None
+
+    def _one_date(self, oids: list[bytes], objs: list, entry) -> tuple[list[bytes], list[int]]:
+        """(texts, numbers) of one date atom (a ``_dates_plan`` entry) for the objects ``objs``: what
+        ``_commit_dates_of`` gives a commit, and ``_object_values`` any other object."""
+        key, arg, number = entry
+        unix = arg == "unix"
+        mode = None
+        texts: list[bytes] = []
+        nums: list[int] = []
+        for oid, obj in zip(oids, objs, strict=True):
+            if obj[0] != "commit":
+                text, v = self._object_values(oid, obj, False, b"")[0]
+                v = v or 0
+            else:
+                w = commit_when(obj[1], key)
+                if w is None:
+                    text, v = b"", 0
+                elif number:
+                    text, v = b"", w[0]
+                elif unix:
+                    text, v = b"%d" % w[0], 0
+                else:
+                    if mode is None:
+                        mode = date_mode(arg)
+                    text, v = dates.show(w[0], w[1], mode).encode(), (0 if arg else w[0])
+            texts.append(text)
+            nums.append(v)
+        return texts, nums
 
     def table(self, refs: list[Ref]) -> tuple[list[list[bytes]], list[list[int]]]:
         """Every atom's values for ``refs``, one column per atom: (the bytes printed, the numbers sorted
@@ -349,22 +399,7 @@ class Evaluator:
         which = self._deref if deref else self._plain
         plan = self._commit_dates[deref]
         if plan is not None and kind == "commit":
-            buf = cstr(content)
-            seen: dict[bytes, tuple[int, int] | None] = {}
-            out = []
-            for src, arg, number in plan:
-                got = seen.get(src, False)
-                if got is False:
-                    line = wholine(src, buf)
-                    got = seen[src] = None if line is None else when(line)
-                if got is None:
-                    out.append((b"", 0))
-                elif number:
-                    out.append((b"", got[0]))
-                else:
-                    show = dates.show(got[0], got[1], date_mode(arg)).encode()
-                    out.append((show, None if arg else got[0]))
-            return out
+            return self._commit_dates_of(content, plan)
         textual = kind in ("commit", "tag")
         buf = cstr(content) if textual else b""
         heads = None
@@ -379,6 +414,26 @@ class Evaluator:
         )
         values = (self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub) for k in which)
         return [(v.s, v.v) for v in values]
+
+    @staticmethod
+    def _commit_dates_of(content: bytes, plan) -> list[tuple[bytes, int | None]]:
+        """The values of a plan of dates (``_dates_plan``) for one commit: each line read once."""
+        seen: dict[bytes, tuple[int, int] | None] = {}
+        out = []
+        for key, arg, number in plan:
+            got = seen.get(key, False)
+            if got is False:
+                got = seen[key] = commit_when(content, key)
+            if got is None:
+                out.append((b"", 0))
+            elif number:
+                out.append((b"", got[0]))
+            elif arg == "unix":
+                out.append((b"%d" % got[0], None))
+            else:
+                show = dates.show(got[0], got[1], date_mode(arg)).encode()
+                out.append((show, None if arg else got[0]))
+        return out
 
     def _object_value(self, atom: Atom, oid, kind, content, buf, heads, sub) -> Value:
         name = atom.name
