@@ -10,6 +10,7 @@ opened on the first lookup and looked up newest first (the order git prefers), t
 from __future__ import annotations
 
 import os
+from collections import namedtuple
 
 from ..errors import CorruptStore
 from ..fileio import map_regular, read_regular
@@ -69,6 +70,38 @@ def object_dirs(objects_dir: str, env: dict[str, str] | None = None) -> list[str
             if path:
                 add(path, 1)
     return out
+
+
+class Located(namedtuple("Located", "packed elsewhere")):
+    """Where many objects are: ``packed`` [(pack, offsets ascending, their hex ids)...], ``elsewhere``
+    the ids in no pack (loose, or not there)."""
+
+    __slots__ = ()
+
+    def ids(self) -> list[bytes]:
+        """The ids in the order ``Odb.read_located`` reads them."""
+        out: list[bytes] = []
+        for _, _, hexs in self.packed:
+            out += hexs
+        return out + list(self.elsewhere)
+
+    def halves(self) -> tuple[Located, Located]:
+        """Two parts of about as many objects each, each pack's run cut in two at most."""
+        total = sum(len(offs) for _, offs, _ in self.packed) + len(self.elsewhere)
+        first: list = []
+        second: list = []
+        left = total // 2
+        for pack, offs, hexs in self.packed:
+            if left >= len(offs):
+                first.append((pack, offs, hexs))
+                left -= len(offs)
+            elif left > 0:
+                first.append((pack, offs[:left], hexs[:left]))
+                second.append((pack, offs[left:], hexs[left:]))
+                left = 0
+            else:
+                second.append((pack, offs, hexs))
+        return Located(first, self.elsewhere[:left]), Located(second, self.elsewhere[left:])
 
 
 class _PackSet:
@@ -277,20 +310,43 @@ class Odb:
     def read_many(self, hexoids) -> dict[bytes, tuple[str, bytes] | None]:
         """{id: (type name, content) or None} for many ids at once: a pack index asked for a good part
         of it is looked up through one table, and each pack read in offset order."""
+        located = self.locate_many(hexoids)
         out: dict[bytes, tuple[str, bytes] | None] = {}
+        for pack, offs, hexs in located.packed:
+            out.update(zip(hexs, pack.read_many(offs, self._ref_base), strict=True))
+        for h in located.elsewhere:
+            out[h] = self.read(h)
+        return out
+
+    def locate_many(self, hexoids) -> Located:
+        """Where the objects ``hexoids`` are, each pack's in offset order (see ``Located``): what a
+        caller splitting the reads between processes looks up once, before it forks."""
         todo = list(dict.fromkeys(hexoids))
         self._check_lengths(todo)
+        packed = []
         for ps in self._packsets():
             if not todo:
                 break
             found, todo = ps.find_many(todo, self._raw)
             for pack, offs, hexs in found:
                 order = sorted(range(len(offs)), key=offs.__getitem__)
-                got = pack.read_many(list(map(offs.__getitem__, order)), self._ref_base)
-                out.update(zip(map(hexs.__getitem__, order), got, strict=True))
-        for h in todo:
-            out[h] = self.read(h)
-        return out
+                packed.append((pack, list(map(offs.__getitem__, order)), list(map(hexs.__getitem__, order))))
+        return Located(packed, todo)
+
+    def read_located(self, located: Located, apply) -> tuple[list[bytes], list]:
+        """(the ids, ``apply(type name, content)`` of each -- (type name, content) without ``apply``) for
+        the objects of ``located``, each pack read front to back; an id in no pack is read on its own,
+        and one not there at all gets None."""
+        ids: list[bytes] = []
+        out: list = []
+        for pack, offs, hexs in located.packed:
+            ids += hexs
+            out += pack.read_many(offs, self._ref_base, apply)
+        for h in located.elsewhere:
+            got = self.read(h)
+            ids.append(h)
+            out.append(got if got is None or apply is None else apply(*got))
+        return ids, out
 
     def types(self, hexoids) -> dict[bytes, str | None]:
         """{id: type name or None} for many ids at once, from the pack entries' headers: the kinds of

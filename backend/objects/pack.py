@@ -124,8 +124,9 @@ class Pack:
             out.append(self.info(off, ref_base)[0])
         return out
 
-    def read_many(self, offsets: list[int], ref_base) -> list[tuple[str, bytes]]:
-        """(type name, content) of the objects at ``offsets`` (ascending: the pack is read front to back).
+    def read_many(self, offsets: list[int], ref_base, apply=None) -> list:
+        """(type name, content) of the objects at ``offsets`` (ascending: the pack is read front to back),
+        or ``apply(type name, content)`` of each (what a caller keeps of a million objects).
 
         A whole object of at most ``_ONE_SHOT`` bytes (a commit or a tag) is inflated by one
         ``zlib.decompress`` of a slice that holds its stream with room to spare (zlib stops at the
@@ -153,16 +154,15 @@ class Pack:
                 shift += 7
             if c & 0x80 or not COMMIT <= kind <= TAG or size > _ONE_SHOT:
                 kind, content = self.read(off, ref_base)
-                append((names[kind], content))
-                continue
-            stop = pos + size + 64
-            try:
-                content = decompress(view[pos : stop if stop < end else end])
-            except error:
-                content = b""
-            if len(content) != size or not content:
-                kind, content = self.read(off, ref_base)
-            append((names[kind], content))
+            else:
+                stop = pos + size + 64
+                try:
+                    content = decompress(view[pos : stop if stop < end else end])
+                except error:
+                    content = b""
+                if len(content) != size or not content:
+                    kind, content = self.read(off, ref_base)
+            append((names[kind], content) if apply is None else apply(names[kind], content))
         return out
 
     def read(self, off: int, ref_base) -> tuple[int, bytes]:

@@ -56,11 +56,10 @@ def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[b
         return _in_name_order(f, atoms, names, oids, ev, keys[0][1], limit)
     groups: defaultdict[bytes, list[bytes]] = defaultdict(list)
     deque(map(list.append, map(groups.__getitem__, oids), names), maxlen=0)
-    tips = list(groups)
-    cols = ev.tip_columns(tips)
+    cols = ev.tip_columns(list(groups))
     if cols is None:
         return None
-    strs, nums = cols
+    tips, strs, nums = cols
     heads, tails = _affixes(f, atoms, strs, len(tips))
     order = list(range(len(tips)))
     key_cols = []
@@ -69,7 +68,7 @@ def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[b
         order.sort(key=col.__getitem__, reverse=reverse)
         key_cols.append(col)
     key = key_cols[0] if len(key_cols) == 1 else list(zip(*key_cols, strict=True))
-    members = list(groups.values())
+    members = list(map(groups.__getitem__, tips))
     out: list[bytes] = []
     left = len(names) if limit is None else limit
     i, n = 0, len(order)
@@ -148,12 +147,12 @@ def _in_name_order(f: Format, atoms: list[Atom], names: list[bytes], oids: list[
         return []
     first: dict[bytes, int] = {}
     at = list(map(first.setdefault, oids, counter()))
-    tips = list(first)
-    cols = ev.tip_columns(tips)
+    cols = ev.tip_columns(list(first))
     if cols is None:
         return None
-    heads, tails = _affixes(f, atoms, cols[0], len(tips))
-    reps = list(first.values())
+    tips, strs, _ = cols
+    heads, tails = _affixes(f, atoms, strs, len(tips))
+    reps = list(map(first.__getitem__, tips))
     head_col = list(map(_by_ref(heads, reps, len(names)).__getitem__, at))
     if reverse:
         names = names[::-1]

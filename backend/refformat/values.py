@@ -86,7 +86,10 @@ class Evaluator:
         self._fns = [self._special_fn(a) for a in atoms]
         self._numbers_only = numbers_only
         self._oids_memo: tuple[list[Ref], list[bytes]] | None = None
-        self._commit_dates = {False: self._dates_plan(self._plain), True: self._dates_plan(self._deref)}
+        self._commit_dates = {
+            deref: None if plan is None else self._date_reader(plan, deref)
+            for deref, plan in ((False, self._dates_plan(self._plain)), (True, self._dates_plan(self._deref)))
+        }
 
     def _dates_plan(self, which: list[int]):
         """When every object atom of ``which`` is a date a commit's author or committer line gives:
@@ -131,100 +134,125 @@ class Evaluator:
         got = self._values_over_two(oids)
         if got is None:
             return False
-        rows = zip(*[zip(texts, nums, strict=True) for texts, nums in got], strict=True)
-        self._by_oid.update(zip(oids, rows, strict=True))
+        ids, cols = got
+        rows = zip(*[zip(texts, nums, strict=True) for texts, nums in cols], strict=True)
+        self._by_oid.update(zip(ids, rows, strict=True))
         return True
 
-    def _values_over_two(self, oids: list[bytes]) -> list | None:
-        """``_values_of(oids)``, half of the ids read and evaluated in a forked child
-        (``parallel.Forked``), half here; a child that fails does its half here after all. Columns
-        travel back (marshal is quick with lists of bytes and of ints)."""
+    def _values_over_two(self, oids: list[bytes]) -> tuple[list, list] | None:
+        """``_values_of(oids)``, the objects looked up once here, then half of them (in pack order) read
+        and evaluated in a forked child (``parallel.Forked``), half here; a child that fails does its
+        half here after all. Columns travel back (marshal is quick with lists of bytes and of ints)."""
         from ..parallel import FAILED, Forked
 
-        mid = len(oids) // 2
-        child = Forked(self._values_of, oids[mid:])
-        mine = self._values_of(oids[:mid])
+        try:
+            located = self.objects.odb.locate_many(oids)
+        except (RefscopeError, ValueError):
+            return None
+        mine_part, their_part = located.halves()
+        child = Forked(self._located_values, their_part)
+        mine = self._located_values(mine_part)
         if mine is None:
             child.abandon()
             return None
         theirs = child.result()
         if theirs is FAILED:
-            theirs = self._values_of(oids[mid:])
+            theirs = self._located_values(their_part)
         if theirs is None:
             return None
-        return [(t1 + t2, n1 + n2) for (t1, n1), (t2, n2) in zip(mine, theirs, strict=True)]
+        cols = [(t1 + t2, n1 + n2) for (t1, n1), (t2, n2) in zip(mine, theirs, strict=True)]
+        return mine_part.ids() + their_part.ids(), cols
 
-    def tip_columns(self, tips: list[bytes]) -> tuple[list, list] | None:
+    def tip_columns(self, tips: list[bytes]) -> tuple[list, list, list] | None:
         """The values of every atom that depends on the object id alone (``tip_atom``) for the distinct
-        ids ``tips``: (the bytes printed, the numbers sorted by; 0 where an atom has none), one column
-        per atom (None for the other atoms), made over two cores when there are many. None when an
-        object is missing or refused: the per-ref path then reports it as git does."""
+        ids ``tips``: (the ids in the order the values come in -- the packs' --, the bytes printed, the
+        numbers sorted by; 0 where an atom has none), one column per atom (None for the other atoms),
+        made over two cores when there are many. None when an object is missing or refused: the
+        per-ref path then reports it as git does."""
         from ..parallel import may_fork
 
         if self._deref:
             return None
-        values: list = []
+        ids, values = tips, []
         if self._plain:
             if len(tips) >= _FORK_MIN and may_fork():
-                values = self._values_over_two(tips)
+                got = self._values_over_two(tips)
             else:
-                values = self._values_of(tips)
-            if values is None:
+                got = self._values_of(tips)
+            if got is None:
                 return None
+            ids, values = got
         strs: list = [None] * len(self.atoms)
         nums: list = [None] * len(self.atoms)
         for k, a in enumerate(self.atoms):
             if a.name == "objectname" and not a.deref:
-                strs[k] = tips if a.arg is None else [self._oid(o, a.arg) for o in tips]
-                nums[k] = [0] * len(tips)
+                strs[k] = ids if a.arg is None else [self._oid(o, a.arg) for o in ids]
+                nums[k] = [0] * len(ids)
         for j, k in enumerate(self._plain):
             strs[k], nums[k] = values[j]
-        return strs, nums
+        return ids, strs, nums
 
-    def _values_of(self, oids: list[bytes]) -> list | None:
-        """For each object atom (``_plain``), (the texts, the numbers: 0 where none) of ``oids``; None
-        if one is missing or refused. A format whose object atoms are one commit date (the sort of a
-        million refs by date) goes through one loop that reads each commit's line and nothing else."""
+    def _values_of(self, oids: list[bytes]) -> tuple[list, list] | None:
+        """(the ids in pack order, for each object atom (``_plain``) (the texts, the numbers: 0 where
+        none) of them) for the objects ``oids``; None if one is missing or refused."""
         try:
-            got = self.objects.odb.read_many(oids)
-            objs = list(map(got.__getitem__, oids))
-            if None in objs:
+            located = self.objects.odb.locate_many(oids)
+        except (RefscopeError, ValueError):
+            return None
+        cols = self._located_values(located)
+        return None if cols is None else (located.ids(), cols)
+
+    def _located_values(self, located) -> list | None:
+        """``_values_of`` for the objects of ``located`` (``Odb.locate_many``), in its order. A format
+        whose object atoms are commit dates (the sort of a million refs by date) keeps of each object
+        its dates alone, read as the object is inflated."""
+        try:
+            reader = self._commit_dates[False]
+            if reader is not None:
+                _, got = self.objects.odb.read_located(located, reader)
+                if None in got:
+                    return None
+                flat = list(zip(*got, strict=True)) if got else [()] * (2 * len(self._plain))
+                return [(list(flat[2 * j]), list(flat[2 * j + 1])) for j in range(len(self._plain))]
+            ids, got = self.objects.odb.read_located(located, None)
+            if None in got:
                 return None
-            plan = self._commit_dates[False]
-            if plan is not None and len(plan) == 1:
-                return [self._one_date(oids, objs, plan[0])]
-            rows = [self._object_values(oid, obj, False, b"") for oid, obj in zip(oids, objs, strict=True)]
+            rows = [self._object_values(oid, obj, False, b"") for oid, obj in zip(ids, got, strict=True)]
             return [([r[j][0] for r in rows], [r[j][1] or 0 for r in rows]) for j in range(len(self._plain))]
         except (RefscopeError, ValueError):
             return None
 
-    def _one_date(self, oids: list[bytes], objs: list, entry) -> tuple[list[bytes], list[int]]:
-        """(texts, numbers) of one date atom (a ``_dates_plan`` entry) for the objects ``objs``: what
-        ``_commit_dates_of`` gives a commit, and ``_object_values`` any other object."""
-        key, arg, number = entry
-        unix = arg == "unix"
-        mode = None
-        texts: list[bytes] = []
-        nums: list[int] = []
-        for oid, obj in zip(oids, objs, strict=True):
-            if obj[0] != "commit":
-                text, v = self._object_values(oid, obj, False, b"")[0]
-                v = v or 0
-            else:
-                w = commit_when(obj[1], key)
+    def _date_reader(self, plan, deref: bool):
+        """(type name, content) -> (text, number, text, number...) of the date atoms of ``plan``
+        (``_dates_plan``) for a commit, each line read once (``committerdate:unix`` shown and
+        ``committerdate`` sorted by: one); any other object's through ``_object_values``."""
+        modes: dict = {}
+
+        def read(kind, content):
+            if kind != "commit":
+                return tuple(
+                    x for t, v in self._object_values(b"", (kind, content), deref, b"") for x in (t, v or 0)
+                )
+            seen: dict = {}
+            out: tuple = ()
+            for key, arg, number in plan:
+                w = seen.get(key, False)
+                if w is False:
+                    w = seen[key] = commit_when(content, key)
                 if w is None:
-                    text, v = b"", 0
+                    out += (b"", 0)
                 elif number:
-                    text, v = b"", w[0]
-                elif unix:
-                    text, v = b"%d" % w[0], 0
+                    out += (b"", w[0])
+                elif arg == "unix":
+                    out += (b"%d" % w[0], 0)
                 else:
+                    mode = modes.get(arg)
                     if mode is None:
-                        mode = date_mode(arg)
-                    text, v = dates.show(w[0], w[1], mode).encode(), (0 if arg else w[0])
-            texts.append(text)
-            nums.append(v)
-        return texts, nums
+                        mode = modes[arg] = date_mode(arg)
+                    out += (dates.show(w[0], w[1], mode).encode(), 0 if arg else w[0])
+            return out
+
+        return read
 
     def table(self, refs: list[Ref]) -> tuple[list[list[bytes]], list[list[int]]]:
         """Every atom's values for ``refs``, one column per atom: (the bytes printed, the numbers sorted
@@ -397,9 +425,10 @@ class Evaluator:
         """(text, number) of each object atom of the object ``got``."""
         kind, content = got
         which = self._deref if deref else self._plain
-        plan = self._commit_dates[deref]
-        if plan is not None and kind == "commit":
-            return self._commit_dates_of(content, plan)
+        reader = self._commit_dates[deref]
+        if reader is not None and kind == "commit":
+            flat = reader(kind, content)
+            return list(zip(flat[0::2], flat[1::2], strict=True))
         textual = kind in ("commit", "tag")
         buf = cstr(content) if textual else b""
         heads = None
@@ -414,26 +443,6 @@ class Evaluator:
         )
         values = (self._object_value(self.atoms[k], oid, kind, content, buf, heads, sub) for k in which)
         return [(v.s, v.v) for v in values]
-
-    @staticmethod
-    def _commit_dates_of(content: bytes, plan) -> list[tuple[bytes, int | None]]:
-        """The values of a plan of dates (``_dates_plan``) for one commit: each line read once."""
-        seen: dict[bytes, tuple[int, int] | None] = {}
-        out = []
-        for key, arg, number in plan:
-            got = seen.get(key, False)
-            if got is False:
-                got = seen[key] = commit_when(content, key)
-            if got is None:
-                out.append((b"", 0))
-            elif number:
-                out.append((b"", got[0]))
-            elif arg == "unix":
-                out.append((b"%d" % got[0], None))
-            else:
-                show = dates.show(got[0], got[1], date_mode(arg)).encode()
-                out.append((show, None if arg else got[0]))
-        return out
 
     def _object_value(self, atom: Atom, oid, kind, content, buf, heads, sub) -> Value:
         name = atom.name
