@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import struct
+from binascii import hexlify
 
 from ..errors import CorruptStore
 from ..fileio import map_regular, read_regular
@@ -72,16 +73,12 @@ class CommitGraph:
         """{hex id: position} of every commit: one dict for a caller about to look up many ids it holds in
         hex (a column of ref values), each layer's names turned into hex by one C-level call."""
         out: dict[bytes, int] = {}
-        w = 2 * self.rawsz
+        w = self.rawsz
         for layer in self.layers:
-            data = bytes(layer.data[layer.oids : layer.oids + layer.count * self.rawsz]).hex().encode()
-            out.update(
-                zip(
-                    [data[i : i + w] for i in range(0, len(data), w)],
-                    range(layer.base, layer.base + layer.count),
-                    strict=True,
-                )
-            )
+            if not layer.count:
+                continue
+            names = hexlify(layer.data[layer.oids : layer.oids + layer.count * w], b" ", w).split()
+            out.update(zip(names, range(layer.base, layer.base + layer.count), strict=True))
         return out
 
     def _at(self, pos: int) -> tuple[_Layer, int]:

@@ -85,24 +85,6 @@ class Located(namedtuple("Located", "packed elsewhere")):
             out += hexs
         return out + list(self.elsewhere)
 
-    def halves(self) -> tuple[Located, Located]:
-        """Two parts of about as many objects each, each pack's run cut in two at most."""
-        total = sum(len(offs) for _, offs, _ in self.packed) + len(self.elsewhere)
-        first: list = []
-        second: list = []
-        left = total // 2
-        for pack, offs, hexs in self.packed:
-            if left >= len(offs):
-                first.append((pack, offs, hexs))
-                left -= len(offs)
-            elif left > 0:
-                first.append((pack, offs[:left], hexs[:left]))
-                second.append((pack, offs[left:], hexs[left:]))
-                left = 0
-            else:
-                second.append((pack, offs, hexs))
-        return Located(first, self.elsewhere[:left]), Located(second, self.elsewhere[left:])
-
 
 class _PackSet:
     """The packs of one objects directory, opened lazily."""
@@ -193,8 +175,10 @@ class _PackSet:
         for name, index in self.indexes:
             if not todo:
                 break
-            if len(todo) * 8 > index.count:
-                offs = list(map(index.hex_table().get, todo))
+            first, last = _first_bytes(todo)
+            lo, hi = index.span(first, last)
+            if len(todo) * 8 > hi - lo:
+                offs = list(map(index.hex_table(first, last).get, todo))
             else:
                 offs = [index.lookup(raw_of(h)) for h in todo]
             if None not in offs:
@@ -213,6 +197,16 @@ class _PackSet:
             got[1].extend(hits)
             got[2].extend(hexs)
         return list(found.values()), todo
+
+
+def _first_bytes(hexoids: list[bytes]) -> tuple[int, int]:
+    """The smallest and largest first byte of the (non-empty) hex ids ``hexoids`` (0 and 255 when one is
+    not hex: it is then looked up by ``_raw``, which refuses it)."""
+    try:
+        first, last = int(min(hexoids)[:2], 16), int(max(hexoids)[:2], 16)
+    except ValueError:
+        return 0, 255
+    return (first, last) if first <= last else (0, 255)
 
 
 def _common_hex(a: bytes, b: bytes) -> int:

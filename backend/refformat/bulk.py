@@ -15,11 +15,15 @@ NUL, so that is the order of bytes).
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from itertools import chain, islice
 from itertools import count as counter
+from operator import eq
 
 from .fields import cstr
 from .spec import Atom, Format
 from .values import tip_atom
+
+_FORK_MIN = 200_000  # refs below which the lines are made in one process
 
 
 def fits(f: Format, atoms: list[Atom], keys, omit_empty: bool, escaped: bool) -> bool:
@@ -69,27 +73,97 @@ def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[b
         key_cols.append(col)
     key = key_cols[0] if len(key_cols) == 1 else list(zip(*key_cols, strict=True))
     members = list(map(groups.__getitem__, tips))
-    out: list[bytes] = []
-    left = len(names) if limit is None else limit
-    i, n = 0, len(order)
-    while i < n and left > 0:
-        t = order[i]
-        j = i + 1
-        kt = key[t]
-        while j < n and key[order[j]] == kt:
-            j += 1
-        if j == i + 1:
-            group = members[t]
-            if len(group) > left:
-                group = group[:left]
-            left -= len(group)
-            out.append(_chunk(heads, tails, t, group))
-        else:  # tips tied on every key: their refs by name, each line with its own tip's text
-            tied = sorted((name, u) for u in order[i:j] for name in members[u])[:left]
-            left -= len(tied)
-            out.extend(_chunk(heads, tails, u, [name]) for name, u in tied)
-        i = j
-    return [b"".join(out)]
+    run = _Run(order, key, members, heads, tails)
+    if limit is not None or len(names) < _FORK_MIN:
+        return [run.text(0, len(order), limit)]
+    from ..parallel import FAILED, Forked, may_fork
+
+    mid = run.boundary(len(order) // 2)
+    if not may_fork() or mid >= len(order):
+        return [run.text(0, len(order), None)]
+    child = Forked(run.text, mid, len(order), None)  # the second half's lines, made meanwhile
+    first = run.text(0, mid, None)
+    second = child.result()
+    return [first, run.text(mid, len(order), None) if second is FAILED else second]
+
+
+class _Run:
+    """The sorted tips and what their lines are made of, turned into text a range of tips at a time."""
+
+    __slots__ = ("order", "key", "members", "heads", "tails")
+
+    def __init__(self, order: list[int], key: list, members: list, heads: list, tails: list | None) -> None:
+        self.order = order
+        self.key = key
+        self.members = members
+        self.heads = heads
+        self.tails = tails
+
+    def boundary(self, i: int) -> int:
+        """The first place at or after ``i`` that does not cut a run of tied tips."""
+        order, key = self.order, self.key
+        while 0 < i < len(order) and key[order[i]] == key[order[i - 1]]:
+            i += 1
+        return i
+
+    def text(self, lo: int, hi: int, limit: int | None) -> bytes:
+        """The lines of the tips ``order[lo:hi]`` (at most ``limit`` of them). Without a limit, each
+        stretch of tips with no tie is made by C-level calls alone (one join per tip, one for them
+        all); a tied run goes through ``_lines``."""
+        if limit is not None:
+            return b"".join(self._lines(lo, hi, limit))
+        key = self.key
+        ks = list(map(key.__getitem__, self.order[lo:hi]))
+        ties = list(map(eq, ks, islice(ks, 1, None)))  # ties[i]: the tip at lo + i ties with the next
+        out: list[bytes] = []
+        i = lo
+        while i < hi:
+            try:
+                t = ties.index(True, i - lo) + lo
+            except ValueError:
+                t = hi
+            if t > i:
+                out.append(self._untied(i, t))
+            if t >= hi:
+                break
+            j = self.boundary(t + 1)
+            out.extend(self._lines(t, min(j, hi), None))
+            i = j
+        return b"".join(out)
+
+    def _untied(self, lo: int, hi: int) -> bytes:
+        order = self.order[lo:hi]
+        heads = list(map(self.heads.__getitem__, order))
+        groups = map(self.members.__getitem__, order)
+        if self.tails is None:  # no %(refname): one line per ref, the same for all
+            return b"".join(map(bytes.__mul__, heads, map(len, groups)))
+        tails = list(map(self.tails.__getitem__, order))
+        bodies = map(bytes.join, map(bytes.__add__, tails, heads), groups)
+        return b"".join(chain.from_iterable(zip(heads, bodies, tails, strict=True)))
+
+    def _lines(self, lo: int, hi: int, limit: int | None) -> list[bytes]:
+        order, key, members, heads, tails = self.order, self.key, self.members, self.heads, self.tails
+        out: list[bytes] = []
+        left = sum(map(len, map(members.__getitem__, order[lo:hi]))) if limit is None else limit
+        i = lo
+        while i < hi and left > 0:
+            t = order[i]
+            j = i + 1
+            kt = key[t]
+            while j < hi and key[order[j]] == kt:
+                j += 1
+            if j == i + 1:
+                group = members[t]
+                if len(group) > left:
+                    group = group[:left]
+                left -= len(group)
+                out.append(_chunk(heads, tails, t, group))
+            else:  # tips tied on every key: their refs by name, each line with its own tip's text
+                tied = sorted((name, u) for u in order[i:j] for name in members[u])[:left]
+                left -= len(tied)
+                out.extend(_chunk(heads, tails, u, [name]) for name, u in tied)
+            i = j
+        return out
 
 
 def _chunk(heads: list[bytes], tails: list[bytes] | None, t: int, group: list[bytes]) -> bytes:

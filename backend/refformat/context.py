@@ -12,6 +12,8 @@ from ..fileio import read_prefix
 from ..model import SYMREF_MAXDEPTH
 from ..repo import Repo, list_worktrees
 
+_SPACE_TO_LF = bytes.maketrans(b" ", b"\n")
+
 
 class Columns(namedtuple("Columns", "names oids")):
     """Refs of names and ids alone (no symref target, no peeled value), as two lists in name order."""
@@ -162,18 +164,28 @@ def listed_columns(snap, patterns: list[bytes]) -> Columns:
 
     out = Out(keep=True)
     list_refs(snap, patterns, False, False, out=out)
-    data = b"".join(out.parts)
-    if not data:
-        return Columns([], [])
-    rows = data.count(b"\n")
-    if data.count(b" ") == rows:
-        parts = data.replace(b" ", b"\n").split(b"\n")
-        parts.pop()
-        return Columns(parts[1::2], parts[0::2])
-    lines = data.split(b"\n")
-    lines.pop()
-    w = lines[0].index(b" ")
-    return Columns([ln[w + 1 :] for ln in lines], [ln[:w] for ln in lines])
+    chunks, out.parts = out.parts, []
+    names: list[bytes] = []
+    oids: list[bytes] = []
+    pending = b""
+    while chunks:  # a chunk at a time, each let go once split (a million refs' text is ~60 MB)
+        data = chunks.pop(0) if pending == b"" else pending + chunks.pop(0)
+        cut = data.rfind(b"\n") + 1
+        data, pending = data[:cut], data[cut:]
+        if data.count(b" ") == data.count(b"\n"):
+            parts = data.translate(_SPACE_TO_LF).split(b"\n")
+            parts.pop()
+            names += parts[1::2]
+            oids += parts[0::2]
+        else:
+            for line in data.split(b"\n")[:-1]:
+                oid, _, name = line.partition(b" ")
+                names.append(name)
+                oids.append(oid)
+        if pending and not chunks:  # (the listing ends every line: not met)
+            chunks.append(pending + b"\n")
+            pending = b""
+    return Columns(names, oids)
 
 
 def refs_of(names: list[bytes], oids: list[bytes]):

@@ -191,12 +191,8 @@ def _kept(oids_of: list[bytes], objects: Objects, f: Filters, commit_graph) -> s
     kept, as for a stale-branch query)."""
     graph = Graph(objects, commit_graph)
     oids = list(dict.fromkeys(oids_of))
-    graph.prefetch(oids)
     # per distinct tip: its walk name, or None when it is no commit
-    nodes = {}
-    for oid in oids:
-        c = graph.commit_of(oid)
-        nodes[oid] = None if c is None else graph.node(c)
+    nodes = dict(zip(oids, graph.nodes_of(oids), strict=True))
     tips = list(dict.fromkeys(n for n in nodes.values() if n is not None))
     keep = {o: n is not None for o, n in nodes.items()}
     if f.contains:

@@ -469,10 +469,16 @@ BULK_SORTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt", ["files", "reftable"])
-def test_columns_way_matches_git_with_ties(tmp_path, fmt):
+@pytest.mark.parametrize(("fmt", "split"), [("files", False), ("reftable", False), ("files", True)])
+def test_columns_way_matches_git_with_ties(tmp_path, fmt, split, monkeypatch):
     """The bulk way (refs as columns, values per distinct tip) on tips tied on every key: git's order,
-    ties by refname, for every format and sort, with --count cutting inside a tied run."""
+    ties by refname, for every format and sort, with --count cutting inside a tied run; ``split``: the
+    objects read and the lines made half in a forked child (every run: the thresholds are 1)."""
+    from refscope.backend.refformat import bulk, values
+
+    if split:
+        monkeypatch.setattr(values, "_FORK_MIN", 1)
+        monkeypatch.setattr(bulk, "_FORK_MIN", 1)
     repo = _tied_repo(tmp_path, fmt)
     for f in BULK_FORMATS:
         for sort in BULK_SORTS:
