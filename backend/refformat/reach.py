@@ -46,17 +46,20 @@ class Graph:
         if todo:
             self._kinds.update(self.objects.odb.types(todo))
         kinds = self._kinds
-        out = []
-        for oid, pos in zip(oids, got, strict=True):
-            if pos is None:
-                kind = kinds.get(oid)
-                if kind == "commit":
-                    pos = oid
-                elif kind == "tag":
-                    c = self.commit_of(oid)
-                    pos = None if c is None else self.node(c)
-            out.append(pos)
-        return out
+        return [
+            pos
+            if pos is not None
+            else oid
+            if kinds.get(oid) == "commit"
+            else self._peeled_node(oid)
+            if kinds.get(oid) == "tag"
+            else None
+            for oid, pos in zip(oids, got, strict=True)
+        ]
+
+    def _peeled_node(self, oid: bytes):
+        c = self.commit_of(oid)
+        return None if c is None else self.node(c)
 
     def _position_map(self) -> dict[bytes, int]:
         if self._positions is None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
-from itertools import compress
+from itertools import compress, repeat
+from operator import and_, is_not
 
 from ..errors import RefscopeError
 from ..model import TAG_CHAIN_MAX, Ref
@@ -187,27 +188,30 @@ def _filter_columns(cols: Columns, objects: Objects, f: Filters, commit_graph) -
 
 def _kept(oids_of: list[bytes], objects: Objects, f: Filters, commit_graph) -> set[bytes]:
     """The tips (of the refs' ids ``oids_of``) the reachability filters keep: worked out once per
-    distinct tip (refs share them), each ref then kept by one look-up in the set (small when few are
-    kept, as for a stale-branch query)."""
+    distinct tip (refs share them) by C-level passes over the tips, each ref then kept by one look-up
+    in the set (small when few are kept, as for a stale-branch query)."""
     graph = Graph(objects, commit_graph)
     oids = list(dict.fromkeys(oids_of))
-    # per distinct tip: its walk name, or None when it is no commit
-    nodes = dict(zip(oids, graph.nodes_of(oids), strict=True))
-    tips = list(dict.fromkeys(n for n in nodes.values() if n is not None))
-    keep = {o: n is not None for o, n in nodes.items()}
-    if f.contains:
-        hit = graph.containing(list(f.contains), tips)
-        keep = {o: k and nodes[o] in hit for o, k in keep.items()}
-    if f.no_contains:
-        hit = graph.containing(list(f.no_contains), tips)
-        keep = {o: k and nodes[o] not in hit for o, k in keep.items()}
-    if f.merged:
-        hit = graph.ancestors(list(f.merged))
-        keep = {o: k and nodes[o] in hit for o, k in keep.items()}
-    if f.no_merged:
-        hit = graph.ancestors(list(f.no_merged))
-        keep = {o: k and nodes[o] not in hit for o, k in keep.items()}
-    return {o for o, k in keep.items() if k}
+    nodes = graph.nodes_of(oids)  # per distinct tip: its walk name, or None when it is no commit
+    keep = list(map(is_not, nodes, repeat(None)))
+    if f.contains or f.no_contains:
+        tips = list(dict.fromkeys(compress(nodes, keep)))
+        for targets, want in ((f.contains, True), (f.no_contains, False)):
+            if targets:
+                hit = graph.containing(list(targets), tips)
+                keep = list(
+                    map(and_, keep, map(hit.__contains__, nodes) if want else map(_not_in(hit), nodes))
+                )
+    for targets, want in ((f.merged, True), (f.no_merged, False)):
+        if targets:
+            hit = graph.ancestors(list(targets))
+            keep = list(map(and_, keep, map(hit.__contains__, nodes) if want else map(_not_in(hit), nodes)))
+    return set(compress(oids, keep))
+
+
+def _not_in(hit: set):
+    """``x not in hit`` as a C-level callable (``hit.__contains__`` negated)."""
+    return lambda x: x not in hit
 
 
 def _points_at(r: Ref, wanted: set[bytes], objects: Objects) -> bool:

@@ -542,3 +542,25 @@ def test_columns_way_missing_object_is_gits_error(tmp_path):
         with pytest.raises(RefscopeError) as e:
             _ours_columns(repo, f, sort)
         assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"
+
+
+def test_version_key_orders_as_versioncmp():
+    """The sort key of ``version:refname`` orders every pair as ``versioncmp`` (which the test above holds
+    to git's order) does: random strings of digits, zeros, separators and a NUL."""
+    import random
+
+    from refscope.backend.refformat.order import version_key
+
+    rng = random.Random(16)
+    for alphabet, longest in (
+        (b"00019a-.~/\0", 7),
+        (b"0123456789", 9),
+        (b"0001v.-rc", 12),
+        (b"\xff0:9A/", 5),
+    ):
+        for _ in range(20000):
+            a, b = (bytes(rng.choice(alphabet) for _ in range(rng.randrange(longest))) for _ in "ab")
+            c = versioncmp(a, b)
+            assert ((c > 0) - (c < 0)) == (version_key(a) > version_key(b)) - (
+                version_key(a) < version_key(b)
+            ), (a, b)
