@@ -170,8 +170,11 @@ def listed_columns(snap, patterns: list[bytes]) -> Columns:
     pending = b""
     while chunks:  # a chunk at a time, each let go once split (a million refs' text is ~60 MB)
         data = chunks.pop(0) if pending == b"" else pending + chunks.pop(0)
-        cut = data.rfind(b"\n") + 1
-        data, pending = data[:cut], data[cut:]
+        if not data.endswith(b"\n"):
+            cut = data.rfind(b"\n") + 1
+            data, pending = data[:cut], data[cut:]
+        else:
+            pending = b""
         if data.count(b" ") == data.count(b"\n"):
             parts = data.translate(_SPACE_TO_LF).split(b"\n")
             parts.pop()
