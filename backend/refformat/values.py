@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from ..errors import RefscopeError
 from ..model import PACKED, TAG_CHAIN_MAX, Ref
-from . import dates
 from .fields import (
     EMPTY,
     Value,
-    commit_when,
     cstr,
     date,
-    date_mode,
+    dates_reader,
     first_line,
     ident_email,
     ident_name,
@@ -219,59 +217,14 @@ class Evaluator:
             return None
 
     def _date_reader(self, plan, deref: bool):
-        """(type name, content) -> (text, number, text, number...) of the date atoms of ``plan``
-        (``_dates_plan``) for a commit, each line read once (``committerdate:unix`` shown and
-        ``committerdate`` sorted by: one); any other object's through ``_object_values``."""
-        modes: dict = {}
+        """``fields.dates_reader`` of ``plan``, any object but a commit through ``_object_values``."""
 
         def other(kind, content):
             return tuple(
                 x for t, v in self._object_values(b"", (kind, content), deref, b"") for x in (t, v or 0)
             )
 
-        shapes = [("unix" if arg == "unix" else "number" if number else "") for _, arg, number in plan]
-        if len({key for key, _, _ in plan}) == 1 and shapes in (["unix", "number"], ["number"], ["unix"]):
-            # the sort by date (the number) shown as a unix time: no loop, no dict per commit
-            key = plan[0][0]
-            none = (b"", 0) * len(plan)
-            both = shapes == ["unix", "number"]
-            unix = shapes == ["unix"]
-
-            def quick(kind, content):
-                if kind != "commit":
-                    return other(kind, content)
-                w = commit_when(content, key)
-                if w is None:
-                    return none
-                if both:
-                    return b"%d" % w[0], 0, b"", w[0]
-                return (b"%d" % w[0], 0) if unix else (b"", w[0])
-
-            return quick
-
-        def read(kind, content):
-            if kind != "commit":
-                return other(kind, content)
-            seen: dict = {}
-            out: tuple = ()
-            for key, arg, number in plan:
-                w = seen.get(key, False)
-                if w is False:
-                    w = seen[key] = commit_when(content, key)
-                if w is None:
-                    out += (b"", 0)
-                elif number:
-                    out += (b"", w[0])
-                elif arg == "unix":
-                    out += (b"%d" % w[0], 0)
-                else:
-                    mode = modes.get(arg)
-                    if mode is None:
-                        mode = modes[arg] = date_mode(arg)
-                    out += (dates.show(w[0], w[1], mode).encode(), 0 if arg else w[0])
-            return out
-
-        return read
+        return dates_reader(plan, other)
 
     def table(self, refs: list[Ref]) -> tuple[list[list[bytes]], list[list[int]]]:
         """Every atom's values for ``refs``, one column per atom: (the bytes printed, the numbers sorted
