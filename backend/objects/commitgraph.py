@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import struct
+from binascii import hexlify
 
 from ..errors import CorruptStore
 from ..fileio import map_regular, read_regular
@@ -68,19 +69,16 @@ class CommitGraph:
                 return layer.base + i
         return None
 
-    def position_map(self) -> dict[bytes, int]:
-        """{raw id: position} of every commit: one dict for a caller about to look up many."""
+    def hex_positions(self) -> dict[bytes, int]:
+        """{hex id: position} of every commit: one dict for a caller about to look up many ids it holds in
+        hex (a column of ref values), each layer's names turned into hex by one C-level call."""
         out: dict[bytes, int] = {}
         w = self.rawsz
         for layer in self.layers:
-            data = bytes(layer.data[layer.oids : layer.oids + layer.count * w])
-            out.update(
-                zip(
-                    (data[i : i + w] for i in range(0, len(data), w)),
-                    range(layer.base, layer.base + layer.count),
-                    strict=True,
-                )
-            )
+            if not layer.count:
+                continue
+            names = hexlify(layer.data[layer.oids : layer.oids + layer.count * w], b" ", w).split()
+            out.update(zip(names, range(layer.base, layer.base + layer.count), strict=True))
         return out
 
     def _at(self, pos: int) -> tuple[_Layer, int]:

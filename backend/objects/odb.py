@@ -10,6 +10,7 @@ opened on the first lookup and looked up newest first (the order git prefers), t
 from __future__ import annotations
 
 import os
+from collections import namedtuple
 
 from ..errors import CorruptStore
 from ..fileio import map_regular, read_regular
@@ -69,6 +70,20 @@ def object_dirs(objects_dir: str, env: dict[str, str] | None = None) -> list[str
             if path:
                 add(path, 1)
     return out
+
+
+class Located(namedtuple("Located", "packed elsewhere")):
+    """Where many objects are: ``packed`` [(pack, offsets ascending, their hex ids)...], ``elsewhere``
+    the ids in no pack (loose, or not there)."""
+
+    __slots__ = ()
+
+    def ids(self) -> list[bytes]:
+        """The ids in the order ``Odb.read_located`` reads them."""
+        out: list[bytes] = []
+        for _, _, hexs in self.packed:
+            out += hexs
+        return out + list(self.elsewhere)
 
 
 class _PackSet:
@@ -138,32 +153,60 @@ class _PackSet:
                     return p, off
         return None
 
-    def find_many(self, todo: dict[bytes, bytes]) -> list[tuple[Pack, list[tuple[int, bytes]]]]:
-        """Where the objects of ``todo`` ({hex id: raw id}) are: [(pack, [(offset, hex id)...])...],
-        each found one taken out of ``todo``."""
-        found: dict[int, tuple[Pack, list]] = {}  # id(pack) -> (pack, [(offset, hexoid)])
+    def find_many(
+        self, hexoids: list[bytes], raw_of
+    ) -> tuple[list[tuple[Pack, list[int], list[bytes]]], list[bytes]]:
+        """Where the objects ``hexoids`` (distinct hex ids) are: ([(pack, offsets, their hex ids)...], the
+        ids not found here). An index asked for a good part of its objects is looked up by hex id through
+        one table (``PackIndex.hex_table``), any other by raw id (``raw_of``: hex -> raw)."""
+        found: dict[int, tuple[Pack, list, list]] = {}  # id(pack) -> (pack, offsets, hex ids)
+        todo = hexoids
         if self.midx is not None:
-            for h, raw in list(todo.items()):
-                hit = self.find(raw)
-                if hit is not None:
-                    found.setdefault(id(hit[0]), (hit[0], []))[1].append((hit[1], h))
-                    del todo[h]
-            return list(found.values())
+            rest = []
+            for h in todo:
+                hit = self.find(raw_of(h))
+                if hit is None:
+                    rest.append(h)
+                else:
+                    got = found.setdefault(id(hit[0]), (hit[0], [], []))
+                    got[1].append(hit[1])
+                    got[2].append(h)
+            return list(found.values()), rest
         for name, index in self.indexes:
             if not todo:
                 break
-            hexs = list(todo)
-            offs = index.lookup_many(list(todo.values()))
-            hits = [(off, h) for off, h in zip(offs, hexs, strict=True) if off is not None]
+            first, last = _first_bytes(todo)
+            lo, hi = index.span(first, last)
+            if len(todo) * 8 > hi - lo:
+                offs = list(map(index.hex_table(first, last).get, todo))
+            else:
+                offs = [index.lookup(raw_of(h)) for h in todo]
+            if None not in offs:
+                hits, hexs, todo = offs, todo, []
+            else:
+                hits = [off for off in offs if off is not None]
+                hexs = [h for off, h in zip(offs, todo, strict=True) if off is not None]
+                todo = [h for off, h in zip(offs, todo, strict=True) if off is None]
             if not hits:
                 continue
             p = self.pack(name)
             if p is None:
+                todo += hexs
                 continue
-            found.setdefault(id(p), (p, []))[1].extend(hits)
-            for _, h in hits:
-                del todo[h]
-        return list(found.values())
+            got = found.setdefault(id(p), (p, [], []))
+            got[1].extend(hits)
+            got[2].extend(hexs)
+        return list(found.values()), todo
+
+
+def _first_bytes(hexoids: list[bytes]) -> tuple[int, int]:
+    """The smallest and largest first byte of the (non-empty) hex ids ``hexoids`` (0 and 255 when one is
+    not hex: it is then looked up by ``_raw``, which refuses it)."""
+    try:
+        first, last = int(min(hexoids)[:2], 16), int(max(hexoids)[:2], 16)
+    except ValueError:
+        return 0, 255
+    return (first, last) if first <= last else (0, 255)
 
 
 def _common_hex(a: bytes, b: bytes) -> int:
@@ -241,6 +284,12 @@ class Odb:
             raise ValueError(f"object id of the wrong length: {hexoid!r}")
         return bytes.fromhex(hexoid.decode("ascii"))
 
+    def _check_lengths(self, hexoids: list[bytes]) -> None:
+        """The ValueError ``_raw`` gives an id of the wrong length, for the first such of ``hexoids``."""
+        if set(map(len, hexoids)) - {self.rawsz * 2}:
+            for h in hexoids:
+                self._raw(h)
+
     def read(self, hexoid: bytes) -> tuple[str, bytes] | None:
         """(type name, content) of the object ``hexoid`` (lowercase hex bytes), or None if it is not
         there."""
@@ -253,37 +302,59 @@ class Odb:
         return None if got is None else (TYPE_NAMES[got[0]], got[2])
 
     def read_many(self, hexoids) -> dict[bytes, tuple[str, bytes] | None]:
-        """{id: (type name, content) or None} for many ids at once: each pack index turned into one dict
-        when a good part of it is asked for, and each pack read in offset order."""
-        want = {}
-        for h in hexoids:
-            if h not in want:
-                want[h] = self._raw(h)
+        """{id: (type name, content) or None} for many ids at once: a pack index asked for a good part
+        of it is looked up through one table, and each pack read in offset order."""
+        located = self.locate_many(hexoids)
         out: dict[bytes, tuple[str, bytes] | None] = {}
-        todo = dict(want)
+        for pack, offs, hexs in located.packed:
+            out.update(zip(hexs, pack.read_many(offs, self._ref_base), strict=True))
+        for h in located.elsewhere:
+            out[h] = self.read(h)
+        return out
+
+    def locate_many(self, hexoids) -> Located:
+        """Where the objects ``hexoids`` are, each pack's in offset order (see ``Located``): what a
+        caller splitting the reads between processes looks up once, before it forks."""
+        todo = list(dict.fromkeys(hexoids))
+        self._check_lengths(todo)
+        packed = []
         for ps in self._packsets():
             if not todo:
                 break
-            for pack, entries in ps.find_many(todo):
-                entries.sort()
-                got = pack.read_many([off for off, _ in entries], self._ref_base)
-                for (_, h), (kind, content) in zip(entries, got, strict=True):
-                    out[h] = (TYPE_NAMES[kind], content)
-        for h in todo:
-            out[h] = self.read(h)
-        return out
+            found, todo = ps.find_many(todo, self._raw)
+            for pack, offs, hexs in found:
+                order = sorted(range(len(offs)), key=offs.__getitem__)
+                packed.append((pack, list(map(offs.__getitem__, order)), list(map(hexs.__getitem__, order))))
+        return Located(packed, todo)
+
+    def read_located(self, located: Located, apply) -> tuple[list[bytes], list]:
+        """(the ids, ``apply(type name, content)`` of each -- (type name, content) without ``apply``) for
+        the objects of ``located``, each pack read front to back; an id in no pack is read on its own,
+        and one not there at all gets None."""
+        ids: list[bytes] = []
+        out: list = []
+        for pack, offs, hexs in located.packed:
+            ids += hexs
+            out += pack.read_many(offs, self._ref_base, apply)
+        for h in located.elsewhere:
+            got = self.read(h)
+            ids.append(h)
+            out.append(got if got is None or apply is None else apply(*got))
+        return ids, out
 
     def types(self, hexoids) -> dict[bytes, str | None]:
         """{id: type name or None} for many ids at once, from the pack entries' headers: the kinds of
         many tips without inflating one."""
-        todo = {h: self._raw(h) for h in hexoids}
+        todo = list(dict.fromkeys(hexoids))
+        self._check_lengths(todo)
         out: dict[bytes, str | None] = {}
         for ps in self._packsets():
             if not todo:
                 break
-            for pack, entries in ps.find_many(todo):
-                kinds = pack.types([off for off, _ in entries], self._ref_base)
-                out.update(zip([h for _, h in entries], map(TYPE_NAMES.__getitem__, kinds), strict=True))
+            found, todo = ps.find_many(todo, self._raw)
+            for pack, offs, hexs in found:
+                kinds = pack.types(offs, self._ref_base)
+                out.update(zip(hexs, map(TYPE_NAMES.__getitem__, kinds), strict=True))
         for h in todo:
             got = self.info(h)
             out[h] = None if got is None else got[0]

@@ -23,6 +23,7 @@ _BASE_CACHE = 256
 # commits and tags, and a tip that is a 2 GB blob must not cost 2 GB.
 MAX_INFLATE = 64 << 20
 _MAX_CHAIN = 10000  # git's pack.depth cap is 4095; deeper means a loop in a hostile pack
+_ONE_SHOT = 1 << 13  # objects up to this size are inflated by one call (see ``Pack.read_many``)
 
 
 class Pack:
@@ -123,15 +124,45 @@ class Pack:
             out.append(self.info(off, ref_base)[0])
         return out
 
-    def read_many(self, offsets: list[int], ref_base) -> list[tuple[int, bytes]]:
-        """(type, content) of the objects at ``offsets`` (ascending: the pack is read front to back)."""
+    def read_many(self, offsets: list[int], ref_base, apply=None) -> list:
+        """(type name, content) of the objects at ``offsets`` (ascending: the pack is read front to back),
+        or ``apply(type name, content)`` of each (what a caller keeps of a million objects).
+
+        A whole object of at most ``_ONE_SHOT`` bytes (a commit or a tag) is inflated by one
+        ``zlib.decompress`` of a slice that holds its stream with room to spare (zlib stops at the
+        stream's end and checks its checksum); it must give exactly the size the header says. Anything
+        else -- a delta, a bigger object, a stream the slice cuts short, a size that does not match -- goes
+        the careful way (``read``), which names the damage."""
+        data = self.data
+        view = memoryview(data)
+        end = len(data) - self.rawsz
+        decompress = zlib.decompress
+        error = zlib.error
+        names = TYPE_NAMES
         out = []
+        append = out.append
         for off in offsets:
-            kind, size, pos = self._header(off)
-            if kind >= OFS_DELTA or size > MAX_INFLATE:
-                out.append(self.read(off, ref_base))
+            c = data[off] if 12 <= off < end else 0
+            kind = (c >> 4) & 7
+            size = c & 15
+            pos = off + 1
+            shift = 4
+            while c & 0x80 and pos < end and shift < 32:
+                c = data[pos]
+                pos += 1
+                size |= (c & 0x7F) << shift
+                shift += 7
+            if c & 0x80 or not COMMIT <= kind <= TAG or size > _ONE_SHOT:
+                kind, content = self.read(off, ref_base)
             else:
-                out.append((kind, self._inflate(pos, size, off)))
+                stop = pos + size + 64
+                try:
+                    content = decompress(view[pos : stop if stop < end else end])
+                except error:
+                    content = b""
+                if len(content) != size or not content:
+                    kind, content = self.read(off, ref_base)
+            append((names[kind], content) if apply is None else apply(names[kind], content))
         return out
 
     def read(self, off: int, ref_base) -> tuple[int, bytes]:

@@ -9,6 +9,7 @@ offset is checked against the file's length before use, so a truncated or hostil
 from __future__ import annotations
 
 import struct
+from binascii import hexlify
 
 from ..errors import CorruptStore
 from .chunks import bisect_ids, read_fanout
@@ -33,6 +34,7 @@ class PackIndex:
         "_big",
         "_stride",
         "_table",
+        "_hex",
     )
 
     def __init__(self, path: str, data, rawsz: int) -> None:
@@ -40,6 +42,7 @@ class PackIndex:
         self.data = data
         self.rawsz = rawsz
         self._table: dict[bytes, int] | None = None
+        self._hex: dict[tuple[int, int], dict[bytes, int]] = {}
         size = len(data)
         if data[:4] == _V2_MAGIC:
             if size < 8 + 1024 or _U32.unpack_from(data, 4)[0] != 2:
@@ -112,15 +115,19 @@ class PackIndex:
             return list(map(self._table.get, raws))
         return [self.lookup(raw) for raw in raws]
 
-    def offsets(self) -> list[int]:
-        """Every object's pack offset, in index (name) order."""
-        n = self.count
+    def offsets(self, lo: int = 0, hi: int | None = None) -> list[int]:
+        """The pack offsets of the objects ``lo`` to ``hi`` (all by default), in index (name) order."""
+        hi = self.count if hi is None else hi
         if self.version == 1:
-            return [_U32.unpack_from(self.data, self._offsets + i * self._stride)[0] for i in range(n)]
-        small = struct.unpack_from(f">{n}I", self.data, self._offsets)
-        if not any(o & 0x80000000 for o in small):
+            return [_U32.unpack_from(self.data, self._offsets + i * self._stride)[0] for i in range(lo, hi)]
+        small = struct.unpack_from(f">{hi - lo}I", self.data, self._offsets + lo * 4)
+        if not small or max(small) < 0x80000000:
             return list(small)
-        return [self.offset(i) for i in range(n)]
+        return [self.offset(i) for i in range(lo, hi)]
+
+    def span(self, first: int, last: int) -> tuple[int, int]:
+        """The positions (from, to) of the objects whose id's first byte is ``first`` to ``last``."""
+        return (self._fanout[first - 1] if first else 0), self._fanout[last]
 
     def build_table(self) -> None:
         """Turn lookups into one dict probe each: worth it when a caller is about to look up many
@@ -130,3 +137,24 @@ class PackIndex:
         data, base, w, stride = bytes(self.data), self._names, self.rawsz, self._stride
         names = [data[base + i * stride : base + i * stride + w] for i in range(self.count)]
         self._table = dict(zip(names, self.offsets(), strict=True))
+
+    def hex_table(self, first: int = 0, last: int = 255) -> dict[bytes, int]:
+        """{lowercase hex id: pack offset} of the objects whose id's first byte is ``first`` to ``last``
+        (every object by default): for a caller about to look up a good part of them by the hex ids it
+        holds (a column of ref values), so that no id is converted on the way (the names are turned into
+        hex in one C-level call). Two processes that split their ids at a first byte make half each."""
+        full = self._hex.get((0, 255))
+        if full is not None:
+            return full
+        got = self._hex.get((first, last))
+        if got is None:
+            w = self.rawsz
+            lo, hi = self.span(first, last)
+            if self.version == 2:
+                raw = self.data[self._names + lo * w : self._names + hi * w]
+            else:
+                raw = b"".join(self.name(i) for i in range(lo, hi))
+            # one C call: the ids in hex, a space between each two (a whole number of ids: from the left)
+            names = hexlify(raw, b" ", w).split() if hi > lo else []
+            got = self._hex[(first, last)] = dict(zip(names, self.offsets(lo, hi), strict=True))
+        return got

@@ -12,7 +12,7 @@ import os
 
 from ..errors import RefscopeError
 from ..model import HASH_HEXSZ
-from .context import context, listed_refs
+from .context import context, listed_for
 from .run import Filters, Plan, for_each_ref
 
 _RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
@@ -92,12 +92,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
     ctx = context(repo, snap)
     lines = for_each_ref(
         p,
-        listed_refs(
-            snap,
-            patterns,
-            locations=any(a.name == "flag" for a in p.atoms),
-            plain=not any(a.deref or a.name == "symref" for a in p.atoms),
-        ),
+        listed_for(snap, patterns, p.atoms),
         odb,
         head=ctx.head,
         worktrees=ctx.worktrees,

@@ -12,6 +12,14 @@ from ..fileio import read_prefix
 from ..model import SYMREF_MAXDEPTH
 from ..repo import Repo, list_worktrees
 
+_SPACE_TO_LF = bytes.maketrans(b" ", b"\n")
+
+
+class Columns(namedtuple("Columns", "names oids")):
+    """Refs of names and ids alone (no symref target, no peeled value), as two lists in name order."""
+
+    __slots__ = ()
+
 
 class Context(namedtuple("Context", "head worktrees exists")):
     """``head``: the name HEAD resolves to (``b"HEAD"`` when detached, None when it resolves to nothing);
@@ -96,17 +104,7 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
     from ..stores.bulk import cut_before
 
     if plain and not locations:
-        from ..listing import Out, list_refs
-
-        out = Out(keep=True)
-        list_refs(snap, patterns, False, False, out=out)
-        lines = b"".join(out.parts).split(b"\n")
-        lines.pop()
-        if lines:
-            w = lines[0].index(b" ")
-            oids = [ln[:w] for ln in lines]
-            names = [ln[w + 1 :] for ln in lines]
-            yield from _refs(names, oids)
+        yield from refs_of(*listed_columns(snap, patterns))
         return
 
     pats = ForEachRefPatterns(patterns) if patterns else None
@@ -133,7 +131,7 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
                 names, oids, peeled, targets = cut_before(hi, names, oids, peeled, targets)
                 done = True
             if peeled is None and targets is None and match is None:
-                yield from _refs(names, oids)
+                yield from refs_of(names, oids)
             else:
                 for j, name in enumerate(names):
                     if match is not None and not match(name):
@@ -148,7 +146,52 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
                 break
 
 
-def _refs(names: list[bytes], oids: list[bytes]):
+def listed_for(snap, patterns: list[bytes], atoms):
+    """What a format of ``atoms`` reads the refs as: ``Columns`` when names and ids are all it needs
+    (no symref target, no tag's target, no ``%(flag)``), else ``listed_refs``' records."""
+    locations = any(a.name == "flag" for a in atoms)
+    plain = not any(a.deref or a.name == "symref" for a in atoms)
+    if plain and not locations:
+        return listed_columns(snap, patterns)
+    return listed_refs(snap, patterns, locations=locations, plain=plain)
+
+
+def listed_columns(snap, patterns: list[bytes]) -> Columns:
+    """(names, ids) of the refs ``listed_refs(..., plain=True)`` gives, as two lists: the listing's own
+    output, its fast paths and all, split back into columns by C-level calls (a listed name holds no
+    space; when the spaces say otherwise, line by line)."""
+    from ..listing import Out, list_refs
+
+    out = Out(keep=True)
+    list_refs(snap, patterns, False, False, out=out)
+    chunks, out.parts = out.parts, []
+    names: list[bytes] = []
+    oids: list[bytes] = []
+    pending = b""
+    while chunks:  # a chunk at a time, each let go once split (a million refs' text is ~60 MB)
+        data = chunks.pop(0) if pending == b"" else pending + chunks.pop(0)
+        if not data.endswith(b"\n"):
+            cut = data.rfind(b"\n") + 1
+            data, pending = data[:cut], data[cut:]
+        else:
+            pending = b""
+        if data.count(b" ") == data.count(b"\n"):
+            parts = data.translate(_SPACE_TO_LF).split(b"\n")
+            parts.pop()
+            names += parts[1::2]
+            oids += parts[0::2]
+        else:
+            for line in data.split(b"\n")[:-1]:
+                oid, _, name = line.partition(b" ")
+                names.append(name)
+                oids.append(oid)
+        if pending and not chunks:  # (the listing ends every line: not met)
+            chunks.append(pending + b"\n")
+            pending = b""
+    return Columns(names, oids)
+
+
+def refs_of(names: list[bytes], oids: list[bytes]):
     """Refs of names and ids alone, made by ``tuple.__new__`` straight from C (a namedtuple's own
     ``__new__`` is a Python call per ref)."""
     from itertools import repeat

@@ -7,7 +7,7 @@ in C), or as versions; ``-`` reverses one key; when every key ties, the refnames
 
 from __future__ import annotations
 
-import functools
+import re
 
 _S_N, _S_I, _S_F, _S_Z = 0, 3, 6, 9
 _CMP, _LEN = 2, 3
@@ -56,6 +56,36 @@ def versioncmp(a: bytes, b: bytes) -> int:
     return -1 if _digit(b, p2) else diff
 
 
+_RUNS = re.compile(rb"(\d+)")
+
+
+def version_key(s: bytes) -> tuple:
+    """A key that orders as ``versioncmp`` does, so that a sort by version is one C-level sort: the
+    bytes outside digit runs as themselves (ints), each digit run as a token whose first item stands
+    where its first digit would (every byte of 0x30-0x39 is a digit, so against any other byte it
+    compares as a digit does): ``0x31, length, digits`` for an integer part (the longer run is the
+    larger number), ``0x30, -zeros, 1`` for a run of zeros alone and ``0x30, -zeros, 0, rest`` for a
+    fractional part, whose rest is compared byte by byte together with the byte after it (strverscmp
+    compares that byte as it is with the other's digit: in ``01a`` against ``012``, ``a`` against ``2``)."""
+    parts = _RUNS.split(_cstr(s))
+    key: list = list(parts[0])
+    for i in range(1, len(parts), 2):
+        run = parts[i]
+        after = parts[i + 1]
+        if run[0] != 0x30:
+            key += (0x31, len(run), run)
+            key += after
+            continue
+        rest = run.lstrip(b"0")
+        if not rest:
+            key += (0x30, len(rest) - len(run), 1)
+            key += after
+            continue
+        key += (0x30, len(rest) - len(run), 0, rest + (after[:1] or b"\0"))
+        key += after[1:]
+    return tuple(key)
+
+
 def _digit(s: bytes, i: int) -> bool:
     return i < len(s) and 0x30 <= s[i] <= 0x39
 
@@ -80,10 +110,7 @@ def sort_order(
     for k, reverse, version in reversed(keys):
         col = strs[k]
         if version:
-            order.sort(
-                key=functools.cmp_to_key(lambda a, b, col=col: versioncmp(col[a], col[b])),
-                reverse=reverse,
-            )
+            order.sort(key=list(map(version_key, col)).__getitem__, reverse=reverse)
         elif numeric[k]:
             order.sort(key=nums[k].__getitem__, reverse=reverse)
         else:

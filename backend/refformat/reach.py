@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..errors import RefscopeError
 from ..model import TAG_CHAIN_MAX
-from .values import Objects, object_headers
+from .fields import object_headers
+from .values import Objects
 
 
 class Graph:
@@ -25,9 +26,7 @@ class Graph:
     def _position(self, oid: bytes) -> int | None:
         if self.cg is None:
             return None
-        if self._positions is None:
-            self._positions = self.cg.position_map()
-        return self._positions.get(bytes.fromhex(oid.decode()))
+        return self._position_map().get(oid.lower())
 
     def prefetch(self, oids: list[bytes]) -> None:
         """Learn in bulk the types of those of ``oids`` the commit-graph does not hold (all of them
@@ -35,6 +34,37 @@ class Graph:
         todo = [o for o in oids if self._position(o) is None and o not in self._kinds]
         if todo:
             self._kinds.update(self.objects.odb.types(todo))
+
+    def nodes_of(self, oids: list[bytes]) -> list:
+        """``node(commit_of(oid))`` of each of ``oids`` (None where it is no commit), in bulk: a commit
+        the graph holds is its position (one dict look-up), the others' types come from the pack
+        entries' headers and only tags are inflated."""
+        got = list(map(self._position_map().get, oids)) if self.cg is not None else [None] * len(oids)
+        if None not in got:
+            return got
+        todo = [o for o, p in zip(oids, got, strict=True) if p is None and o not in self._kinds]
+        if todo:
+            self._kinds.update(self.objects.odb.types(todo))
+        kinds = self._kinds
+        return [
+            pos
+            if pos is not None
+            else oid
+            if kinds.get(oid) == "commit"
+            else self._peeled_node(oid)
+            if kinds.get(oid) == "tag"
+            else None
+            for oid, pos in zip(oids, got, strict=True)
+        ]
+
+    def _peeled_node(self, oid: bytes):
+        c = self.commit_of(oid)
+        return None if c is None else self.node(c)
+
+    def _position_map(self) -> dict[bytes, int]:
+        if self._positions is None:
+            self._positions = self.cg.hex_positions()
+        return self._positions
 
     def node(self, oid: bytes):
         """The walk's name for commit ``oid``: its commit-graph position, else the id itself."""

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
-from itertools import compress
+from itertools import compress, repeat
+from operator import and_, is_not
 
 from ..errors import RefscopeError
 from ..model import TAG_CHAIN_MAX, Ref
+from . import bulk
+from .context import Columns, refs_of
+from .fields import object_headers
 from .order import sort_order
 from .reach import Graph
 from .spec import NUMBER_ATOMS, TIME_ATOMS, Atom, Format, parse_format, parse_sort
-from .values import Evaluator, Objects, object_headers
+from .values import Evaluator, Objects
 
 DEFAULT_FORMAT = b"%(objectname) %(objecttype)\t%(refname)"
 _RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
@@ -69,7 +73,7 @@ NO_FILTERS = Filters()
 
 def for_each_ref(
     p: Plan,
-    refs: Iterable[Ref],
+    refs: Iterable[Ref] | Columns,
     odb,
     *,
     head: bytes | None = None,
@@ -84,13 +88,25 @@ def for_each_ref(
 ) -> Iterator[bytes]:
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
     terminal: through the display function; the format's own text is the user's and stays as written);
-    ``bases``: the commit each ``%(ahead-behind:<committish>)`` names, by its committish."""
+    ``bases``: the commit each ``%(ahead-behind:<committish>)`` names, by its committish. ``refs`` as
+    ``Columns`` (names and ids alone) may go the bulk way (``bulk``), a chunk of many lines at a time."""
     objects = Objects(odb)
     numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
     shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
     shown.update(k for k, _, version in p.keys if version or not numeric[k])
     ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
                    abbrev=odb.abbrev, numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
+    if isinstance(refs, Columns) and not filters.points_at:
+        names, oids = _filter_columns(refs, objects, filters, commit_graph)
+        filters = NO_FILTERS
+        if bulk.fits(p.format, p.atoms, p.keys, omit_empty, escape is not None):
+            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count)
+            if out is not None:
+                yield from out
+                return
+        refs = refs_of(names, oids)
+    elif isinstance(refs, Columns):
+        refs = refs_of(*refs)
     selected = _filter(list(refs), objects, filters, commit_graph)
     by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]
     if by_name and count is not None:
@@ -161,30 +177,49 @@ def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list
         refs = [r for r in refs if _points_at(r, wanted, objects)]
     if not (f.merged or f.no_merged or f.contains or f.no_contains):
         return refs
-    graph = Graph(objects, commit_graph)
-    # per distinct tip (refs share them): its walk name, or None when it is no commit
     oids_of = [r.oid for r in refs]
+    kept = _kept(oids_of, objects, f, commit_graph)
+    return list(compress(refs, map(kept.__contains__, oids_of)))
+
+
+def _filter_columns(cols: Columns, objects: Objects, f: Filters, commit_graph) -> tuple[list, list]:
+    """``_filter`` (without --points-at) over columns: the names and ids of the refs kept."""
+    names, oids = cols
+    if not (f.merged or f.no_merged or f.contains or f.no_contains):
+        return names, oids
+    kept = _kept(oids, objects, f, commit_graph)
+    if not kept:
+        return [], []
+    mask = list(map(kept.__contains__, oids))
+    return list(compress(names, mask)), list(compress(oids, mask))
+
+
+def _kept(oids_of: list[bytes], objects: Objects, f: Filters, commit_graph) -> set[bytes]:
+    """The tips (of the refs' ids ``oids_of``) the reachability filters keep: worked out once per
+    distinct tip (refs share them) by C-level passes over the tips, each ref then kept by one look-up
+    in the set (small when few are kept, as for a stale-branch query)."""
+    graph = Graph(objects, commit_graph)
     oids = list(dict.fromkeys(oids_of))
-    graph.prefetch(oids)
-    nodes = {}
-    for oid in oids:
-        c = graph.commit_of(oid)
-        nodes[oid] = None if c is None else graph.node(c)
-    tips = list(dict.fromkeys(n for n in nodes.values() if n is not None))
-    keep = {o: n is not None for o, n in nodes.items()}
-    if f.contains:
-        hit = graph.containing(list(f.contains), tips)
-        keep = {o: k and nodes[o] in hit for o, k in keep.items()}
-    if f.no_contains:
-        hit = graph.containing(list(f.no_contains), tips)
-        keep = {o: k and nodes[o] not in hit for o, k in keep.items()}
-    if f.merged:
-        hit = graph.ancestors(list(f.merged))
-        keep = {o: k and nodes[o] in hit for o, k in keep.items()}
-    if f.no_merged:
-        hit = graph.ancestors(list(f.no_merged))
-        keep = {o: k and nodes[o] not in hit for o, k in keep.items()}
-    return list(compress(refs, map(keep.__getitem__, oids_of)))
+    nodes = graph.nodes_of(oids)  # per distinct tip: its walk name, or None when it is no commit
+    keep = list(map(is_not, nodes, repeat(None)))
+    if f.contains or f.no_contains:
+        tips = list(dict.fromkeys(compress(nodes, keep)))
+        for targets, want in ((f.contains, True), (f.no_contains, False)):
+            if targets:
+                hit = graph.containing(list(targets), tips)
+                keep = list(
+                    map(and_, keep, map(hit.__contains__, nodes) if want else map(_not_in(hit), nodes))
+                )
+    for targets, want in ((f.merged, True), (f.no_merged, False)):
+        if targets:
+            hit = graph.ancestors(list(targets))
+            keep = list(map(and_, keep, map(hit.__contains__, nodes) if want else map(_not_in(hit), nodes)))
+    return set(compress(oids, keep))
+
+
+def _not_in(hit: set):
+    """``x not in hit`` as a C-level callable (``hit.__contains__`` negated)."""
+    return lambda x: x not in hit
 
 
 def _points_at(r: Ref, wanted: set[bytes], objects: Objects) -> bool:

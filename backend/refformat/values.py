@@ -11,20 +11,19 @@ from __future__ import annotations
 
 from ..errors import RefscopeError
 from ..model import PACKED, TAG_CHAIN_MAX, Ref
-from . import dates
 from .fields import (
     EMPTY,
     Value,
     cstr,
     date,
-    date_mode,
+    dates_reader,
     first_line,
     ident_email,
     ident_name,
     message,
+    object_headers,
     subject_line,
     subpos,
-    when,
     wholine,
 )
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
@@ -33,6 +32,11 @@ _FORK_MIN = 20000  # distinct objects below which a second process costs more th
 
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
+
+
+def tip_atom(a: Atom) -> bool:
+    """Does ``a``'s value depend on the ref's object id alone (not on its name, nor on a tag's target)?"""
+    return not a.deref and a.name in NEEDS_OBJECT
 
 
 class Objects:
@@ -54,33 +58,6 @@ class Objects:
         todo = [o for o in dict.fromkeys(oids) if o not in cache]
         if todo:
             cache.update(self.odb.read_many(todo))
-
-
-def object_headers(kind: str, content: bytes, oid: bytes, refname: bytes):
-    """(tree, parents) of a commit or (tag, type, object) of a tag, as parse_commit_buffer and
-    parse_tag_buffer accept them; a refused object is git's ``parse_object_buffer failed`` error."""
-    fail = RefscopeError(
-        None, f"parse_object_buffer failed on {oid.decode()} for {refname.decode('utf-8', 'replace')}"
-    )
-    if kind == "commit":
-        if not content.startswith(b"tree "):
-            raise fail
-        lines = content.split(b"\n")
-        tree = lines[0][5:]
-        parents = []
-        for line in lines[1:]:
-            if not line.startswith(b"parent "):
-                break
-            parents.append(line[7:])
-        return tree, parents
-    head = content.split(b"\n\n", 1)[0].split(b"\n")
-    fields = {}
-    for line in head:
-        k, _, v = line.partition(b" ")
-        fields.setdefault(k, v)
-    if b"object" not in fields or b"type" not in fields:
-        raise fail
-    return fields.get(b"tag", b""), fields[b"type"], fields[b"object"]
 
 
 class Evaluator:
@@ -107,7 +84,10 @@ class Evaluator:
         self._fns = [self._special_fn(a) for a in atoms]
         self._numbers_only = numbers_only
         self._oids_memo: tuple[list[Ref], list[bytes]] | None = None
-        self._commit_dates = {False: self._dates_plan(self._plain), True: self._dates_plan(self._deref)}
+        self._commit_dates = {
+            deref: None if plan is None else self._date_reader(plan, deref)
+            for deref, plan in ((False, self._dates_plan(self._plain)), (True, self._dates_plan(self._deref)))
+        }
 
     def _dates_plan(self, which: list[int]):
         """When every object atom of ``which`` is a date a commit's author or committer line gives:
@@ -120,7 +100,7 @@ class Evaluator:
             src = _DATE_SOURCE.get(a.name)
             if src is None:
                 return None
-            plan.append((src, a.arg, k in self._numbers_only))
+            plan.append((src + b" ", a.arg, k in self._numbers_only))
         return plan
 
     def prefetch(self, refs: list[Ref]) -> None:
@@ -140,41 +120,111 @@ class Evaluator:
             self.objects.prefetch(peeled)
 
     def _values_in_two(self, refs: list[Ref]) -> bool:
-        """The object atoms' values of many objects made over two cores: half the ids read and evaluated
-        in a forked child (``parallel.Forked``), half here. Only when nothing goes wrong on either side:
-        a missing object, a refused one or a failed child leaves the work to the one-process path, which
-        reports the first problem in ref order as git does. False: nothing was done."""
-        from ..parallel import FAILED, Forked, may_fork
+        """The object atoms' values of many objects made over two cores (``_values_over_two``), kept
+        per id. Only when nothing goes wrong on either side: a missing object, a refused one or a failed
+        child leaves the work to the one-process path, which reports the first problem in ref order as
+        git does. False: nothing was done."""
+        from ..parallel import may_fork
 
         oids = list(dict.fromkeys(self._oids(refs)).keys() - self._by_oid.keys())
         if len(oids) < _FORK_MIN or not may_fork():
             return False
-        mid = len(oids) // 2
-        child = Forked(self._values_of, oids[mid:])
-        mine = self._values_of(oids[:mid])
-        if mine is None:
-            child.abandon()
+        got = self._values_over_two(oids)
+        if got is None:
             return False
-        theirs = child.result()
-        if theirs is FAILED or theirs is None:
-            return False
-        self._by_oid.update(zip(oids[:mid], mine, strict=True))
-        self._by_oid.update(zip(oids[mid:], theirs, strict=True))
+        ids, cols = got
+        rows = zip(*[zip(texts, nums, strict=True) for texts, nums in cols], strict=True)
+        self._by_oid.update(zip(ids, rows, strict=True))
         return True
 
-    def _values_of(self, oids: list[bytes]) -> list | None:
-        """[(text, number) per object atom] for each of ``oids``, or None if one is missing or refused."""
+    def _values_over_two(self, oids: list[bytes]) -> tuple[list, list] | None:
+        """``_values_of(oids)``, the ids below ``8...`` looked up, read and evaluated here and the others
+        in a forked child (``parallel.Forked``; each makes the lookup table of its half of each pack
+        index); a child that fails does its half here after all. Columns travel back (marshal is quick
+        with lists of bytes and of ints)."""
+        from ..parallel import FAILED, Forked
+
+        child = Forked(self._values_of, [o for o in oids if o >= b"8"])
+        mine = self._values_of([o for o in oids if o < b"8"])
+        if mine is None:
+            child.abandon()
+            return None
+        theirs = child.result()
+        if theirs is FAILED:
+            theirs = self._values_of([o for o in oids if o >= b"8"])
+        if theirs is None:
+            return None
+        cols = [(t1 + t2, n1 + n2) for (t1, n1), (t2, n2) in zip(mine[1], theirs[1], strict=True)]
+        return mine[0] + theirs[0], cols
+
+    def tip_columns(self, tips: list[bytes]) -> tuple[list, list, list] | None:
+        """The values of every atom that depends on the object id alone (``tip_atom``) for the distinct
+        ids ``tips``: (the ids in the order the values come in -- the packs' --, the bytes printed, the
+        numbers sorted by; 0 where an atom has none), one column per atom (None for the other atoms),
+        made over two cores when there are many. None when an object is missing or refused: the
+        per-ref path then reports it as git does."""
+        from ..parallel import may_fork
+
+        if self._deref:
+            return None
+        ids, values = tips, []
+        if self._plain:
+            if len(tips) >= _FORK_MIN and may_fork():
+                got = self._values_over_two(tips)
+            else:
+                got = self._values_of(tips)
+            if got is None:
+                return None
+            ids, values = got
+        strs: list = [None] * len(self.atoms)
+        nums: list = [None] * len(self.atoms)
+        for k, a in enumerate(self.atoms):
+            if a.name == "objectname" and not a.deref:
+                strs[k] = ids if a.arg is None else [self._oid(o, a.arg) for o in ids]
+                nums[k] = [0] * len(ids)
+        for j, k in enumerate(self._plain):
+            strs[k], nums[k] = values[j]
+        return ids, strs, nums
+
+    def _values_of(self, oids: list[bytes]) -> tuple[list, list] | None:
+        """(the ids in pack order, for each object atom (``_plain``) (the texts, the numbers: 0 where
+        none) of them) for the objects ``oids``; None if one is missing or refused."""
         try:
-            got = self.objects.odb.read_many(oids)
-            out = []
-            for oid in oids:
-                obj = got[oid]
-                if obj is None:
-                    return None
-                out.append(self._object_values(oid, obj, False, b""))
-            return out
+            located = self.objects.odb.locate_many(oids)
         except (RefscopeError, ValueError):
             return None
+        cols = self._located_values(located)
+        return None if cols is None else (located.ids(), cols)
+
+    def _located_values(self, located) -> list | None:
+        """``_values_of`` for the objects of ``located`` (``Odb.locate_many``), in its order. A format
+        whose object atoms are commit dates (the sort of a million refs by date) keeps of each object
+        its dates alone, read as the object is inflated."""
+        try:
+            reader = self._commit_dates[False]
+            if reader is not None:
+                _, got = self.objects.odb.read_located(located, reader)
+                if None in got:
+                    return None
+                flat = list(zip(*got, strict=True)) if got else [()] * (2 * len(self._plain))
+                return [(list(flat[2 * j]), list(flat[2 * j + 1])) for j in range(len(self._plain))]
+            ids, got = self.objects.odb.read_located(located, None)
+            if None in got:
+                return None
+            rows = [self._object_values(oid, obj, False, b"") for oid, obj in zip(ids, got, strict=True)]
+            return [([r[j][0] for r in rows], [r[j][1] or 0 for r in rows]) for j in range(len(self._plain))]
+        except (RefscopeError, ValueError):
+            return None
+
+    def _date_reader(self, plan, deref: bool):
+        """``fields.dates_reader`` of ``plan``, any object but a commit through ``_object_values``."""
+
+        def other(kind, content):
+            return tuple(
+                x for t, v in self._object_values(b"", (kind, content), deref, b"") for x in (t, v or 0)
+            )
+
+        return dates_reader(plan, other)
 
     def table(self, refs: list[Ref]) -> tuple[list[list[bytes]], list[list[int]]]:
         """Every atom's values for ``refs``, one column per atom: (the bytes printed, the numbers sorted
@@ -349,24 +399,10 @@ class Evaluator:
         """(text, number) of each object atom of the object ``got``."""
         kind, content = got
         which = self._deref if deref else self._plain
-        plan = self._commit_dates[deref]
-        if plan is not None and kind == "commit":
-            buf = cstr(content)
-            seen: dict[bytes, tuple[int, int] | None] = {}
-            out = []
-            for src, arg, number in plan:
-                got = seen.get(src, False)
-                if got is False:
-                    line = wholine(src, buf)
-                    got = seen[src] = None if line is None else when(line)
-                if got is None:
-                    out.append((b"", 0))
-                elif number:
-                    out.append((b"", got[0]))
-                else:
-                    show = dates.show(got[0], got[1], date_mode(arg)).encode()
-                    out.append((show, None if arg else got[0]))
-            return out
+        reader = self._commit_dates[deref]
+        if reader is not None and kind == "commit":
+            flat = reader(kind, content)
+            return list(zip(flat[0::2], flat[1::2], strict=True))
         textual = kind in ("commit", "tag")
         buf = cstr(content) if textual else b""
         heads = None

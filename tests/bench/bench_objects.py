@@ -85,6 +85,8 @@ def main() -> int:
     ap.add_argument("--refs", type=int, default=1_000_000)
     ap.add_argument("--commits", type=int, default=200_000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--case", choices=["all", "sort", "merged"], default="all")
+    ap.add_argument("--graph", choices=["both", "no", "yes"], default="both")
     args = ap.parse_args()
     path = build(args.refs, args.commits)
     launcher = ROOT / ".venv" / "bin" / "refscope"
@@ -94,6 +96,7 @@ def main() -> int:
         ("sort by -committerdate", ["--sort=-committerdate", "--format=%(committerdate:unix) %(refname)"]),
         ("--merged=refs/heads/b0", ["--merged=refs/heads/b0", "--format=%(refname)"]),
     ]
+    cases = [c for c in cases if args.case == "all" or args.case in c[0]]
     print(
         f"{args.refs:,} refs over {args.commits:,} commits; git {gitbin}; {os.cpu_count()} cpus; medians of {args.runs}"
     )
@@ -101,7 +104,7 @@ def main() -> int:
         f"{'case':<26} {'graph':<6} {'refscope wall / cpu s':>22} {'git wall / cpu s':>18} {'wall ratio':>10}"
     )
     graph = path / ".git" / "objects" / "info" / "commit-graph"
-    for with_graph in (False, True):
+    for with_graph in {"both": (False, True), "no": (False,), "yes": (True,)}[args.graph]:
         if with_graph and not graph.exists():
             git(path, "commit-graph", "write", "--reachable")
         if not with_graph and graph.exists():

@@ -401,3 +401,166 @@ def test_objects_read_over_two_processes_match_git(tmp_path, monkeypatch):
     with pytest.raises(RefscopeError) as e:
         _ours(repo, "%(objecttype) %(refname)", [])
     assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"
+
+
+def _ours_columns(repo, fmt, sort, filters=NO_FILTERS, count=None, commit_graph=False):
+    """``_ours`` through the CLI's way in (``listed_for``): the refs as two columns where the format needs
+    no more, which a format of the refname and tip atoms takes the bulk way."""
+    from refscope.backend.refformat.context import listed_for
+
+    r = discover(str(repo))
+    snap = open_store(r).snapshot()
+    ctx = context(r, snap)
+    odb = Odb(os.path.join(r.commondir, "objects"), r.hash_name, {})
+    cg = open_commit_graph(os.path.join(r.commondir, "objects"), odb.rawsz) if commit_graph else None
+    p = plan(fmt.encode(), sort)
+    lines = for_each_ref(p, listed_for(snap, [], p.atoms), odb, head=ctx.head,
+                         worktrees=ctx.worktrees, exists=ctx.exists, filters=filters, count=count,
+                         commit_graph=cg)  # fmt: skip
+    return b"".join(lines)
+
+
+def _tied_repo(tmp_path, fmt: str, hash_name: str = "sha1"):
+    """Refs sharing tips, and tips sharing dates: commits made at one committer time (with different
+    author times), refs to each interleaved by name, annotated tags, a blob and a tree."""
+    repo = init_repo(tmp_path / "t", fmt, hash_name)
+    git(repo, "config", "gc.auto", "0")
+    lines = []
+    for i in range(1, 9):
+        lines.append(
+            f"commit refs/heads/c{i}\nmark :{i}\n"
+            f"author A{i} <a@x> {1600000000 + (i * 37) % 5} +0100\n"
+            f"committer C <c@x> {1600000000 + i // 3} -0200\n"
+            f"data 4\nm{i}\n\n"
+        )
+    git(repo, "fast-import", "--quiet", "--force", input="".join(lines).encode())
+    oids = [git(repo, "rev-parse", f"c{i}").strip().decode() for i in range(1, 9)]
+    git(repo, "tag", "-a", "ann", "-m", "annotated", "c3")
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"blob\n").strip().decode()
+    tree = git(repo, "rev-parse", "c1^{tree}").strip().decode()
+    stdin = "".join(f"create refs/pull/{n}/head {oids[(n * 5) % 8]}\n" for n in range(40))
+    stdin += f"create refs/x/blob {blob}\ncreate refs/x/tree {tree}\ncreate refs/x/blob2 {blob}\n"
+    git(repo, "update-ref", "--stdin", input=stdin.encode())
+    if fmt == "files":
+        git(repo, "pack-refs", "--all")
+    git(repo, "repack", "-adq")
+    return repo
+
+
+BULK_FORMATS = [
+    "%(committerdate:unix) %(refname)",
+    "%(refname)",
+    "%(objectname) %(objecttype)\t%(refname)",
+    "%(refname) %(committerdate:iso) %(authordate)|%(subject)",
+    "%(objectname:short)%(committerdate:unix)",  # no refname: one line per ref all the same
+    "<%(refname)|%(creatordate:short)> 100%% %(objectsize) %(authorname)",
+]
+BULK_SORTS = [
+    [],
+    ["-refname"],
+    ["committerdate"],
+    ["-committerdate"],
+    ["-committerdate", "authordate"],
+    ["creatordate", "-objecttype"],
+    ["committerdate:unix"],
+    ["objectname"],
+    ["-objectsize", "refname"],
+    ["subject"],
+]
+
+
+@pytest.mark.parametrize(("fmt", "split"), [("files", False), ("reftable", False), ("files", True)])
+def test_columns_way_matches_git_with_ties(tmp_path, fmt, split, monkeypatch):
+    """The bulk way (refs as columns, values per distinct tip) on tips tied on every key: git's order,
+    ties by refname, for every format and sort, with --count cutting inside a tied run; ``split``: the
+    objects read and the lines made half in a forked child (every run: the thresholds are 1)."""
+    from refscope.backend.refformat import bulk, values
+
+    if split:
+        monkeypatch.setattr(values, "_FORK_MIN", 1)
+        monkeypatch.setattr(bulk, "_FORK_MIN", 1)
+    repo = _tied_repo(tmp_path, fmt)
+    for f in BULK_FORMATS:
+        for sort in BULK_SORTS:
+            proc = _theirs(repo, f, sort)
+            assert proc.returncode == 0, proc.stderr
+            assert _ours_columns(repo, f, sort) == proc.stdout, (f, sort)
+    for n in (1, 3, 7, 20, 100):
+        for sort in (["-committerdate"], [], ["-refname"]):
+            proc = _theirs(repo, "%(committerdate:unix) %(refname)", sort, [f"--count={n}"])
+            assert _ours_columns(repo, "%(committerdate:unix) %(refname)", sort, count=n) == proc.stdout
+
+
+@pytest.mark.parametrize("hash_name", ["sha1", "sha256"])
+def test_columns_way_matches_git_on_every_format(tmp_path, hash_name, monkeypatch):
+    """Every format and sort of the per-ref tests through the columns (those that do not fit the bulk way
+    go the per-ref way from them), the object reads over two processes."""
+    from refscope.backend.refformat import values
+
+    monkeypatch.setattr(values, "_FORK_MIN", 1)
+    repo = _repo(tmp_path, "files", hash_name, packed_refs=True)
+    for f in FORMATS:
+        proc = _theirs(repo, f, ["-committerdate"])
+        if proc.returncode:
+            continue
+        assert _ours_columns(repo, f, ["-committerdate"]) == proc.stdout, f
+    for sort in SORTS:
+        proc = _theirs(repo, "%(refname) %(committerdate:unix) %(objecttype)", sort)
+        assert _ours_columns(repo, "%(refname) %(committerdate:unix) %(objecttype)", sort) == proc.stdout, (
+            sort
+        )
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_columns_way_filters_match_git(tmp_path, graph):
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
+    if graph:
+        git(repo, "commit-graph", "write", "--reachable")
+        git(repo, "commit", "-q", "--allow-empty", "-m", "newer than the graph")
+    rev = lambda name: git(repo, "rev-parse", name).strip()  # noqa: E731
+    cases = [
+        (Filters(merged=(rev("main"),)), ["--merged=main"]),
+        (Filters(no_merged=(rev("main~3"),)), ["--no-merged=main~3"]),
+        (Filters(contains=(rev("main~4"),)), ["--contains=main~4"]),
+        (Filters(points_at=(rev("main"),)), ["--points-at=main"]),
+        (Filters(merged=(rev("main"),), contains=(rev("main~8"),)), ["--merged=main", "--contains=main~8"]),
+    ]
+    for filters, args in cases:
+        for f, sort in (("%(refname)", []), ("%(committerdate:unix) %(refname)", ["-committerdate"])):
+            proc = _theirs(repo, f, sort, args)
+            assert proc.returncode == 0, proc.stderr
+            assert _ours_columns(repo, f, sort, filters, commit_graph=graph) == proc.stdout, args
+
+
+def test_columns_way_missing_object_is_gits_error(tmp_path):
+    """A tip whose object is missing sends the bulk way back to the per-ref one: git's words."""
+    repo = _tied_repo(tmp_path, "files")
+    (repo / ".git" / "refs" / "heads" / "gone").write_text("1" * 40 + "\n")
+    for f, sort in (("%(committerdate:unix) %(refname)", ["-committerdate"]), ("%(objecttype)", [])):
+        proc = _theirs(repo, f, sort)
+        assert proc.returncode
+        with pytest.raises(RefscopeError) as e:
+            _ours_columns(repo, f, sort)
+        assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"
+
+
+def test_version_key_orders_as_versioncmp():
+    """The sort key of ``version:refname`` orders every pair as ``versioncmp`` (which the test above holds
+    to git's order) does: random strings of digits, zeros, separators and a NUL."""
+    import random
+
+    from refscope.backend.refformat.order import version_key
+
+    rng = random.Random(16)
+    for alphabet, longest in (
+        (b"00019a-.~/\0", 7),
+        (b"0123456789", 9),
+        (b"0001v.-rc", 12),
+        (b"\xff0:9A/", 5),
+    ):
+        for _ in range(20000):
+            a, b = (bytes(rng.choice(alphabet) for _ in range(rng.randrange(longest))) for _ in "ab")
+            c = versioncmp(a, b)
+            assert ((c > 0) - (c < 0)) == (version_key(a) > version_key(b)) - (
+                version_key(a) < version_key(b)
+            ), (a, b)
