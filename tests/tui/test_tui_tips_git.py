@@ -331,4 +331,18 @@ async def test_broken_objects_say_so_in_their_rows(tmp_path: Path, git_bin: str)
         lines = [ref_list.render_line(y).text for y in range(ref_list.row_count)]
         assert any("(missing object)" in line for line in lines)
         assert any("(unreadable: " in line for line in lines)
+        # b4's history runs through the garbled commit: its ahead/behind is said on the detail line,
+        # in one line, and no notice pops up each time the cursor rests there
+        screen = app.screen
+        notices = len(app._notifications)
+        for _ in range(2):
+            screen.jump_to(b"refs/heads/b4")
+            await wait_for(pilot, lambda: "ahead/behind" in str(screen.query_one("#detail").render()))
+            screen.jump_to(b"refs/heads/b0")
+            await pilot.pause(0.3)
+        screen.jump_to(b"refs/heads/b4")
+        await wait_for(pilot, lambda: "ahead/behind" in str(screen.query_one("#detail").render()))
+        detail = str(screen.query_one("#detail").render())
+        assert "ahead/behind master: " in detail or "ahead/behind main: " in detail, detail
+        assert len(app._notifications) == notices
         assert app.is_running

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from refscope.backend.display import escape_name
+from refscope.backend.display import escape_name, printable
 from refscope.backend.errors import RefscopeError
 from refscope.backend.model import PACKED, TABLE
 from rich.text import Text
@@ -226,16 +226,22 @@ class MainScreen(Marking, Editing, QueueTransaction):
         head_oid = snapshot.resolve(head)
         if head_oid is None:
             return
-        head_commit = self.facts.resolve(snapshot, head_oid)
-        ahead, behind = self.facts.ahead_behind(commit, head_commit)
-        self.app.call_from_thread(self._ahead_behind, name, head, ahead, behind, text)
+        try:
+            head_commit = self.facts.resolve(snapshot, head_oid)
+            counts: tuple[int, int] | str = self.facts.ahead_behind(commit, head_commit)
+        except RefscopeError as err:  # a damaged history: said on the line, not a notice per cursor rest
+            counts = err.brief
+        self.app.call_from_thread(self._ahead_behind, name, head, counts, text)
 
-    def _ahead_behind(self, name: bytes, head: bytes, ahead: int, behind: int, text: Text) -> None:
+    def _ahead_behind(self, name: bytes, head: bytes, counts: tuple[int, int] | str, text: Text) -> None:
         if self.ref_list.current_name() != name:
             return
-        short = head.removeprefix(b"refs/heads/")
+        short = escape_name(head.removeprefix(b"refs/heads/"))
         line = text.copy()
-        line.append(f" · {ahead} ahead, {behind} behind {escape_name(short)}", "bold")
+        if isinstance(counts, str):
+            line.append(f" · ahead/behind {short}: {printable(counts)}", "red")
+        else:
+            line.append(f" · {counts[0]} ahead, {counts[1]} behind {short}", "bold")
         self.query_one("#detail", Label).update(line)
 
     def on_ref_list_layout_changed(self, message: RefList.LayoutChanged) -> None:
