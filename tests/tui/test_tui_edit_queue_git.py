@@ -484,3 +484,30 @@ async def test_bench_of_a_mixed_queue(tmp_path: Path, ref_format: str) -> None:
         assert rows == ["native", "git"], table
         assert "refused" not in table
         assert ref_storage(path / ".git") == before and len(app.queue) == 3
+
+
+async def test_palette_offers_every_edit(tmp_path: Path) -> None:
+    """The command palette's edit entries do what their keys do: a tag queued through "Edit: new tag",
+    taken back through "Queue: undo"."""
+    path, head, _side = setup(tmp_path, "files")
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await on(pilot, app, "refs/heads/topic/000")
+        commands = {c.title: c.callback for c in app.get_system_commands(app.screen)}
+        assert {
+            "Edit: new branch",
+            "Edit: new tag",
+            "Edit: rename ref",
+            "Edit: move ref",
+            "Queue: undo",
+            "Queue: clear",
+            "Sort: next order",
+            "Dates: relative / ISO",
+        } <= set(commands)
+        commands["Edit: new tag"]()
+        await wait_for(pilot, lambda: isinstance(app.screen, EditPrompt) and app.screen.query("#path"))
+        app.screen.query_one("#path", Input).value = "from-palette"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: list(app.queue) == [b"refs/tags/from-palette"])
+        commands["Queue: undo"]()
+        await wait_for(pilot, lambda: len(app.queue) == 0)

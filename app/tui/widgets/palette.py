@@ -61,8 +61,21 @@ def system_commands(app: RefscopeApp) -> Iterator[SystemCommand]:
     ):
         yield SystemCommand(f"View: {name}", help_text, lambda n=name: app.action_view(n))
     yield SystemCommand("Filter refs", "Focus the filter", lambda: app.main_action("filter"))
+    for title, help_text, action in (
+        ("Edit: new branch", "Queue a branch at the ref under the cursor (n)", "new_branch"),
+        ("Edit: new tag", "Queue a lightweight tag at the ref under the cursor (t)", "new_tag"),
+        ("Edit: rename ref", "Queue a rename of the ref under the cursor, its reflog kept (R)", "rename"),
+        ("Edit: move ref", "Queue a move of the ref under the cursor to another commit (M)", "move"),
+        ("Queue: undo", "Take back the queued entry under the cursor, else the last one (u)", "undo"),
+        ("Queue: clear", "Take back every queued entry (U)", "unmark_all"),
+        ("Sort: next order", "Sort by name, version or committer date (S)", "cycle_sort"),
+        ("Dates: relative / ISO", "Show the tip dates relative or absolute (d)", "toggle_dates"),
+    ):
+        yield SystemCommand(title, help_text, lambda a=action: app.main_action(a))
     yield SystemCommand(
-        "Commit queue", "Delete every queued ref in one transaction", lambda: app.main_action("commit")
+        "Commit queue",
+        "Commit every queued edit and deletion in one transaction",
+        lambda: app.main_action("commit"),
     )
     yield SystemCommand(
         "Bench queue",
