@@ -511,3 +511,20 @@ async def test_palette_offers_every_edit(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: list(app.queue) == [b"refs/tags/from-palette"])
         commands["Queue: undo"]()
         await wait_for(pilot, lambda: len(app.queue) == 0)
+
+
+def test_bulk_deletions_leave_out_a_name_a_rename_takes() -> None:
+    """``a`` (mark all shown) and ``i`` (load a queue file) queue deletions in bulk; a name a queued rename
+    takes is left out of them, as ``space`` refuses it: one entry per name, whatever the path."""
+    from refscope.app.tui.widgets.queue import RENAME, Entry, Queue
+    from refscope.backend.model import Ref
+
+    queue = Queue()
+    old = Ref(b"refs/heads/a", b"1" * 40, None, None, None)
+    assert queue.add_edit(Entry(b"refs/heads/a", old, kind=RENAME, new_name=b"refs/heads/b")) is None
+    taken = Ref(b"refs/heads/b", b"2" * 40, None, None, None)
+    other = Ref(b"refs/heads/c", b"3" * 40, None, None, None)
+    assert queue.add_many([taken, other, old]) == 1
+    assert list(queue) == [b"refs/heads/a", b"refs/heads/c"] and queue[b"refs/heads/a"].kind == RENAME
+    assert queue.add_entries([Entry(b"refs/heads/b", taken), Entry(b"refs/heads/d", other)]) == 1
+    assert list(queue) == [b"refs/heads/a", b"refs/heads/c", b"refs/heads/d"]

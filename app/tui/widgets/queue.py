@@ -81,20 +81,27 @@ class Queue(dict):
         self.add(ref)
         return True
 
+    def _renamed_to(self) -> set[bytes]:
+        """The names renames in the queue take: a deletion of one is not queued beside them."""
+        return {n for n in self._edited.values() if n is not None}
+
     def add_many(self, refs) -> int:
         n = 0
+        taken = self._renamed_to()
         for ref in refs:
-            if ref.name not in self:
+            if ref.name not in self and ref.name not in taken:
                 self[ref.name] = Entry(ref.name, ref)
                 n += 1
         self._touch()
         return n
 
     def add_entries(self, entries) -> int:
-        """Queue prepared entries (a loaded queue file) not queued yet; returns how many were added."""
+        """Queue prepared entries (a loaded queue file) not queued yet, and not of a name a queued rename
+        takes; returns how many were added."""
         n = 0
+        taken = self._renamed_to()
         for entry in entries:
-            if entry.name not in self:
+            if entry.name not in self and entry.name not in taken:
                 self[entry.name] = entry
                 n += 1
         self._touch()
