@@ -263,7 +263,7 @@ class UpdateTransaction:
         return UpdateResult(
             True,
             self.engine,
-            _summary(updates, self.commands, self.zero),
+            e.rows if e is not None and e.rows is not None else _summary(updates, self.commands, self.zero),
             report,
             [*self._phases, report, *extra],
             _renamed(e) if self.renames else (),
