@@ -14,6 +14,7 @@ accepts any revision; refscope resolves ref names and full object names, not abb
 
 from __future__ import annotations
 
+import gc
 from collections import namedtuple
 
 from ..errors import UpdateInputError
@@ -435,7 +436,13 @@ def parse(
     stands for (None: git would refuse it). ``fast=False``: the faithful parser even for plain input
     (the tests check that both read it alike)."""
     if fast and not nul:
-        fast = _fast(data, hexsz, no_deref)
+        was = gc.isenabled()
+        gc.disable()  # one record per line, none in a cycle: a collection would only walk them again
+        try:
+            fast = _fast(data, hexsz, no_deref)
+        finally:
+            if was:
+                gc.enable()
         if fast is not None:
             return fast
     term = 0 if nul else 0x0A
