@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 from collections import namedtuple
+from itertools import repeat
 
 from ..errors import UpdateInputError
 from ..refname import all_valid_and_safe, is_valid_refname
@@ -368,11 +369,25 @@ def _fast(data: bytes, hexsz: int, no_deref: bool) -> Parsed | None:
     if not data.endswith(b"\n") or b'"' in data or b"\t" in data or b"\r" in data or b"\0" in data:
         return None
     zero = b"0" * hexsz
+    lines = data[:-1].split(b"\n")
+    n = len(lines)
+    if data.startswith(b"create ") and list(map(bytes.count, lines, repeat(b" "))).count(2) == n:
+        # every line three words: when every one is a create, the batch by columns (the seed's recipe)
+        words = data[:-1].replace(b"\n", b" ").split(b" ")
+        if words[0::3].count(b"create") == n:
+            news = words[2::3]
+            if zero in news:
+                return None  # git words it
+            names = words[1::3]
+            verbs, zeros, nones, nd = repeat("create"), repeat(zero), repeat(None), repeat(no_deref)
+            rows = zip(verbs, names, news, zeros, nones, nones, nd, strict=False)  # (the repeats never end)
+            out = list(map(_new, repeat(Command), rows))
+            return _checked(out, news, names, hexsz)
     out = []
     add = out.append
     values: list[bytes] = []  # every hex value given: checked together at the end
     value = values.append
-    for line in data[:-1].split(b"\n"):
+    for line in lines:
         parts = line.split(b" ")
         verb = parts[0]
         n = len(parts)
@@ -403,20 +418,24 @@ def _fast(data: bytes, hexsz: int, no_deref: bool) -> Parsed | None:
                 )
         else:
             return None
+    for c in out:
+        if (c.verb == "create" and c.new == zero) or (c.verb == "delete" and c.old == zero):
+            return None
+    return _checked(out, values, [c.name for c in out], hexsz)
+
+
+def _checked(out: list, values: list[bytes], names: list[bytes], hexsz: int) -> Parsed | None:
+    """``_fast``'s commands ``out`` once their hex ``values`` and ``names`` pass git's checks, else None."""
     joined = b"".join(values)
     if len(joined) != hexsz * len(values) or joined.translate(None, _HEX_BYTES):
         return None  # a value of another length (or empty, or not hex): the faithful parser words it
-    if any(len(v) != hexsz for v in values):
+    if values and set(map(len, values)) != {hexsz}:
         return None
     if joined.translate(None, b"0123456789abcdef"):  # upper-case hex: git takes it, refscope stores lower
         out = [
             c._replace(new=c.new.lower() if c.new else c.new, old=c.old.lower() if c.old else c.old)
             for c in out
         ]
-    for c in out:
-        if (c.verb == "create" and c.new == zero) or (c.verb == "delete" and c.old == zero):
-            return None
-    names = [c.name for c in out]
     if not (all_valid_and_safe(names) or all(map(is_valid_refname, names))):  # all at once, else one by one
         return None
     return Parsed([Batch(out, "commit", [])], None, [], [])
