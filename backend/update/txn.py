@@ -171,7 +171,8 @@ class UpdateTransaction:
                 self.peeled.update(check_new_values(self.repo, plain))
             self._phases.append(m.report)
         if not self.allow_checked_out:
-            self._refuse_checked_out([c for c in plain if c.new == self.zero and c.new_target is None])
+            zero = self.zero
+            self._refuse_checked_out([c for c in plain if c.new == zero and c.new_target is None])
         self.commands.extend(commands)
         if renames is not None:
             self.renames += len(renames)
