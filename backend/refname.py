@@ -116,6 +116,8 @@ def all_valid_and_safe(names: list[bytes]) -> bool:
         return False
     # valid names under refs/ are safe (no empty, "." or ".." component, no NUL); the others must be
     # upper case and "_" only (HEAD, FETCH_HEAD...)
+    if (b"\n" + joined).count(b"\nrefs/") == len(names):
+        return True  # (one search: every name is under refs/)
     return all(is_safe_refname(n) for n in names if not n.startswith(b"refs/"))
 
 

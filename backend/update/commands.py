@@ -14,10 +14,11 @@ accepts any revision; refscope resolves ref names and full object names, not abb
 
 from __future__ import annotations
 
+import gc
 from collections import namedtuple
 
 from ..errors import UpdateInputError
-from ..refname import all_valid_and_safe, is_valid_refname
+from ..refname import is_valid_refname
 
 _SPACE = b" \t\n\r"  # git's isspace (sane_ctype GIT_SPACE)
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -360,71 +361,6 @@ def _lines(data: bytes, term: int):
         start = j + 1
 
 
-_HEX_BYTES = b"0123456789abcdefABCDEF"
-_new = tuple.__new__
-
-
-def _fast(data: bytes, hexsz: int, no_deref: bool) -> Parsed | None:
-    """The plain input most scripts write -- LF lines of create / update / delete / verify with full hex
-    values, one space apart -- parsed at C speed; None for anything else (quotes, other commands, a
-    value that is not full hex, a bad name...), which the faithful parser then reads, errors and all."""
-    if not data.endswith(b"\n") or b'"' in data or b"\t" in data or b"\r" in data or b"\0" in data:
-        return None
-    zero = b"0" * hexsz
-    out = []
-    add = out.append
-    values: list[bytes] = []  # every hex value given: checked together at the end
-    value = values.append
-    for line in data[:-1].split(b"\n"):
-        parts = line.split(b" ")
-        verb = parts[0]
-        n = len(parts)
-        if verb == b"create" and n == 3:
-            new = parts[2]
-            value(new)
-            add(_new(Command, ("create", parts[1], new, zero, None, None, no_deref)))
-        elif verb == b"update" and n in (3, 4):
-            value(parts[2])
-            old = None
-            if n == 4:
-                old = parts[3]
-                value(old)
-            add(_new(Command, ("update", parts[1], parts[2], old, None, None, no_deref)))
-        elif verb in (b"delete", b"verify") and n in (2, 3):
-            old = None
-            if n == 3:
-                old = parts[2]
-                value(old)
-            if verb == b"delete":
-                add(_new(Command, ("delete", parts[1], zero, old, None, None, no_deref)))
-            else:
-                add(
-                    _new(
-                        Command,
-                        ("verify", parts[1], None, zero if old is None else old, None, None, no_deref),
-                    )
-                )
-        else:
-            return None
-    joined = b"".join(values)
-    if len(joined) != hexsz * len(values) or joined.translate(None, _HEX_BYTES):
-        return None  # a value of another length (or empty, or not hex): the faithful parser words it
-    if any(len(v) != hexsz for v in values):
-        return None
-    if joined.translate(None, b"0123456789abcdef"):  # upper-case hex: git takes it, refscope stores lower
-        out = [
-            c._replace(new=c.new.lower() if c.new else c.new, old=c.old.lower() if c.old else c.old)
-            for c in out
-        ]
-    for c in out:
-        if (c.verb == "create" and c.new == zero) or (c.verb == "delete" and c.old == zero):
-            return None
-    names = [c.name for c in out]
-    if not (all_valid_and_safe(names) or all(map(is_valid_refname, names))):  # all at once, else one by one
-        return None
-    return Parsed([Batch(out, "commit", [])], None, [], [])
-
-
 def parse(
     data: bytes,
     *,
@@ -439,7 +375,15 @@ def parse(
     stands for (None: git would refuse it). ``fast=False``: the faithful parser even for plain input
     (the tests check that both read it alike)."""
     if fast and not nul:
-        fast = _fast(data, hexsz, no_deref)
+        was = gc.isenabled()
+        gc.disable()  # one record per line, none in a cycle: a collection would only walk them again
+        from .plainparse import parse_plain
+
+        try:
+            fast = parse_plain(data, hexsz, no_deref)
+        finally:
+            if was:
+                gc.enable()
         if fast is not None:
             return fast
     term = 0 if nul else 0x0A

@@ -40,6 +40,8 @@ def check_new_values(repo, commands) -> dict[bytes, bytes]:
             got = tips.tip(t).peeled
             if got is not None:
                 peeled[t] = got
+    if all(t == COMMIT for t in types.values()):
+        return peeled  # every object a commit (one test per distinct one): nothing below to refuse
     for c in commands:
         if c.new is None or c.new_target is not None or c.new == zero:
             continue

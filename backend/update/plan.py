@@ -81,13 +81,28 @@ def _t(b: bytes) -> str:
 class Plan:
     """One transaction's updates and the shared prepare loop. Subclasses implement the reads."""
 
-    def __init__(self, repo, commands, peeled: dict[bytes, bytes], zero: bytes) -> None:
+    def __init__(
+        self, repo, commands, peeled: dict[bytes, bytes], zero: bytes, *, defer: bool = False
+    ) -> None:
         self.repo = repo
         self.zero = zero
         self.renames: list = []  # rename.Moving of each ``commands.Rename`` (rename.py)
         self.rename_worktrees: list | None = None  # (git dir, HEAD's target) of each worktree, for them
+        self.updates: list[Upd] = []
+        self.names: set[bytes] = set()
+        self.to_check: list[Upd] = []
+        # (name, old, new) of every ref written, when an engine planned the batch by columns, without
+        # an Upd per command (reftable's create-only batches); None: the summary is made from the updates
+        self.rows: list[tuple] | None = None
+        self.taken = not defer
+        if not defer:
+            self.take(commands, peeled)
+
+    def take(self, commands, peeled: dict[bytes, bytes]) -> None:
+        """One Upd per command (two per rename), for the general prepare loop."""
+        self.taken = True
         try:
-            self.updates: list[Upd] = [Upd(*c[1:]) for c in commands]  # (verb dropped) name new old targets
+            self.updates = [Upd(*c[1:]) for c in commands]  # (verb dropped) name new old targets
         except TypeError:  # a commands.Rename among them (three fields): two updates each
             from .rename import expand
 
@@ -96,8 +111,7 @@ class Plan:
             for u in self.updates:
                 if u.new is not None and u.new_target is None:
                     u.peeled = peeled.get(u.new)
-        self.names: set[bytes] = {u.name for u in self.updates}
-        self.to_check: list[Upd] = []
+        self.names = {u.name for u in self.updates}
 
     # -- what engines supply --------------------------------------------------------------------------
     def head_ref(self) -> bytes | None:

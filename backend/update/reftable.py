@@ -47,6 +47,7 @@ from ..formats.reftable.record import (
 from ..formats.reftable.table import Table
 from ..lockfile import committing, discard, remove
 from ..model import HASH_HEXSZ
+from .creates import build_creates, creates_only
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
 from .rename import reftable_records, reftable_worktrees
@@ -66,7 +67,9 @@ class TablePlan(namedtuple("TablePlan", "st lo hi data folds refs logs")):
 class ReftableUpdate(Plan):
     def __init__(self, store, commands, peeled, *, snapshot=None, message: bytes = b"") -> None:
         repo = store.repo
-        super().__init__(repo, commands, peeled, b"0" * HASH_HEXSZ[repo.hash_name])
+        zero = b"0" * HASH_HEXSZ[repo.hash_name]
+        self.columns = creates_only(commands, zero)  # (names, new oids): planned by columns (prebuild)
+        super().__init__(repo, commands, peeled, zero, defer=self.columns is not None)
         self.commands = commands
         self.peeled = peeled
         self.raw_message = message
@@ -257,8 +260,7 @@ class ReftableUpdate(Plan):
         plans = []
         who = None
         zero = self.zero
-        # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
-        msg = self.message[: self.repo.config.reftable_block_size() // 2].rstrip(b"\n") + b"\n"
+        msg = self.log_message()
         for d, ups in batches.items():
             if not ups:
                 continue
@@ -293,8 +295,7 @@ class ReftableUpdate(Plan):
                     value = self.log_new(u)
                     if value is not None:
                         if who is None:
-                            ident = committer_ident(self.repo)
-                            who = (ident.name, ident.email, ident.time, ident.tz_hhmm(), msg)
+                            who = self.who(msg)
                         logs.append(_new(LogRecord, (name, ts, LOG_UPDATE, u.current or zero, value, *who)))
                 if u.log_only:
                     continue
@@ -314,6 +315,15 @@ class ReftableUpdate(Plan):
         if self.renames:
             plans += reftable_worktrees(self, set(batches))
         return plans
+
+    def log_message(self) -> bytes:
+        # git: xstrndup(msg, block_size / 2), then its writer drops trailing LFs and adds one (one line: reflog_message)
+        return self.message[: self.repo.config.reftable_block_size() // 2].rstrip(b"\n") + b"\n"
+
+    def who(self, msg: bytes) -> tuple:
+        """A log record's committer fields and message (its last five)."""
+        ident = committer_ident(self.repo)
+        return (ident.name, ident.email, ident.time, ident.tz_hhmm(), msg)
 
     def table_plan(
         self, st: StackWriter, ts: int, refs: list, logs: list, top: int | None = None
@@ -390,6 +400,8 @@ class ReftableUpdate(Plan):
     def run(self) -> list[Upd]:
         if self.prebuilt is not None:
             return self._run_prebuilt()
+        if not self.taken:
+            self.take(self.commands, self.peeled)
         try:
             self.prepare()
             self.write()
@@ -416,8 +428,12 @@ class ReftableUpdate(Plan):
         self.stacks[d] = st
         self.main = st
         try:
-            self.prepare()
-            plans = self.build()
+            plans = build_creates(self, st) if self.columns is not None else None
+            if plans is None:
+                if not self.taken:
+                    self.take(self.commands, self.peeled)
+                self.prepare()
+                plans = self.build()
         except TransactionRefused:
             return False
         finally:
@@ -444,4 +460,5 @@ class ReftableUpdate(Plan):
         )
         updates = fresh.run()
         self.written = fresh.written
+        self.rows = fresh.rows
         return updates

@@ -19,6 +19,7 @@ The cost of the commit (first lock to last unlink, auto-compaction apart) is mea
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import namedtuple
 
@@ -141,7 +142,15 @@ class UpdateTransaction:
     def queue(self, commands) -> None:
         """Queue ``commands`` (``commands.Command`` and ``commands.Rename`` records) in order, checking each
         as git does when it reads it (a rename: ``rename.check_queued``)."""
-        commands = list(commands)
+        was = gc.isenabled()
+        gc.disable()  # (as in ``commit``)
+        try:
+            self._queue(list(commands))
+        finally:
+            if was:
+                gc.enable()
+
+    def _queue(self, commands: list) -> None:
         renames = None
         for c in commands:
             if c.name in PSEUDOREFS:
@@ -162,7 +171,8 @@ class UpdateTransaction:
                 self.peeled.update(check_new_values(self.repo, plain))
             self._phases.append(m.report)
         if not self.allow_checked_out:
-            self._refuse_checked_out([c for c in plain if c.new == self.zero and c.new_target is None])
+            zero = self.zero
+            self._refuse_checked_out([c for c in plain if c.new == zero and c.new_target is None])
         self.commands.extend(commands)
         if renames is not None:
             self.renames += len(renames)
@@ -193,6 +203,18 @@ class UpdateTransaction:
 
     # -- committing -----------------------------------------------------------------------------------
     def commit(self) -> UpdateResult:
+        """Commit the queued commands (once). The cycle collector is off meanwhile: a big batch makes a
+        few objects per ref (plans, records, rows) that hold no cycle, and each collection would walk
+        them all again."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return self._commit()
+        finally:
+            if was:
+                gc.enable()
+
+    def _commit(self) -> UpdateResult:
         if self._done:
             raise TransactionRefused(self.repo.gitdir, "transaction already committed")
         store = self.store
@@ -263,7 +285,7 @@ class UpdateTransaction:
         return UpdateResult(
             True,
             self.engine,
-            _summary(updates, self.commands, self.zero),
+            e.rows if e is not None and e.rows is not None else _summary(updates, self.commands, self.zero),
             report,
             [*self._phases, report, *extra],
             _renamed(e) if self.renames else (),

@@ -95,3 +95,27 @@ def test_fast_path_reads_as_the_faithful_parser() -> None:
         else:
             assert a.error.what == b.error.what
     assert isinstance(parse(b"create refs/heads/x 00\n").error, UpdateInputError)
+
+
+def test_create_only_input_reads_as_the_faithful_parser() -> None:
+    """Input of creates only (the fast parser reads it by columns): the same commands or the same error,
+    with a bad line anywhere -- a zero, a short or upper-case value, a word too many or too few, a bad name."""
+    rng = random.Random(1717)
+    bad = [b"create refs/tags/z " + b"0" * 40, b"create refs/tags/z abc", b"create refs/tags/z " + H.upper().encode(),
+           b"create refs/tags/z %s x" % H.encode(), b"create refs/tags/z", b"create refs/tags/a..b " + H.encode(),
+           b"create create " + H.encode(), b"create refs/tags/create create", b"create refs/tags/y  " + H.encode(),
+           b"update refs/tags/z " + H.encode(), b"create HEAD " + H.encode()]  # fmt: skip
+    for _ in range(100):
+        lines = [
+            b"create refs/tags/t-%d %s" % (i, rng.choice([H, "a" * 40]).encode())
+            for i in range(rng.randint(1, 30))
+        ]
+        if rng.random() < 0.7:
+            lines.insert(rng.randint(0, len(lines)), rng.choice(bad))
+        data = b"\n".join(lines) + b"\n"
+        a, b = parse(data), parse(data, fast=False)
+        assert (a.error is None) == (b.error is None)
+        if a.error is None:
+            assert a.batches == b.batches
+        else:
+            assert a.error.what == b.error.what
