@@ -52,15 +52,19 @@ def _is_refname(a: Atom) -> bool:
 
 
 def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[bytes], oids: list[bytes],
-          ev, limit: int | None) -> list[bytes] | None:  # fmt: skip
+          ev, limit: int | None, keep: list | None = None) -> list[bytes] | None:  # fmt: skip
     """The output (chunks of whole lines) for the refs ``names``/``oids``; None when a tip's object is
-    missing or refused (``ev.tip_columns``): the per-ref path then reports it as git does."""
+    missing or refused (``ev.tip_columns``): the per-ref path then reports it as git does. ``keep``
+    takes the groups and columns (see ``run.for_each_ref``)."""
     by_name = len(keys) == 1 and _is_refname(atoms[keys[0][0]])
     if by_name:
         return _in_name_order(f, atoms, names, oids, ev, keys[0][1], limit)
+    finish = ev.tip_columns_early(oids) if limit is None else None  # a child reads tips meanwhile
     groups: defaultdict[bytes, list[bytes]] = defaultdict(list)
     deque(map(list.append, map(groups.__getitem__, oids), names), maxlen=0)
-    cols = ev.tip_columns(list(groups))
+    if keep is not None:
+        keep.append(groups)
+    cols = ev.tip_columns(list(groups)) if finish is None else finish(list(groups))
     if cols is None:
         return None
     tips, strs, nums = cols
@@ -74,6 +78,8 @@ def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[b
     key = key_cols[0] if len(key_cols) == 1 else list(zip(*key_cols, strict=True))
     members = list(map(groups.__getitem__, tips))
     run = _Run(order, key, members, heads, tails)
+    if keep is not None:
+        keep.append((cols, run))
     if limit is not None or len(names) < _FORK_MIN:
         return [run.text(0, len(order), limit)]
     from ..parallel import FAILED, Forked, may_fork

@@ -15,6 +15,7 @@ from ..model import HASH_HEXSZ
 from .context import context, listed_for
 from .run import Filters, Plan, for_each_ref
 
+_LEFT: list = []  # what a run keeps for the process's ``os._exit`` to drop (``for_each_ref``'s ``keep``)
 _RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
 
 
@@ -103,6 +104,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         commit_graph=graph,
         escape=escape,
         bases=bases,
+        keep=_LEFT,
     )
     chunk: list[bytes] = []
     size = 0

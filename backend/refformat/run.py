@@ -85,11 +85,14 @@ def for_each_ref(
     commit_graph=None,
     escape: Callable[[bytes], bytes] | None = None,
     bases: dict[str, bytes] | None = None,
+    keep: list | None = None,
 ) -> Iterator[bytes]:
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
     terminal: through the display function; the format's own text is the user's and stays as written);
     ``bases``: the commit each ``%(ahead-behind:<committish>)`` names, by its committish. ``refs`` as
-    ``Columns`` (names and ids alone) may go the bulk way (``bulk``), a chunk of many lines at a time."""
+    ``Columns`` (names and ids alone) may go the bulk way (``bulk``), a chunk of many lines at a time.
+    ``keep``: a list that takes the run's big structures (a million refs' names, ids and groups), for a
+    caller that leaves by ``os._exit``: freeing them object by object costs a good part of a second."""
     objects = Objects(odb)
     numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
     shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
@@ -98,9 +101,11 @@ def for_each_ref(
                    abbrev=odb.abbrev, numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
     if isinstance(refs, Columns) and not filters.points_at:
         names, oids = _filter_columns(refs, objects, filters, commit_graph)
+        if keep is not None:
+            keep.append((refs, names, oids))
         filters = NO_FILTERS
         if bulk.fits(p.format, p.atoms, p.keys, omit_empty, escape is not None):
-            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count)
+            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count, keep)
             if out is not None:
                 yield from out
                 return

@@ -29,6 +29,8 @@ from .fields import (
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
 _FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
+_EARLY_MIN = 200_000  # refs below which ``tip_columns_early`` starts no child
+_EARLY_SPLIT = b"7"  # the early child's share: the tips from here up (the parent also groups the refs)
 
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
@@ -142,16 +144,22 @@ class Evaluator:
         in a forked child (``parallel.Forked``; each makes the lookup table of its half of each pack
         index); a child that fails does its half here after all. Columns travel back (marshal is quick
         with lists of bytes and of ints)."""
-        from ..parallel import FAILED, Forked
+        from ..parallel import Forked
 
-        child = Forked(self._values_of, [o for o in oids if o >= b"8"])
-        mine = self._values_of([o for o in oids if o < b"8"])
+        return self._with_child(Forked(self._values_of, [o for o in oids if o >= b"8"]), oids, b"8")
+
+    def _with_child(self, child, oids: list[bytes], split: bytes) -> tuple[list, list] | None:
+        """``_values_of(oids)``: those below ``split`` read here, the others by ``child`` (or here, if
+        it fails)."""
+        from ..parallel import FAILED
+
+        mine = self._values_of([o for o in oids if o < split])
         if mine is None:
             child.abandon()
             return None
         theirs = child.result()
         if theirs is FAILED:
-            theirs = self._values_of([o for o in oids if o >= b"8"])
+            theirs = self._values_of([o for o in oids if o >= split])
         if theirs is None:
             return None
         cols = [(t1 + t2, n1 + n2) for (t1, n1), (t2, n2) in zip(mine[1], theirs[1], strict=True)]
@@ -176,6 +184,27 @@ class Evaluator:
             if got is None:
                 return None
             ids, values = got
+        return self._tip_table(ids, values)
+
+    def tip_columns_early(self, oids: list[bytes]):
+        """``tip_columns`` begun before the caller has its distinct tips: a forked child finds its share
+        of the distinct ``oids`` (the refs' ids; those at or above ``_EARLY_SPLIT``) and reads them while
+        this process groups the refs by tip. ``finish(tips)`` (the distinct ``oids``) gives
+        ``tip_columns(tips)``; None: no child (too few refs, one core, no object atom to read)."""
+        from ..parallel import Forked, may_fork
+
+        if self._deref or not self._plain or len(oids) < _EARLY_MIN or not may_fork():
+            return None
+        split = _EARLY_SPLIT
+        child = Forked(_share_of, self, oids, split)
+
+        def finish(tips: list[bytes]):
+            got = self._with_child(child, tips, split)
+            return None if got is None else self._tip_table(*got)
+
+        return finish
+
+    def _tip_table(self, ids: list[bytes], values: list) -> tuple[list, list, list]:  # tip_columns' result
         strs: list = [None] * len(self.atoms)
         nums: list = [None] * len(self.atoms)
         for k, a in enumerate(self.atoms):
@@ -482,3 +511,8 @@ class Evaluator:
             if field == "date":
                 return date(line, atom.arg)
         return Value(b"", 0 if name in TIME_ATOMS else None)
+
+
+def _share_of(ev: Evaluator, oids: list[bytes], split: bytes) -> tuple[list, list] | None:
+    """(in ``tip_columns_early``'s child) ``_values_of`` the distinct ids of ``oids`` at or above ``split``."""
+    return ev._values_of([o for o in set(oids) if o >= split])

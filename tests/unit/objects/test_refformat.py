@@ -479,6 +479,7 @@ def test_columns_way_matches_git_with_ties(tmp_path, fmt, split, monkeypatch):
     if split:
         monkeypatch.setattr(values, "_FORK_MIN", 1)
         monkeypatch.setattr(bulk, "_FORK_MIN", 1)
+        monkeypatch.setattr(values, "_EARLY_MIN", 1)
     repo = _tied_repo(tmp_path, fmt)
     for f in BULK_FORMATS:
         for sort in BULK_SORTS:
@@ -509,6 +510,34 @@ def test_columns_way_matches_git_on_every_format(tmp_path, hash_name, monkeypatc
         assert _ours_columns(repo, "%(refname) %(committerdate:unix) %(objecttype)", sort) == proc.stdout, (
             sort
         )
+
+
+@pytest.mark.parametrize("split", [b"0", b"7", b"g"])
+def test_columns_way_early_child_matches_git(tmp_path, monkeypatch, split):
+    """The child started before the refs are grouped (``tip_columns_early``: every run here) finds its
+    share of the distinct tips itself -- all of them, some, none -- and the lines are git's; with a ref
+    naming no object, on either side of the split, the run fails in git's words for it."""
+    from refscope.backend import parallel
+    from refscope.backend.refformat import values
+
+    forks = []
+    real = parallel.Forked
+    monkeypatch.setattr(values, "_EARLY_MIN", 1)
+    monkeypatch.setattr(values, "_EARLY_SPLIT", split)
+    monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(a[0]) or real(*a, **k))
+    repo = _tied_repo(tmp_path, "files")
+    for sort in (["-committerdate"], ["committerdate", "-objectsize"]):
+        f = "%(committerdate:unix) %(refname) %(objecttype)"
+        proc = _theirs(repo, f, sort)
+        assert _ours_columns(repo, f, sort) == proc.stdout, sort
+    assert values._share_of in forks
+    for gone in ("1" * 40, "e" * 40):
+        (repo / ".git" / "refs" / "heads" / "gone").write_text(gone + "\n")
+        proc = _theirs(repo, "%(committerdate:unix) %(refname)", ["-committerdate"])
+        assert proc.returncode
+        with pytest.raises(RefscopeError) as e:
+            _ours_columns(repo, "%(committerdate:unix) %(refname)", ["-committerdate"])
+        assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"
 
 
 @pytest.mark.parametrize("graph", [False, True])
