@@ -22,6 +22,7 @@ _HASH_VERSION = {1: 20, 2: 32}
 PARENT_NONE = 0x70000000
 _EXTRA_EDGES = 0x80000000
 _LAST_EDGE = 0x80000000
+POSITIONS_BLOCK = 8192  # commits per block of hex_positions (a few ms: the GIL is free between blocks)
 
 
 class _Layer:
@@ -71,14 +72,19 @@ class CommitGraph:
 
     def hex_positions(self) -> dict[bytes, int]:
         """{hex id: position} of every commit: one dict for a caller about to look up many ids it holds in
-        hex (a column of ref values), each layer's names turned into hex by one C-level call."""
+        hex (a column of ref values). Built a block of names at a time, each block a few C-level calls:
+        one call over a whole layer holds the GIL long enough to stop the TUI's frames, since the caller
+        is often a worker thread."""
         out: dict[bytes, int] = {}
         w = self.rawsz
+        step = POSITIONS_BLOCK
         for layer in self.layers:
-            if not layer.count:
-                continue
-            names = hexlify(layer.data[layer.oids : layer.oids + layer.count * w], b" ", w).split()
-            out.update(zip(names, range(layer.base, layer.base + layer.count), strict=True))
+            for i in range(0, layer.count, step):
+                n = min(step, layer.count - i)
+                at = layer.oids + i * w
+                names = hexlify(layer.data[at : at + n * w], b" ", w).split()
+                start = layer.base + i
+                out.update(zip(names, range(start, start + n), strict=True))
         return out
 
     def _at(self, pos: int) -> tuple[_Layer, int]:

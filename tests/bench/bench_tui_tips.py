@@ -134,8 +134,16 @@ async def bench(path: str, out: dict) -> None:
             old = reflist.view
             t = time.perf_counter()
             screen.apply_filter(text)
-            await lagging(app, lambda old=old: reflist.view is not old and idle(), out, key, t)
-            out[key + "_shown"] = len(reflist.view)
+            # (a filter the repository refuses, e.g. ``merged`` when HEAD's branch has no commit, keeps the
+            # view and says why: stop there, not at the 600 s cap)
+            await lagging(
+                app,
+                lambda old=old: (reflist.view is not old or screen.filter_error) and idle(),
+                out,
+                key,
+                t,
+            )
+            out[key + "_shown"] = screen.filter_error or len(reflist.view)
         out["rss_mb"] = rss_mb()
         out["peak_rss_mb"] = status_mb("VmHWM")
         out["rss_anon_mb"] = status_mb("RssAnon")

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refscope.backend.errors import CorruptStore
+from refscope.backend.objects import commitgraph
 from refscope.backend.objects.commitgraph import open_commit_graph
 from refscope.backend.objects.odb import Odb
 from refscope.backend.objects.tips import MISSING, Tips
@@ -158,6 +159,25 @@ def test_commit_graph_matches_git_log(tmp_path, hash_name, split):
         assert t == int(when)
         assert [graph.oid(p).hex() for p in ps] == parents
     assert graph.position(b"\1" * (20 if hash_name == "sha1" else 32)) is None
+
+
+@pytest.mark.parametrize("block", [7, 8192])
+def test_commit_graph_hex_positions_match_git_log(tmp_path, monkeypatch, block):
+    # built a block at a time (a worker thread must not hold the GIL for the whole graph): blocks of 7
+    # over 31 commits in two layers end inside each layer and at its end
+    monkeypatch.setattr(commitgraph, "POSITIONS_BLOCK", block)
+    repo = init_repo(tmp_path / "r")
+    history(repo, 30)
+    git(repo, "commit-graph", "write", "--reachable", "--split")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "more")
+    git(repo, "commit-graph", "write", "--reachable", "--split=no-merge")
+    graph = open_commit_graph(str(repo / ".git" / "objects"), 20)
+    assert len(graph.layers) == 2
+    log = git(repo, "log", "--all", "--format=%H").decode().split()
+    positions = graph.hex_positions()
+    assert sorted(positions) == sorted(h.encode() for h in log)
+    for h, pos in positions.items():
+        assert graph.oid(pos).hex().encode() == h
 
 
 def test_no_commit_graph_is_none(tmp_path):
