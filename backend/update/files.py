@@ -102,8 +102,16 @@ class FilesUpdate(Plan, PackedSteps):
         self.packed_view = view
         return view
 
-    def resolve(self, name: bytes) -> bytes | None:
+    def resolve(self, name: bytes, placed: dict[bytes, tuple] | None = None) -> bytes | None:
+        """The oid ``name`` resolves to on disk, symrefs followed (``placed``: name -> (oid, target) of
+        refs to take at those values instead, as a ref-by-ref finish has written them)."""
         for _ in range(5):
+            hit = placed.get(name) if placed else None
+            if hit is not None:
+                if hit[1] is None:
+                    return None if hit[0] in (None, self.zero) else hit[0]
+                name = hit[1]
+                continue
             kind, value = read_loose(ref_path(self.repo, name), name, self.hexsz)
             if kind == REGULAR:
                 return value
@@ -363,22 +371,7 @@ class FilesUpdate(Plan, PackedSteps):
         name = u.new_target
         if name is None:
             return u.new
-        for _ in range(5):
-            hit = placed.get(name)
-            if hit is not None:
-                if hit[1] is None:
-                    return None if hit[0] in (None, self.zero) else hit[0]
-                name = hit[1]
-                continue
-            kind, value = read_loose(ref_path(self.repo, name), name, self.hexsz)
-            if kind == REGULAR:
-                return value
-            if kind == SYMREF:
-                name = value
-                continue
-            rec = self.packed().lookup(name)
-            return rec.oid if rec is not None else None
-        return None
+        return self.resolve(name, placed)
 
     def make_log_dirs(self, path: str) -> list[str]:
         """The directories leading to the reflog ``path`` made (raises OSError as os.makedirs), and

@@ -182,14 +182,21 @@ class QueueTransaction(RefListing):
                 txn.delete_many([(entry.name, entry.old_oid) for entry in chunk])
                 self.post_message(CommitProgress("queue", (start + len(chunk)) / n))
             result = txn.commit(on_phase=lambda phase: self.post_message(CommitProgress(phase, 0)))
-            self.post_message(CommitProgress("refresh", 0))
-            try:
-                fresh = app.store.refresh(app.snapshot)
-            except RefscopeError as err:  # committed all the same: the result says so, the status says this
-                fresh = None
-                app.call_from_thread(self._store_failed, failure_line(err))
-            adopt(fresh)
+            fresh = self._refresh_after(adopt)
         app.call_from_thread(self._committed, result, fresh)
+
+    def _refresh_after(self, adopt):
+        """The snapshot after a commit, adopted as the transaction's own (None when it cannot be read:
+        committed all the same -- the result says so, the status line says why)."""
+        app = self.app
+        self.post_message(CommitProgress("refresh", 0))
+        try:
+            fresh = app.store.refresh(app.snapshot)
+        except RefscopeError as err:
+            fresh = None
+            app.call_from_thread(self._store_failed, failure_line(err))
+        adopt(fresh)
+        return fresh
 
     @work(thread=True, exclusive=True, group="commit", description="commit")
     def commit_edits(self, entries, engine: str, snapshot, allow_checked_out: bool = False) -> None:
@@ -213,13 +220,7 @@ class QueueTransaction(RefListing):
             self.post_message(CommitProgress("queue", 1))
             self.post_message(CommitProgress("commit", 0))
             result = txn.commit()
-            self.post_message(CommitProgress("refresh", 0))
-            try:
-                fresh = app.store.refresh(app.snapshot)
-            except RefscopeError as err:
-                fresh = None
-                app.call_from_thread(self._store_failed, failure_line(err))
-            adopt(fresh)
+            fresh = self._refresh_after(adopt)
         app.call_from_thread(self._committed_edits, result, fresh, [e.name for e in entries])
 
     def on_commit_progress(self, message: CommitProgress) -> None:
