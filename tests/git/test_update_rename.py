@@ -517,13 +517,13 @@ def test_random_renames_one_after_another_like_git(base, tmp_path: Path, seed: i
     check_clean(ours)
 
 
+@pytest.mark.parametrize("base", [("files", "sha1"), ("files", "sha256")], indirect=True)
 @pytest.mark.parametrize("where", ["dir-with-logs", "file-above"])
 def test_rename_refused_when_stale_reflogs_are_in_the_way(base, tmp_path: Path, where: str) -> None:
-    """files: reflogs without their refs where the new reflog must go; git branch -m refuses (and rolls
-    back, rewriting the old ref loose): refscope refuses before writing anything."""
+    """files (reflogs are files only there): reflogs without their refs where the new reflog must go; git
+    branch -m refuses (and rolls back, rewriting the old ref loose): refscope refuses before writing
+    anything."""
     fmt, src = base
-    if fmt != "files":
-        pytest.skip("reflogs are files only in the files backend")
     ours = copy_repo(src, tmp_path / "ours")
     logs = ours / ".git" / "logs" / "refs" / "heads"
     if where == "dir-with-logs":
@@ -564,6 +564,7 @@ def test_rename_under_core_logallrefupdates_like_git(base, tmp_path: Path, mode:
     assert seen(ours, fmt, [new], tmp_path / "s1") == seen(oracle, fmt, [new], tmp_path / "s2")
 
 
+@pytest.mark.parametrize("base", [("reftable", "sha1"), ("reftable", "sha256")], indirect=True)
 def test_rename_table_named_for_its_two_indexes(
     base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -572,8 +573,6 @@ def test_rename_table_named_for_its_two_indexes(
     import sys
 
     fmt, src = base
-    if fmt != "reftable":
-        pytest.skip("reftable tables only")
     monkeypatch.setenv("GIT_TEST_REFTABLE_AUTOCOMPACTION", "false")
     ours = copy_repo(src, tmp_path / "ours")
     listed = (ours / ".git" / "reftable" / "tables.list").read_text().split()
