@@ -19,7 +19,7 @@ import pytest
 
 from tests.support import faults as faultutil
 from tests.support.cli import refscope
-from tests.support.faults import FAULTS, WHY, fingerprint, make_fault, unprivileged
+from tests.support.faults import FAULTS, WHY, fill, fingerprint, make_fault, unprivileged
 from tests.support.git import create_refs, git, git_binary, git_env, init_repo
 
 COMMANDS = ("list", "stack", "verify", "delete", "dump")
@@ -136,28 +136,12 @@ def small_tmpfs(tmp_path: Path):
         yield mnt
 
 
-def _fill(mnt: Path) -> None:
-    """Write into ``mnt`` until the file system is full (unbuffered: the last write fails, not a close)."""
-    import os
-
-    fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        for size in (1 << 20, 4096, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * size)
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-
-
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_disk_full_refuses_with_one_line(small_tmpfs: Path, fmt: str) -> None:
     repo = init_repo(small_tmpfs / "repo", fmt=fmt)
     create_refs(repo, (b"refs/heads/b%03d" % i for i in range(300)))
     git(repo, "pack-refs", "--all")
-    _fill(small_tmpfs)
+    fill(small_tmpfs)
     gitdir = repo / ".git"
     before = fingerprint(gitdir)
 

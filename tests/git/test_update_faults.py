@@ -24,11 +24,10 @@ import pytest
 
 from tests.support import faults as faultutil
 from tests.support.cli import refscope
-from tests.support.faults import fingerprint, unprivileged
+from tests.support.faults import fill, fingerprint, unprivileged
 from tests.support.update import create_refs, git, git_binary, git_env, init_repo
 
 TIMEOUT = 60
-PAGE = 4096
 RENAME = r"""
 import os, sys
 from refscope.backend.errors import RefscopeError
@@ -69,24 +68,6 @@ def update(repo: Path, data: bytes, *args: str, prefix: list[str] | None = None)
 def tmpfs(tmp_path: Path):
     with faultutil.small_tmpfs(tmp_path / "mnt", "24m") as mnt:
         yield mnt
-
-
-def fill(mnt: Path, pages: int) -> None:
-    """Fill ``mnt`` (unbuffered writes until ENOSPC), then give ``pages`` pages back: a new file takes a
-    page on tmpfs, so the write of the (pages+1)-th new file fails."""
-    path = mnt / "filler"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        for size in (1 << 20, PAGE, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * size)
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-    if pages:
-        os.truncate(path, path.stat().st_size - pages * PAGE)
 
 
 def creates(oid: bytes, n: int = 100) -> bytes:

@@ -6,16 +6,22 @@ there or neither (once config.lock is written, a signal waits for both)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.update import build_repo, copy_repo, for_each_ref, git, git_env, leftovers
+from tests.support.update import (
+    build_repo,
+    copy_repo,
+    for_each_ref,
+    git,
+    git_env,
+    leftovers,
+    terminate_when_paused,
+)
 
 DRIVER = """
 import os, sys
@@ -66,15 +72,7 @@ def test_sigterm_at_every_step_of_a_rename(fmt: str, tmp_path: Path) -> None:
     for k in range(1, len(steps) + 1):
         repo = copy_repo(base, tmp_path / f"k{k}")
         proc = run(repo, {"REFSCOPE_CRASH_PAUSE": str(k)})
-        pid = proc.pid
-        for _ in range(2000):  # until it has stopped itself at step k
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split(") ", 1)[1].startswith("T"):
-                    break
-            time.sleep(0.005)
-        os.kill(pid, signal.SIGTERM)
-        os.kill(pid, signal.SIGCONT)
-        status = proc.wait()
+        status = terminate_when_paused(proc)
         where = (k, steps[k - 1])
         assert status == -signal.SIGTERM, (*where, status, proc.stderr.read())
         assert leftovers(repo) == [], where

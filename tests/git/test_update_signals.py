@@ -6,16 +6,23 @@ rename of ``tables.list``) the transaction completes first."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.update import copy_repo, create_refs, for_each_ref, git, git_env, init_repo, leftovers
+from tests.support.update import (
+    copy_repo,
+    create_refs,
+    for_each_ref,
+    git,
+    git_env,
+    init_repo,
+    leftovers,
+    terminate_when_paused,
+)
 
 
 def make(root: Path, fmt: str) -> tuple[Path, bytes]:
@@ -56,15 +63,7 @@ def test_sigterm_at_steps(fmt: str, tmp_path: Path) -> None:
     for k in sorted({1, 2, n // 3, n // 2, (2 * n) // 3, n - 2, n - 1, n}):
         repo = copy_repo(base, tmp_path / f"k{k}")
         proc = run(repo, data, {"REFSCOPE_CRASH_PAUSE": str(k)})
-        pid = proc.pid
-        for _ in range(2000):  # until it has stopped itself at step k
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split(") ", 1)[1].startswith("T"):
-                    break
-            time.sleep(0.005)
-        os.kill(pid, signal.SIGTERM)
-        os.kill(pid, signal.SIGCONT)
-        status = proc.wait()
+        status = terminate_when_paused(proc)
         assert status == -signal.SIGTERM, (k, steps[k - 1], status, proc.stderr.read())
         assert leftovers(repo) == [], (k, steps[k - 1])
         git(repo, "refs", "verify")

@@ -94,3 +94,24 @@ def small_tmpfs(mnt: Path, size: str) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+PAGE = 4096
+
+
+def fill(mnt: Path, pages: int = 0) -> None:
+    """Fill ``mnt`` (unbuffered writes until ENOSPC), then give ``pages`` pages back: a new file takes a
+    page on tmpfs, so the write of the (pages+1)-th new file fails."""
+    path = mnt / "filler"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for size in (1 << 20, PAGE, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    if pages:
+        os.truncate(path, path.stat().st_size - pages * PAGE)

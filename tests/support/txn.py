@@ -272,3 +272,19 @@ def until_deadline(n: int):
         if time.monotonic() - t0 > DEADLINE_S:
             return
         yield i
+
+
+def terminate_when_paused(proc) -> int:
+    """SIGTERM ``proc`` once it has stopped itself (``REFSCOPE_CRASH_PAUSE``: SIGSTOP at a chosen step),
+    then let it run to meet the signal: its exit status."""
+    import signal
+    import time
+
+    for _ in range(2000):  # until it has stopped itself at its step
+        with open(f"/proc/{proc.pid}/stat") as f:
+            if f.read().split(") ", 1)[1].startswith("T"):
+                break
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, signal.SIGCONT)
+    return proc.wait()

@@ -29,6 +29,7 @@ from tests.support.txn import (
     reftable_files,
     run_armed_child,
     state,
+    terminate_when_paused,
 )
 
 __all__ = [
@@ -54,5 +55,6 @@ __all__ = [
     "reftable_files",
     "run_armed_child",
     "state",
+    "terminate_when_paused",
     "use_git_identity",
 ]
