@@ -24,7 +24,7 @@ from functools import cmp_to_key
 from typing import NamedTuple
 
 from ..errors import BadFilter, CorruptStore, RefscopeError
-from ..model import HASH_HEXSZ, SYMREF_MAXDEPTH
+from ..model import HASH_HEXSZ
 from ..objects.tips import MISSING, Tip, Tips
 from . import dates
 from .order import versioncmp
@@ -67,17 +67,7 @@ def show_ident_date(ident, mode: str) -> str:
 
 def target_oid(snap, ref) -> bytes | None:
     """The object id a row shows: its own, or (a symref) the one its chain ends at."""
-    if ref.target is None:
-        return ref.oid
-    name = ref.target
-    for _ in range(SYMREF_MAXDEPTH):
-        nxt = snap.lookup(name)
-        if nxt is None:
-            return None
-        if nxt.target is None:
-            return nxt.oid
-        name = nxt.target
-    return None
+    return ref.oid if ref.target is None else snap.resolve(ref.target)
 
 
 def version_order(snap, rows: list[int]) -> list[int]:
