@@ -53,8 +53,9 @@ def kept_ranges(packed, dropped: list[tuple[int, int]]) -> list[tuple[int, int]]
     return out
 
 
-def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: bool) -> None:
-    """Create ``new_path`` (O_EXCL, as git's tempfile) holding the header + ``kept`` ranges of ``buf``."""
+def write_spliced(new_path: str, buf, kept: list, do_fsync: bool) -> None:
+    """Create ``new_path`` (O_EXCL, as git's tempfile) holding the header + ``kept`` ranges of ``buf``
+    (an item that is ``bytes`` is written as it is)."""
     step("create packed-refs.new")
     try:
         fd = create_temp(new_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC)
@@ -64,7 +65,12 @@ def write_spliced(new_path: str, buf, kept: list[tuple[int, int]], do_fsync: boo
         mv = memoryview(buf) if kept else None
         iov = [HEADER]
         total = len(HEADER)
-        for s, e in kept:
+        for item in kept:
+            if type(item) is bytes:  # a record inserted (a nested rename's new name: update/nested.py)
+                iov.append(item)
+                total += len(item)
+                continue
+            s, e = item
             iov.append(mv[s:e])
             total += e - s
         step("write packed-refs.new")

@@ -36,6 +36,7 @@ from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, remove, rename, two_phase
 from ..lockfile import unable_to_lock_message as lock_message
 from ..model import HASH_HEXSZ
+from . import nested
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
 from .reflog_undo import ReflogJournal, missing_dirs
@@ -171,6 +172,8 @@ class FilesUpdate(Plan, PackedSteps):
         return ""
 
     def read(self, u: Upd) -> tuple[int, bytes | None]:
+        if u.rename is not None and u.rename.nested and u is u.rename.made:
+            return nested.read_new(self, u)
         path = ref_path(self.repo, u.name)
         self._lock(u, path)
         kind, value = read_loose(path, u.name, self.hexsz)
@@ -273,8 +276,11 @@ class FilesUpdate(Plan, PackedSteps):
             return
         fd, lk.fd = lk.fd, -1
         try:
-            if u.write and not u.log_only:
-                data = b"ref: %s\n" % u.new_target if u.new_target is not None else u.new + b"\n"
+            if u.write and not u.log_only or u.rename is not None and u.rename.nested and not lk.loose:
+                if not u.write:  # a nested rename's packed-only old ref: its value, to link (nested.py)
+                    data = u.current + b"\n"
+                else:
+                    data = b"ref: %s\n" % u.new_target if u.new_target is not None else u.new + b"\n"
                 step("write lock", u.name)
                 try:
                     write_all(fd, data)
@@ -288,23 +294,28 @@ class FilesUpdate(Plan, PackedSteps):
     # -- commit ---------------------------------------------------------------------------------------
     def prepare_packed(self) -> None:
         deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
+        moving = [m for m in self.renames if m.nested] if self.renames else ()
         if not deleting:
             return
         path = self._take_packed_lock()
         self.packed_view = None  # re-read under the lock (identity check: the mapping is reused when same)
         view = self.packed()
-        if view.size <= view.header_end:
+        inserts = [nested.packed_insert(self, m, view) for m in moving]
+        if view.size <= view.header_end and not inserts:
             return
         dropped = []
-        for u in deleting:
+        for u in deleting if view.size > view.header_end else ():
             span = view.locate(u.name)
             if span is not None:
                 dropped.append(span)
-        if dropped:
+        if dropped or inserts:
             if self.snapshot is not None and view is self.snapshot.packed:
                 view.validate()
             self.new_path = path + ".new"
-            write_spliced(self.new_path, view.buf, kept_ranges(view, sorted(set(dropped))), self.do_fsync)
+            kept = kept_ranges(view, sorted(set(dropped))) if view.size > view.header_end else []
+            if inserts:  # a nested rename's new name comes in with this rewrite (nested.py)
+                kept = nested.splice_items(kept, inserts)
+            write_spliced(self.new_path, view.buf, kept, self.do_fsync)
 
     def _reflog_entry(
         self, old: bytes | None, new: bytes, ident_line: bytes, message: bytes | None = None
@@ -426,11 +437,18 @@ class FilesUpdate(Plan, PackedSteps):
                 step("commit lock", u.name)
                 rename(u.lock.path, u.lock.path[: -len(LOCK_SUFFIX)])
                 u.lock.path = ""
-        if self.renames:
-            files_heads(self, ident or committer_ident(self.repo).line(), mode)
         deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
+        moving = [m for m in self.renames if m.nested] if self.renames else ()
+        if self.renames and not moving:
+            files_heads(self, ident or committer_ident(self.repo).line(), mode)
         self._unlink_reflogs(deleting)
-        self._commit_packed()
+        if moving:  # a nested rename: packed-refs is its commit point, the HEADs follow it (nested.py)
+            for m in moving:
+                nested.materialize(self, m)
+            self._commit_packed()
+            files_heads(self, ident or committer_ident(self.repo).line(), mode)
+        else:
+            self._commit_packed()
         for u in deleting:
             if u.lock.loose:
                 step("unlink", u.name)
@@ -438,6 +456,8 @@ class FilesUpdate(Plan, PackedSteps):
                     os.unlink(ref_path(self.repo, u.name))
                 except FileNotFoundError:
                     pass
+        if moving:
+            nested.done(self)
         self.cleanup(done=True)
 
     def cleanup(self, done: bool = False) -> None:
@@ -460,6 +480,8 @@ class FilesUpdate(Plan, PackedSteps):
         self.locked = []
 
     def run(self) -> list[Upd]:
+        if self.renames:  # a reflog an interrupted nested rename left, put beside its ref first
+            nested.recover(self.repo)
         two_phase(self._prepare_all, self.finish, self.cleanup)
         return self.updates
 

@@ -131,6 +131,11 @@ class Plan:
         """prefix -> the first existing ref name under it, for each of ``prefixes`` that has one."""
         raise NotImplementedError
 
+    def below_besides(self, prefix: bytes, skip: bytes) -> bytes | None:
+        """The first existing ref name under ``prefix`` other than ``skip`` (a rename out of its own
+        directory: ``skip`` is the renamed ref itself)."""
+        raise NotImplementedError
+
     def after(self, u: Upd) -> None:
         """Called once ``u`` is read and checked (files writes the lock's new contents here)."""
 
@@ -307,13 +312,15 @@ class Plan:
         n_extras = len(extras)
         for u in self.to_check:
             name = u.name
+            # a rename's new name: its own old name is no conflict (it is deleted in the same batch)
+            skip = u.rename.r.old_name if u.rename is not None else None
             parent = name.rpartition(b"/")[0]
             if parent not in seen:
                 j = name.find(b"/")
                 while j >= 0:
                     d = name[:j]
                     j = name.find(b"/", j + 1)
-                    if d in seen:
+                    if d in seen or d == skip:
                         continue
                     seen.add(d)
                     if d in existing:
@@ -326,9 +333,13 @@ class Plan:
                         )
             prefix = name + b"/"
             hit = below.get(prefix)
+            if hit is not None and hit == skip:
+                hit = self.below_besides(prefix, skip)
             if hit is not None:
                 raise TransactionRefused(self.repo.gitdir, f"'{_t(hit)}' exists; cannot create '{_t(name)}'")
             k = bisect_left(extras, prefix)
+            if k < n_extras and extras[k] == skip:
+                k += 1
             if k < n_extras and extras[k].startswith(prefix):
                 raise TransactionRefused(
                     self.repo.gitdir, f"cannot process '{_t(name)}' and '{_t(extras[k])}' at the same time"

@@ -16,7 +16,7 @@ class Appended:
     """One reflog append: its file, whether the append created it (with the directories in ``made``), and
     how many bytes reached it; or (``moved_from``) a rename's reflog moved to ``path``."""
 
-    __slots__ = ("path", "created", "made", "written", "moved_from")
+    __slots__ = ("path", "created", "made", "written", "moved_from", "via")
 
     def __init__(self, path: str, created: bool, made: list[str]) -> None:
         self.path = path
@@ -24,6 +24,7 @@ class Appended:
         self.made = made
         self.written = 0
         self.moved_from: str | None = None
+        self.via: tuple[str, str] | None = None  # a nested rename's (temp file, journal): update/nested.py
 
 
 class ReflogJournal:
@@ -44,11 +45,23 @@ class ReflogJournal:
         done.moved_from = old
         self.entries.append(done)
 
+    def moved_via(self, old: str, new: str, tmp: str, journal: str) -> None:
+        """Record a nested rename's reflog moved from ``old`` to ``new`` through ``tmp``, under ``journal``."""
+        done = Appended(new, False, [])
+        done.moved_from = old
+        done.via = (tmp, journal)
+        self.entries.append(done)
+
     def undo(self) -> None:
         """Newest first: a moved reflog goes back, a created one is unlinked with the directories made for
         it, an existing one is truncated to its size before. Best effort: the file system that refused one
         append may refuse this too."""
         for done in reversed(self.entries):
+            if done.via is not None:
+                from .nested import undo_move
+
+                undo_move(done.path, done.moved_from, *done.via)
+                continue
             try:
                 if done.moved_from is not None:
                     os.rename(done.path, done.moved_from)

@@ -216,6 +216,14 @@ class ReftableUpdate(Plan):
                         break
         return out
 
+    def below_besides(self, prefix: bytes, skip: bytes) -> bytes | None:
+        for name, *_ in self.stack(prefix).stream(prefix):
+            if not name.startswith(prefix):
+                return None
+            if name != skip:
+                return name
+        return None
+
     def whole_dirs(self, d: str) -> dict[bytes, bytes]:
         """Every directory prefix (``refs/``, ``refs/heads/``...) of the names of the stack read whole,
         with the first name under it: ``descendants`` for a big batch as one dict lookup per name."""

@@ -29,6 +29,12 @@ def message(r: Rename) -> bytes:
     return MESSAGE % (r.old_name, r.name)
 
 
+def nested(old_name: bytes, name: bytes) -> bool:
+    """A rename into or out of its own name space (``a`` -> ``a/b``, ``a/b`` -> ``a``): the one name is a
+    directory of the other, so in the files backend the two cannot be on disk at once."""
+    return name.startswith(old_name + b"/") or old_name.startswith(name + b"/")
+
+
 def check_queued(txn, renames: list[Rename]) -> None:
     """Refuse, with one line, a rename git would refuse or refscope cannot do in one transaction: a bad
     name, a missing or symbolic old ref, an old value that does not match, a name that exists, a D/F
@@ -43,6 +49,7 @@ def check_queued(txn, renames: list[Rename]) -> None:
 
     snap = txn.snapshot
     worktrees = None
+    n_nested = 0
     for r in renames:
         for n in (r.old_name, r.name):
             if not is_valid_refname(n) or not n.startswith(b"refs/"):
@@ -67,24 +74,28 @@ def check_queued(txn, renames: list[Rename]) -> None:
             )
         if snap.lookup(name) is not None:
             raise TransactionRefused(gitdir, f"cannot lock ref '{_t(name)}': reference already exists")
+        # D/F conflicts, the old name itself aside (git's refs_rename_ref_available skips it: ``a`` ->
+        # ``a/b`` and back are renames git makes)
         j = name.find(b"/")
         while j >= 0:
             d = name[:j]
             j = name.find(b"/", j + 1)
-            if d == old_name:
-                raise TransactionRefused(
-                    gitdir, f"cannot process '{_t(name)}' and '{_t(d)}' at the same time"
-                )
-            if snap.lookup(d) is not None:
+            if d != old_name and snap.lookup(d) is not None:
                 raise TransactionRefused(gitdir, f"'{_t(d)}' exists; cannot create '{_t(name)}'")
         prefix = name + b"/"
-        hit = next(iter(snap.iter_names(prefix)), None)  # streamed: no row index of a big store
-        if hit is not None and hit.startswith(prefix):
-            if hit == old_name:
+        for hit in snap.iter_names(prefix):  # streamed: no row index of a big store
+            if not hit.startswith(prefix):
+                break
+            if hit != old_name:
+                raise TransactionRefused(gitdir, f"'{_t(hit)}' exists; cannot create '{_t(name)}'")
+        if nested(old_name, name):
+            n_nested += 1
+            if n_nested > 1 and snap.format == "files":
                 raise TransactionRefused(
-                    gitdir, f"cannot process '{_t(name)}' and '{_t(old_name)}' at the same time"
+                    gitdir,
+                    f"cannot rename '{_t(old_name)}' to '{_t(name)}': one rename into or out of its own "
+                    "directory per transaction (files)",
                 )
-            raise TransactionRefused(gitdir, f"'{_t(hit)}' exists; cannot create '{_t(name)}'")
         if old_name.startswith(b"refs/heads/"):
             if worktrees is None:
                 from ..repo import list_worktrees
@@ -140,7 +151,7 @@ class Moving:
     """One queued rename inside an engine's plan: ``gone`` deletes the old name, ``made`` creates the new
     one with the value ``gone`` read under the lock; ``heads`` are the worktree HEADs that follow it."""
 
-    __slots__ = ("r", "gone", "made", "message", "heads")
+    __slots__ = ("r", "gone", "made", "message", "heads", "nested", "journal")
 
     def __init__(self, r: Rename, gone, made) -> None:
         self.r = r
@@ -148,6 +159,8 @@ class Moving:
         self.made = made
         self.message = message(r)
         self.heads: list = []
+        self.nested = nested(r.old_name, r.name)  # files: update/nested.py does it
+        self.journal = ""  # files, nested: the journal written while its reflog moves
 
     def read(self, plan, u) -> None:
         """Called by the plan once ``u`` is read and checked under its lock: the old ref must be there and
@@ -276,6 +289,11 @@ def _check_log_room(engine, m: Moving) -> None:
         return  # no reflog to move nor to create
     new_log = log_path(repo, m.r.name)
     words = f"cannot rename '{_t(m.r.old_name)}' to '{_t(m.r.name)}'"
+    if m.nested:
+        from .nested import check_log_room
+
+        check_log_room(engine, m, words)
+        return
     base = os.path.join(ref_base(repo, m.r.name), "logs")
     d = os.path.dirname(new_log)
     while len(d) > len(base):
@@ -302,7 +320,11 @@ def files_move_log(engine, u, ident: bytes, mode: str) -> None:
     repo = engine.repo
     old_log = log_path(repo, m.r.old_name)
     new_log = log_path(repo, m.r.name)
-    if os.path.isfile(old_log) and not os.path.islink(old_log):
+    if m.nested:  # through a journaled temp file (update/nested.py)
+        from .nested import move_log
+
+        move_log(engine, m)
+    elif os.path.isfile(old_log) and not os.path.islink(old_log):
         step("move reflog", m.r.old_name)
         made = engine.make_log_dirs(new_log)
         if os.path.isdir(new_log) and not engine._remove_empty_tree(new_log):
@@ -324,6 +346,8 @@ def files_commit(engine, u) -> None:
     from ..lockfile import LOCK_SUFFIX, rename
 
     m = u.rename
+    if m.nested:
+        return  # no lock: the new name comes in with packed-refs (update/nested.py)
     step("commit lock", u.name)
     rename(u.lock.path, u.lock.path[: -len(LOCK_SUFFIX)])
     u.lock.path = ""
