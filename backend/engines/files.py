@@ -183,7 +183,7 @@ class PackedSteps:
             step("unlink reflog", u.name)
             try:
                 os.unlink(log_path(self.repo, u.name))
-            except (FileNotFoundError, IsADirectoryError):
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 continue
             self._remove_empty_parents(u.name, os.path.join(ref_base(self.repo, u.name), "logs"))
 

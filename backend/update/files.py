@@ -139,6 +139,26 @@ class FilesUpdate(Plan, PackedSteps):
                     out[p] = name
         return out
 
+    def below_besides(self, prefix: bytes, skip: bytes) -> bytes | None:
+        """Loose refs (lock files aside) and packed records under ``prefix``, ``skip`` aside: the first."""
+        found = []
+        base = ref_base(self.repo, prefix)
+        for root, _dirs, files in os.walk(os.path.join(base, os.fsdecode(prefix))):
+            rel = os.fsencode(os.path.relpath(root, base))
+            for f in files:
+                name = rel + b"/" + os.fsencode(f)
+                if not f.endswith(LOCK_SUFFIX) and name != skip and os.path.isfile(os.path.join(root, f)):
+                    found.append(name)
+        view = self.packed()
+        if view.size > view.header_end:
+            for rec in view.iter_from(prefix):
+                if not rec.name.startswith(prefix):
+                    break
+                if rec.name != skip:
+                    found.append(rec.name)
+                    break
+        return min(found) if found else None
+
     def _loose_or_packed(self, name: bytes) -> bool:
         base = ref_base(self.repo, name)
         return os.path.isfile(os.path.join(base, os.fsdecode(name))) or self.exists(name)

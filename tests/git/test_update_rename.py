@@ -183,13 +183,6 @@ REFUSALS = [
         id="df-above",
     ),
     pytest.param(
-        b"refs/heads/l03",
-        b"refs/heads/l03/x",
-        None,
-        "cannot process 'refs/heads/l03/x' and 'refs/heads/l03' at the same time",
-        id="df-itself",
-    ),
-    pytest.param(
         b"refs/heads/l03", b"refs/heads/a..b", None, "invalid ref format: refs/heads/a..b", id="invalid-name"
     ),
     pytest.param(
@@ -587,3 +580,220 @@ def test_rename_table_named_for_its_two_indexes(
     )
     assert p.returncode == 0, p.stdout + p.stderr
     check_clean(ours)
+
+
+# -- into and out of its own name space (git branch -m a a/b, a/b a) ----------------------------------------
+NESTED = [
+    pytest.param(b"refs/heads/main", b"refs/heads/main/x", id="into-checked-out-packed"),
+    pytest.param(b"refs/heads/wt-branch", b"refs/heads/wt-branch/sub", id="into-other-worktree-loose"),
+    pytest.param(b"refs/heads/l03", b"refs/heads/l03/x/y", id="into-deeper-loose"),
+    pytest.param(b"refs/heads/p03", b"refs/heads/p03/new", id="into-loose-over-packed"),
+    pytest.param(b"refs/heads/solo/one", b"refs/heads/solo", id="out-packed"),
+    pytest.param(b"refs/heads/loose/a", b"refs/heads/loose", id="out-loose"),
+    pytest.param(b"refs/heads/pk/only", b"refs/heads/pk", id="out-packed-only"),
+]
+
+
+def with_record(packed: bytes, name: bytes, oid: bytes, peeled: bytes | None) -> bytes:
+    """``packed`` (a packed-refs file's bytes) with ``name``'s record inserted in name order."""
+    lines = packed.splitlines(keepends=True)
+    header, body = (lines[:1], lines[1:]) if lines and lines[0].startswith(b"#") else ([], lines)
+    records: list[list[bytes]] = []
+    for ln in body:
+        if ln.startswith(b"^"):
+            records[-1].append(ln)
+        else:
+            records.append([ln])
+    new = [b"%s %s\n" % (oid, name)] + ([b"^%s\n" % peeled] if peeled else [])
+    records.append(new)
+    records.sort(key=lambda r: r[0].split(b" ", 1)[1])
+    return b"".join(header or [b"# pack-refs with: peeled fully-peeled sorted \n"]) + b"".join(
+        b"".join(r) for r in records
+    )
+
+
+def nested_seen(repo: Path, fmt: str, names: list[bytes], scratch: Path) -> dict:
+    out = seen(repo, fmt, names, scratch)
+    if fmt == "files":
+        packed, paths = out.pop("layout")
+        out["log paths"] = [p for p in paths if p.startswith(("logs", "worktrees/wt/logs"))]
+        out["ref paths"] = [p for p in paths if not p.startswith(("logs", "worktrees/wt/logs"))]
+        out["packed"] = packed
+    return out
+
+
+def check_nested_like_git(fmt: str, ours: Path, oracle: Path, new: bytes, names: list[bytes], scratch: Path):
+    """Everything as git leaves it; in files the new ref is in packed-refs where git leaves it loose (the
+    packed-refs rewrite is refscope's commit point: update/nested.py), nothing else differs."""
+    a = nested_seen(ours, fmt, names, scratch / "s1")
+    b = nested_seen(oracle, fmt, names, scratch / "s2")
+    if fmt == "files":
+        loose = oracle / ".git" / new.decode()
+        assert loose.is_file()  # git's: loose
+        oid = loose.read_bytes().strip()
+        peeled = git(oracle, "rev-parse", new.decode() + "^{}").strip()
+        assert a.pop("packed") == with_record(b.pop("packed"), new, oid, peeled if peeled != oid else None)
+        ours_refs, git_refs = set(a.pop("ref paths")), set(b.pop("ref paths"))
+        extra = git_refs - ours_refs  # the loose file and the directories only it needed
+        assert ours_refs <= git_refs and all(new.decode().startswith(p) for p in extra), extra
+        assert not (ours / ".git" / new.decode()).exists()
+    assert a == b
+    assert not list((ours / ".git").rglob(".refscope-*"))
+    check_clean(ours)
+
+
+@pytest.mark.parametrize(("old", "new"), NESTED)
+def test_nested_rename_like_git_branch_m(base, tmp_path: Path, old: bytes, new: bytes) -> None:
+    """``git branch -m a a/b`` and ``a/b a``: the refs, reflogs (files: their bytes and paths), both HEADs
+    and the config as git leaves them (reftable: one table; files: see check_nested_like_git)."""
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    git(oracle, "branch", "-m", short(old), short(new))
+    result = commit(ours, [Rename(old, new, None)])
+    check_nested_like_git(fmt, ours, oracle, new, [old, new], tmp_path)
+    oid = git(ours, "rev-parse", new.decode()).strip()
+    (done,) = result.renamed
+    assert (done.old_name, done.name, done.oid) == (old, new, oid)
+
+
+def test_nested_rename_there_and_back_like_git(base, tmp_path: Path) -> None:
+    """a -> a/b -> a -> a/b/c: the reflog keeps every entry of every step, as git's."""
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    steps = [b"refs/heads/l05", b"refs/heads/l05/b", b"refs/heads/l05", b"refs/heads/l05/b/c"]
+    for i, (old, new) in enumerate(zip(steps, steps[1:], strict=False)):
+        git(oracle, "branch", "-m", short(old), short(new))
+        commit(ours, [Rename(old, new, None)])
+        a = nested_seen(ours, fmt, [new], tmp_path / f"a{i}")
+        b = nested_seen(oracle, fmt, [new], tmp_path / f"b{i}")
+        for k in ("packed", "ref paths"):  # (files: where the ref is stored, checked above)
+            a.pop(k, None), b.pop(k, None)
+        assert a == b, (old, new)
+    check_clean(ours)
+
+
+def test_nested_rename_mixed_with_commands_is_one_transaction(base, tmp_path: Path) -> None:
+    """A nested rename of the checked-out branch beside a plain rename, creates, updates and deletes
+    (packed and loose): git's update-ref for the commands, then git branch -m for each rename."""
+    fmt, src = base
+    oracle = copy_repo(src, tmp_path / "oracle")
+    ours = copy_repo(src, tmp_path / "ours")
+    head = git(src, "rev-parse", "HEAD").strip()
+    second = git(src, "rev-parse", "HEAD~1").strip()
+    git(
+        oracle,
+        "update-ref",
+        "--stdin",
+        input=b"create refs/heads/c1 %s\ndelete refs/heads/l02\ndelete refs/heads/p04\nupdate refs/heads/p02 %s\n"
+        % (head, second),
+    )
+    git(oracle, "branch", "-m", "main", "main/trunk")
+    git(oracle, "branch", "-m", "wt-branch", "wt2")
+    zero = b"0" * len(head)
+    commit(
+        ours,
+        [
+            Command("create", b"refs/heads/c1", head, zero, None, None, False),
+            Rename(b"refs/heads/main", b"refs/heads/main/trunk", None),
+            Command("delete", b"refs/heads/l02", zero, None, None, None, False),
+            Command("delete", b"refs/heads/p04", zero, None, None, None, False),
+            Rename(b"refs/heads/wt-branch", b"refs/heads/wt2", None),
+            Command("update", b"refs/heads/p02", second, None, None, None, False),
+        ],
+    )
+    names = [b"refs/heads/main/trunk", b"refs/heads/wt2", b"refs/heads/c1", b"refs/heads/p02"]
+    a = nested_seen(ours, fmt, names, tmp_path / "s1")
+    b = nested_seen(oracle, fmt, names, tmp_path / "s2")
+    if fmt == "files":
+        oid = (oracle / ".git" / "refs" / "heads" / "main" / "trunk").read_bytes().strip()
+        assert a.pop("packed") == with_record(b.pop("packed"), b"refs/heads/main/trunk", oid, None)
+        assert set(b.pop("ref paths")) - set(a.pop("ref paths")) == {
+            "refs/heads/main",
+            "refs/heads/main/trunk",
+        }
+    assert a == b
+    check_clean(ours)
+
+
+@pytest.mark.parametrize("loose", [False, True], ids=["packed", "loose"])
+def test_nested_rename_of_an_annotated_tag_keeps_it_peeled(base, tmp_path: Path, loose: bool) -> None:
+    """A tag into its own name space: git must see the same peeled tag (files: the packed record's
+    ``^`` line, from the old record or, for a loose tag, read from the objects)."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    name = "refs/tags/v1"
+    if loose:
+        git(ours, "tag", "-a", "-m", "loose one", "lt", "HEAD~1")
+        name = "refs/tags/lt"
+    fmt_arg = "--format=%(objectname) %(objecttype) %(*objectname)"
+    was = git(ours, "for-each-ref", fmt_arg, name)
+    commit(ours, [Rename(name.encode(), name.encode() + b"/x", None)])
+    assert git(ours, "for-each-ref", fmt_arg, name + "/x") == was
+    assert git(ours, "for-each-ref", "--format=%(refname)", name) == name.encode() + b"/x\n"
+    if fmt == "files":
+        packed = (ours / ".git" / "packed-refs").read_bytes()
+        oid, _t, peeled = was.split()
+        assert b"%s %s/x\n^%s\n" % (oid, name.encode(), peeled) in packed
+    check_clean(ours)
+
+
+NESTED_REFUSALS = [
+    pytest.param(
+        b"refs/heads/nested/dir/n0",
+        b"refs/heads/nested/dir",
+        "'refs/heads/nested/dir/n1' exists; cannot create 'refs/heads/nested/dir'",
+        id="out-with-siblings",
+    ),
+    pytest.param(
+        b"refs/heads/nested/dir/n0",
+        b"refs/heads/nested",
+        "'refs/heads/nested/dir/n1' exists; cannot create 'refs/heads/nested'",
+        id="out-two-levels-with-siblings",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "words"), NESTED_REFUSALS)
+def test_nested_rename_refusals_are_gits(base, tmp_path: Path, old: bytes, new: bytes, words: str) -> None:
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    p = subprocess.run(
+        [git_binary(), "branch", "-m", short(old), short(new)], cwd=ours, capture_output=True, env=git_env()
+    )
+    assert p.returncode != 0 and words in p.stderr.decode()
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue([Rename(old, new, None)])
+        txn.commit()
+    assert words in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize(
+    "race", ["sibling-appears", "new-name-appears-packed"], ids=["sibling", "packed-new-name"]
+)
+def test_nested_rename_refused_under_the_lock_changes_nothing(base, tmp_path: Path, race: str) -> None:
+    """Queued against a snapshot, then git makes the rename impossible: refused under the locks with git's
+    words, no byte changed."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue([Rename(b"refs/heads/solo/one", b"refs/heads/solo", None)])
+    if race == "sibling-appears":
+        git(ours, "branch", "solo/two", "HEAD")
+        words = "'refs/heads/solo/two' exists; cannot create 'refs/heads/solo'"
+    else:  # a packed record of the new name beside its directory (only a broken writer makes that)
+        if fmt == "reftable":
+            return
+        packed = ours / ".git" / "packed-refs"
+        oid = git(ours, "rev-parse", "HEAD").strip()
+        packed.write_bytes(with_record(packed.read_bytes(), b"refs/heads/solo", oid, None))
+        words = "cannot lock ref 'refs/heads/solo': reference already exists"
+    before = fingerprint(ours)
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert words in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
