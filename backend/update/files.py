@@ -36,7 +36,7 @@ from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, remove, rename, two_phase
 from ..lockfile import unable_to_lock_message as lock_message
 from ..model import HASH_HEXSZ
-from . import nested
+from . import nested, rename_journal
 from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
 from .reflog_undo import ReflogJournal, missing_dirs
@@ -61,6 +61,7 @@ class FilesUpdate(Plan, PackedSteps):
     def __init__(self, repo, commands, peeled, *, snapshot=None, message: bytes = b"") -> None:
         hexsz = HASH_HEXSZ[repo.hash_name]
         self.journal: ReflogJournal | None = None  # the finish's reflog appends, to take back
+        self.rename_journal = ""  # the journal of the renames' reflog moves, on disk (rename_journal.py)
         super().__init__(repo, commands, peeled, b"0" * hexsz)
         self.hexsz = hexsz
         self.snapshot = snapshot
@@ -424,6 +425,8 @@ class FilesUpdate(Plan, PackedSteps):
         # full, EACCES, a symlink loop) takes back the entries before it, so the refusal changes no byte
         # (git's own finish would have moved the refs before it).
         self.journal = ReflogJournal()
+        if self.renames:  # a crash from here on: recovered by the next rename (rename_journal.py)
+            rename_journal.write(self)
         placed: dict[bytes, tuple] = {}  # the refs git's finish would have renamed into place by now
         try:
             for u in self.updates:
@@ -445,6 +448,8 @@ class FilesUpdate(Plan, PackedSteps):
         except BaseException:
             self.journal.undo()
             self.journal = None
+            if self.rename_journal:
+                rename_journal.drop(self)
             raise
         self.journal = None
         for u in self.updates:
@@ -476,8 +481,8 @@ class FilesUpdate(Plan, PackedSteps):
                     os.unlink(ref_path(self.repo, u.name))
                 except FileNotFoundError:
                     pass
-        if moving:
-            nested.done(self)
+        if self.rename_journal:
+            rename_journal.drop(self)
         self.cleanup(done=True)
 
     def cleanup(self, done: bool = False) -> None:
@@ -500,8 +505,8 @@ class FilesUpdate(Plan, PackedSteps):
         self.locked = []
 
     def run(self) -> list[Upd]:
-        if self.renames:  # a reflog an interrupted nested rename left, put beside its ref first
-            nested.recover(self.repo)
+        if self.renames:  # the reflogs an interrupted rename left, put beside their refs first
+            rename_journal.recover(self.repo)
         two_phase(self._prepare_all, self.finish, self.cleanup)
         return self.updates
 

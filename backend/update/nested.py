@@ -38,21 +38,11 @@ import os
 from ..engines.common import log_path, ref_base, ref_path
 from ..engines.crashpoint import step
 from ..errors import TransactionRefused
-
-JOURNAL = ".refscope-rename"  # under logs/refs/: a name git's reflog walk skips (as its .tmp-renamed-log)
-TMP_LOG = ".refscope-renamed-log"
+from .rename_journal import place, prune, tmp_log_path
 
 
 def _t(b: bytes) -> str:
     return b.decode("utf-8", "replace")
-
-
-def journal_path(repo, name: bytes) -> str:
-    return os.path.join(ref_base(repo, name), "logs", "refs", JOURNAL)
-
-
-def tmp_log_path(repo, name: bytes) -> str:
-    return os.path.join(ref_base(repo, name), "logs", "refs", TMP_LOG)
 
 
 # -- the prepare ------------------------------------------------------------------------------------------
@@ -134,83 +124,33 @@ def check_log_room(engine, m, words: str) -> None:
             for f in files:
                 if os.path.join(top, f) != old_log:
                     raise TransactionRefused(new_log, f"{words}: directory not empty")
-    if os.path.lexists(journal_path(repo, m.r.old_name)):
-        raise TransactionRefused(
-            journal_path(repo, m.r.old_name), f"{words}: an interrupted rename's journal is in the way"
-        )
 
 
 # -- the finish -------------------------------------------------------------------------------------------
-def _place(src: str, dst: str, tmp: str) -> list[str]:
-    """Move the reflog ``src`` to ``dst`` through ``tmp`` (``dst``'s emptied directory removed, its
-    leading directories made); returns the directories made, outermost first."""
-    from .reflog_undo import missing_dirs
-
-    if src != tmp:
-        step("move reflog to", tmp)
-        os.rename(src, tmp)
-    if os.path.isdir(dst):
-        step("rmdir in the way", dst)
-        for top, _dirs, _files in os.walk(dst, topdown=False):
-            os.rmdir(top)
-    made = missing_dirs(os.path.dirname(dst))
-    for d in made:
-        step("mkdir", d)
-        os.mkdir(d, 0o777)
-    step("move reflog to", dst)
-    os.rename(tmp, dst)
-    return made
-
-
-def _prune(path: str, base: str) -> None:
-    """Empty directories from ``path`` up to (not including) ``base``."""
-    d = path
-    while len(d) > len(base):
-        try:
-            os.rmdir(d)
-        except OSError:
-            return
-        d = os.path.dirname(d)
-
-
 def move_log(engine, m) -> None:
-    """The reflog moved from the old name to the new one through the temp file, under the journal (left
-    until ``done``); the move is recorded in the engine's journal, to be taken back on a refusal."""
+    """The reflog moved from the old name to the new one through the temp file (the transaction's rename
+    journal names it: ``rename_journal``); recorded in the engine's journal, to be taken back on a
+    refusal."""
     repo = engine.repo
     old_log = log_path(repo, m.r.old_name)
     if not os.path.isfile(old_log) or os.path.islink(old_log):
         return
     new_log = log_path(repo, m.r.name)
-    journal = journal_path(repo, m.r.old_name)
     tmp = tmp_log_path(repo, m.r.old_name)
-    step("write rename journal", journal)
-    fd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        os.write(fd, b"%s\n%s\n" % (m.r.old_name, m.r.name))
-        if engine.do_fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    m.journal = journal
     if engine.journal is not None:
-        engine.journal.moved_via(old_log, new_log, tmp, journal)
-    _place(old_log, new_log, tmp)
+        engine.journal.moved_via(old_log, new_log, tmp)
+    place(old_log, new_log, tmp)
 
 
-def undo_move(new_log: str, old_log: str, tmp: str, journal: str) -> None:
-    """A nested reflog move taken back (a refusal later in the finish): the reflog back, the journal gone."""
-    logs = os.path.dirname(os.path.dirname(tmp))
+def undo_move(new_log: str, old_log: str, tmp: str) -> None:
+    """A nested reflog move taken back (a refusal later in the finish): the reflog back where it was."""
     src = next((p for p in (tmp, new_log) if os.path.isfile(p)), None)
     try:
         if src is not None:
-            _place(src, old_log, tmp)
-            _prune(os.path.dirname(new_log), logs)
+            place(src, old_log, tmp)
+            prune(os.path.dirname(new_log), os.path.dirname(old_log))
     except OSError:
         return
-    try:
-        os.unlink(journal)
-    except OSError:
-        pass
 
 
 def materialize(engine, m) -> None:
@@ -222,70 +162,3 @@ def materialize(engine, m) -> None:
     step("link", m.r.old_name)
     os.link(lk.path, lk.path[: -len(".lock")])
     lk.loose = True
-
-
-def done(engine) -> None:
-    """The journals of the renames, once every ref is at its new name for good."""
-    for m in engine.renames:
-        if m.nested and m.journal:
-            step("unlink rename journal", m.journal)
-            try:
-                os.unlink(m.journal)
-            except FileNotFoundError:
-                pass
-            m.journal = ""
-
-
-# -- after a crash ----------------------------------------------------------------------------------------
-def recover(repo) -> list[bytes]:
-    """Put a reflog an interrupted nested rename left behind (in the temp file, or at the name the ref
-    is not at) beside the ref, at the new name when the ref is there, else at the old one; then remove the
-    journal. Returns the names whose reflog was placed. A journal whose ref is at neither name stays (for
-    ``refscope verify`` to report)."""
-    from ..engines.files import read_loose
-    from ..formats.packed import PackedRefs
-    from ..model import HASH_HEXSZ
-    from .plan import REGULAR
-
-    placed = []
-    hexsz = HASH_HEXSZ[repo.hash_name]
-    packed = None
-    for base in dict.fromkeys((repo.commondir, repo.gitdir)):
-        journal = os.path.join(base, "logs", "refs", JOURNAL)
-        try:
-            with open(journal, "rb") as f:
-                lines = f.read().split(b"\n")
-        except FileNotFoundError:
-            continue
-        if len(lines) < 2:
-            os.unlink(journal)
-            continue
-        old_name, name = lines[0], lines[1]
-
-        def exists(n: bytes) -> bool:
-            nonlocal packed
-            kind, _value = read_loose(ref_path(repo, n), n, hexsz)
-            if kind == REGULAR:
-                return True
-            if packed is None:
-                path = os.path.join(repo.commondir, "packed-refs")
-                try:
-                    packed = PackedRefs.open(path, repo.hash_name)
-                except FileNotFoundError:
-                    packed = PackedRefs.from_bytes(b"", path, repo.hash_name)
-            return packed.lookup(n) is not None
-
-        want = name if exists(name) else old_name if exists(old_name) else None
-        if want is None:
-            continue
-        tmp = os.path.join(base, "logs", "refs", TMP_LOG)
-        new_log, old_log = log_path(repo, name), log_path(repo, old_name)
-        dst = log_path(repo, want)
-        src = next((p for p in (tmp, new_log, old_log) if os.path.isfile(p)), None)
-        if src is not None and src != dst:
-            _place(src, dst, tmp)
-            if src != tmp:
-                _prune(os.path.dirname(src), os.path.join(base, "logs"))
-            placed.append(want)
-        os.unlink(journal)
-    return placed

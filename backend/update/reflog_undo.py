@@ -24,7 +24,7 @@ class Appended:
         self.made = made
         self.written = 0
         self.moved_from: str | None = None
-        self.via: tuple[str, str] | None = None  # a nested rename's (temp file, journal): update/nested.py
+        self.via: str | None = None  # a nested rename's temp file: update/nested.py
 
 
 class ReflogJournal:
@@ -45,11 +45,11 @@ class ReflogJournal:
         done.moved_from = old
         self.entries.append(done)
 
-    def moved_via(self, old: str, new: str, tmp: str, journal: str) -> None:
-        """Record a nested rename's reflog moved from ``old`` to ``new`` through ``tmp``, under ``journal``."""
+    def moved_via(self, old: str, new: str, tmp: str) -> None:
+        """Record a nested rename's reflog moved from ``old`` to ``new`` through ``tmp``."""
         done = Appended(new, False, [])
         done.moved_from = old
-        done.via = (tmp, journal)
+        done.via = tmp
         self.entries.append(done)
 
     def undo(self) -> None:
@@ -60,7 +60,7 @@ class ReflogJournal:
             if done.via is not None:
                 from .nested import undo_move
 
-                undo_move(done.path, done.moved_from, *done.via)
+                undo_move(done.path, done.moved_from, done.via)
                 continue
             try:
                 if done.moved_from is not None:

@@ -151,7 +151,7 @@ class Moving:
     """One queued rename inside an engine's plan: ``gone`` deletes the old name, ``made`` creates the new
     one with the value ``gone`` read under the lock; ``heads`` are the worktree HEADs that follow it."""
 
-    __slots__ = ("r", "gone", "made", "message", "heads", "nested", "journal")
+    __slots__ = ("r", "gone", "made", "message", "heads", "nested")
 
     def __init__(self, r: Rename, gone, made) -> None:
         self.r = r
@@ -160,7 +160,6 @@ class Moving:
         self.message = message(r)
         self.heads: list = []
         self.nested = nested(r.old_name, r.name)  # files: update/nested.py does it
-        self.journal = ""  # files, nested: the journal written while its reflog moves
 
     def read(self, plan, u) -> None:
         """Called by the plan once ``u`` is read and checked under its lock: the old ref must be there and
