@@ -60,17 +60,26 @@ def write(engine) -> None:
         ]
     if not fields:
         return
+    from ..fileio import refused_write, write_all
+
     path = journal_path(repo)
     step("write rename journal", path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        if not os.path.isdir(os.path.dirname(path)):  # (only per-worktree reflogs move: logs/ of a worktree)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except OSError as err:
+        raise refused_write(path, err) from None
     engine.rename_journal = path
     try:
-        os.write(fd, b"\0".join(fields))
+        write_all(fd, b"\0".join(fields))
         if engine.do_fsync:
             os.fsync(fd)
-    finally:
+    except OSError as err:  # disk full, quota: refused, nothing left behind
         os.close(fd)
+        drop(engine)
+        raise refused_write(path, err) from None
+    os.close(fd)
 
 
 def drop(engine) -> None:
