@@ -459,6 +459,35 @@ async def test_rename_head_branch_moves_head(tmp_path: Path, ref_format: str, mo
     check_clean(path)
 
 
+async def test_rename_into_its_own_name_space_as_git_branch_m(
+    tmp_path: Path, ref_format: str, monkeypatch
+) -> None:
+    """``R`` on HEAD's branch ``main`` with ``main/b`` (git branch -m main main/b), committed: git sees
+    what git branch -m leaves -- the refs, HEAD on the new name, every reflog -- and the repository
+    passes git refs verify and fsck."""
+    use_git_identity(monkeypatch)
+    path, head, side = setup(tmp_path, ref_format)
+    git(path, "update-ref", "-m", "moved once", "refs/heads/main", side, head)  # a reflog to keep
+    oracle = copy_repo(path, tmp_path / "oracle")
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await on(pilot, app, "refs/heads/main")
+        assert await answer(pilot, app, "R", "main/b") is None
+        assert entry_text(app.queue[b"refs/heads/main"]) == "rename refs/heads/main -> refs/heads/main/b"
+        shown = await commit(pilot, app)
+        assert isinstance(shown, OperationScreen), shown.query_one("#dialog-message").render()
+        await wait_for(pilot, lambda: app.snapshot.head().target == b"refs/heads/main/b")
+    git(oracle, "branch", "-m", "main", "main/b")
+    assert for_each_ref(path) == for_each_ref(oracle)
+    assert git(path, "symbolic-ref", "HEAD") == git(oracle, "symbolic-ref", "HEAD") == b"refs/heads/main/b\n"
+    assert reflogs(path, ref_format, tmp_path / "m1") == reflogs(oracle, ref_format, tmp_path / "m2")
+    fmt = "--format=%H %gd %gn %ge %gs"
+    for name in ("refs/heads/main/b", "HEAD"):
+        assert git(path, "reflog", "show", fmt, name) == git(oracle, "reflog", "show", fmt, name)
+    assert b"moved once" in git(path, "reflog", "show", fmt, "refs/heads/main/b")
+    check_clean(path)
+
+
 async def test_bench_of_a_mixed_queue(tmp_path: Path, ref_format: str) -> None:
     """``b`` on a queue with edits: the update bench through both engines on scratch copies (the
     repository itself untouched, the queue kept)."""
