@@ -128,23 +128,29 @@ def test_disk_full_rename_config_is_one_line(tmpfs: Path, fmt: str, named: str) 
 
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
-def test_disk_full_rename_never_half_done(tmpfs: Path, fmt: str) -> None:
+@pytest.mark.parametrize(
+    ("old", "new"), [(b"a", b"b"), (b"a", b"a/b"), (b"x/a", b"x")], ids=["plain", "into", "out-of"]
+)
+def test_disk_full_rename_never_half_done(tmpfs: Path, fmt: str, old: bytes, new: bytes) -> None:
     """Every amount of space left, page by page, until the rename fits: each run refuses in one line
-    naming a file and changes nothing, or commits what git commits."""
+    naming a file and changes nothing, or commits what git commits (a nested rename too: its journal,
+    its packed-refs rewrite)."""
     repo = init_repo(tmpfs / "repo", fmt=fmt)
-    git(repo, "branch", "a")
-    git(repo, "config", "branch.a.remote", "origin")
+    git(repo, "branch", old.decode())
+    git(repo, "config", f"branch.{old.decode()}.remote", "origin")
     gitdir = repo / ".git"
-    for pages in range(8):
+    for pages in range(12):
         fill(tmpfs, pages)
         before = fingerprint(gitdir)
-        out = rename(repo, b"refs/heads/a", b"refs/heads/b")
+        out = rename(repo, b"refs/heads/" + old, b"refs/heads/" + new)
         (tmpfs / "filler").unlink()
         err = out.stderr.decode()
         if out.returncode == 0:
-            assert git(repo, "for-each-ref", "--format=%(refname)") == b"refs/heads/b\nrefs/heads/main\n"
-            assert git(repo, "config", "branch.b.remote") == b"origin\n"
+            names = git(repo, "for-each-ref", "--format=%(refname)").split()
+            assert names == sorted([b"refs/heads/" + new, b"refs/heads/main"])
+            assert git(repo, "config", f"branch.{new.decode()}.remote") == b"origin\n"
             git(repo, "refs", "verify")
+            assert pages > 0, "never refused: the test did not fill the disk"
             return
         assert out.returncode == 1 and err.count("\n") == 1, err
         assert err.startswith(f"refscope: {gitdir}/") and err.endswith(": No space left on device\n"), err

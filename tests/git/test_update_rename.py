@@ -797,3 +797,41 @@ def test_nested_rename_refused_under_the_lock_changes_nothing(base, tmp_path: Pa
         txn.commit()
     assert words in str(err.value) and "\n" not in str(err.value)
     assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize(
+    ("other", "words"),
+    [
+        (
+            Command("create", b"refs/heads/l03/c", b"%(oid)s", b"%(zero)s", None, None, False),
+            "'refs/heads/l03' exists; cannot create 'refs/heads/l03/c'",
+        ),
+        (Rename(b"refs/heads/l04", b"refs/heads/l04/x", None), "one rename into or out of its own directory"),
+    ],
+    ids=["create-beside-it", "second-nested-rename"],
+)
+def test_nested_rename_beside_what_it_cannot_be_batched_with(base, tmp_path: Path, other, words: str) -> None:
+    """a -> a/b beside a create of a/c (git's update-ref refuses ``delete a`` beside ``create a/c``: the
+    rename frees its old name for itself only), or (files) beside a second nested rename: one line,
+    nothing changed. reftable takes two nested renames in its one table."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    head = git(src, "rev-parse", "HEAD").strip()
+    if type(other) is Command:
+        other = other._replace(new=head, old=b"0" * len(head))
+    oracle = copy_repo(src, tmp_path / "oracle")
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    batch = [Rename(b"refs/heads/l03", b"refs/heads/l03/x", None), other]
+    if fmt == "reftable" and type(other) is Rename:
+        commit(ours, batch)
+        for r in batch:
+            git(oracle, "branch", "-m", short(r.old_name), short(r.name))
+        names = [b"refs/heads/l03/x", b"refs/heads/l04/x"]
+        assert seen(ours, fmt, names, tmp_path / "s1") == seen(oracle, fmt, names, tmp_path / "s2")
+        return
+    with pytest.raises(TransactionRefused) as err:
+        txn.queue(batch)
+        txn.commit()
+    assert words in str(err.value) and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
