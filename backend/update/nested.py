@@ -17,17 +17,18 @@ in the temp file, which git's next rename overwrites. refscope never loses eithe
   pass the D/F check against the old ref, which exists until ``packed-refs`` -- locked by us throughout --
   says otherwise.
 - **The reflog** cannot be at either name while it moves (``logs/refs/heads/a`` is a file, then a
-  directory): before it leaves, a journal ``logs/refs/.refscope-rename`` (the two names) is written, the
-  reflog goes through ``logs/refs/.refscope-renamed-log``, and the journal is removed only once the ref is
-  at its new name for good. ``recover`` (run by the files engine before any transaction with a rename)
-  puts a reflog a crash left in the temp file or at the wrong name beside the ref, wherever the ref is.
+  directory): it goes through ``logs/refs/.refscope-renamed-log``, under the transaction's rename journal
+  (``rename_journal``: written before any reflog moves, removed once the ref is at its new name for good),
+  from which the next rename puts a reflog a crash left in the temp file, or at the other name than its
+  ref's, beside the ref.
 
 What a concurrent reader sees, in order: the old ref (loose); the reflog at the new name (the old name
 has none meanwhile); the old ref loose and the new one packed, at the same value (both names listed);
 each worktree's HEAD on the new name; the new ref alone. A SIGKILL leaves one of these states (plus the
 locks, which ``refscope verify`` reports); the ref is always at one of its names or both, every HEAD on a
 name that exists, and the reflog recovered by the next rename. A refusal or a failure before the commit
-point changes no byte (the reflog is moved back, the journal removed).
+point changes no byte (the reflog is moved back, the journal removed). One nested rename per transaction:
+the temp file is one.
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)

@@ -835,3 +835,31 @@ def test_nested_rename_beside_what_it_cannot_be_batched_with(base, tmp_path: Pat
         txn.commit()
     assert words in str(err.value) and "\n" not in str(err.value)
     assert fingerprint(ours) == before
+
+
+@pytest.mark.parametrize("base", [("files", "sha1"), ("files", "sha256")], indirect=True)
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(b"refs/heads/l03", b"refs/heads/l03/x"), (b"refs/heads/solo/one", b"refs/heads/solo")],
+    ids=["into", "out-of"],
+)
+def test_nested_rename_taken_back_when_a_later_reflog_fails(base, tmp_path: Path, old: bytes, new: bytes):
+    """The nested rename's reflog has moved (through the temp file) when the next command's reflog cannot
+    be written (a symlink loop): the move is taken back, the journal removed, no byte changed."""
+    fmt, src = base
+    ours = copy_repo(src, tmp_path / "ours")
+    loop = ours / ".git" / "logs" / "refs" / "heads" / "zz"
+    loop.symlink_to("zz")
+    head = git(src, "rev-parse", "HEAD").strip()
+    before = fingerprint(ours)
+    txn = UpdateTransaction(open_txn_store(ours))
+    txn.queue(
+        [
+            Rename(old, new, None),
+            Command("create", b"refs/heads/zz", head, b"0" * len(head), None, None, False),
+        ]
+    )
+    with pytest.raises(TransactionRefused) as err:
+        txn.commit()
+    assert "logs/refs/heads/zz" in err.value.file and "\n" not in str(err.value)
+    assert fingerprint(ours) == before
