@@ -171,6 +171,16 @@ def _verify_storage(out: Collector, repo, objects: bool = False):
                 "packed-refs.new left behind by an interrupted packed-refs rewrite (the writer died before "
                 "renaming it); git ignores it, and the next rewrite replaces it",
             )
+        from ..update.rename_journal import journal_path
+
+        journal = journal_path(repo)
+        if os.path.lexists(journal):
+            out.warning(
+                journal,
+                None,
+                "a rename's journal left behind by an interrupted refscope rename: a reflog may be away from "
+                "its ref (or in logs/refs/.refscope-renamed-log); refscope's next rename puts it back",
+            )
     # A store with errors has an incomplete view of its refs: "points nowhere" would be a guess.
     storage_broken = bool(out.error_files)
     for name, target, path in symrefs:

@@ -17,7 +17,7 @@ from refscope.backend.engines import crashpoint
 from refscope.backend.repo import discover
 from refscope.backend.update.commands import Command, Rename
 from refscope.backend.update.txn import UpdateTransaction
-from refscope.backend.verify import stale_locks
+from refscope.backend.verify import stale_locks, verify
 
 from tests.support.update import (
     build_repo,
@@ -201,6 +201,10 @@ def test_nested_rename_crash_at_every_step(nested_base, tmp_path: Path, batch: s
         status = run_armed_child(k, lambda repo=repo: commit_batch(repo, items))
         where = (k, steps[k - 1])
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (*where, status)
+        journal = repo / ".git" / "logs" / "refs" / ".refscope-rename"
+        if journal.exists():  # refscope verify names it until the next rename recovers
+            found = verify(discover(str(repo), git_env()), crosscheck=False)
+            assert any(f.file == str(journal) and f.severity == "warning" for f in found), where
         recover(discover(str(repo), git_env()))
         git(repo, "refs", "verify")
         now = {r[0]: r for r in for_each_ref(repo)}

@@ -207,6 +207,15 @@ def test_leftover_packed_refs_new_is_a_warning(tmp_path, capfd):
     assert rc == 0 and out.startswith(f"warning: {new}: packed-refs.new left behind")
 
 
+def test_leftover_rename_journal_is_a_warning(tmp_path, capfd):
+    """A refscope rename killed while its reflogs were moving leaves its journal (update/rename_journal.py)."""
+    repo = init_repo(tmp_path / "r", fmt="files")
+    journal = repo / ".git" / "logs" / "refs" / ".refscope-rename"
+    journal.write_bytes(b"plain\0/x\0refs/heads/a\0refs/heads/b\0" + b"10")
+    rc, out, _ = verify_cli(capfd, repo)
+    assert rc == 0 and out.startswith(f"warning: {journal}: a rename's journal left behind")
+
+
 def test_symlinked_packed_refs(tmp_path, capfd):
     repo = init_repo(tmp_path / "r", fmt="files")
     git(repo, "pack-refs", "--all")
