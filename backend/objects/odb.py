@@ -342,6 +342,35 @@ class Odb:
             out.append(got if got is None or apply is None else apply(*got))
         return ids, out
 
+    def read_located_columns(self, located: Located, fn) -> tuple[list[bytes], list[list]]:
+        """(the ids, columns) for the objects of ``located`` as ``read_located`` reads them, the columns
+        being what ``fn(type names, contents)`` makes of a chunk of them (a list of lists, each one
+        value per object), chunk after chunk joined: a caller that keeps a few values of a million
+        objects makes them column-wise, by C-level passes (``Pack.inflate_chunks``). An id in no pack
+        is read on its own; one not there at all raises ``KeyError`` (the caller's per-object path
+        reports it)."""
+        ids: list[bytes] = []
+        cols: list[list] = []
+        names = TYPE_NAMES.__getitem__
+
+        def add(got: list[list]) -> None:
+            if not cols:
+                cols.extend([] for _ in got)
+            for col, part in zip(cols, got, strict=True):
+                col += part
+
+        for pack, offs, hexs in located.packed:
+            ids += hexs
+            for kinds, contents in pack.inflate_chunks(offs, self._ref_base):
+                add(fn(list(map(names, kinds)), contents))
+        if located.elsewhere:
+            got = list(map(self.read, located.elsewhere))
+            if None in got:
+                raise KeyError("missing object")
+            ids += located.elsewhere
+            add(fn([g[0] for g in got], [g[1] for g in got]))
+        return ids, cols
+
     def types(self, hexoids) -> dict[bytes, str | None]:
         """{id: type name or None} for many ids at once, from the pack entries' headers: the kinds of
         many tips without inflating one."""

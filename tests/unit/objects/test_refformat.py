@@ -540,6 +540,69 @@ def test_columns_way_early_child_matches_git(tmp_path, monkeypatch, split):
         assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"
 
 
+def _odd_dates_repo(tmp_path):
+    """Plain commits and commits whose author or committer line git reads oddly (made by ``hash-object
+    --literally``, packed): a ``>`` before the email's end, a time with leading zeros or of 20 digits, a
+    zone of five digits or none, the line first in the object or twice, after an empty line, a NUL before
+    it or after it, no such line at all, a commit of more than 2047 bytes (a longer entry header) --
+    interleaved, so that a chunk of objects holds plain ones only, odd ones only, or both."""
+    repo = init_repo(tmp_path / "odd", "files", "sha1")
+    git(repo, "config", "gc.auto", "0")
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "--stdin", input=b"").strip().decode()
+    head = f"tree {tree}\n".encode()
+    odd = [
+        b"committer C <c> x> 5 +0000\nauthor A <a> 7 +0100\n",
+        b"author A <a> 9 +0100\ncommitter C <c>x> 5 +0000\n",
+        b"author A <a> 0009 +0100\ncommitter C <c> 0005 +0000\n",
+        b"author A <a> 1234567890123456789 +0100\ncommitter C <c> 99999999999999999999 +0000\n",
+        b"author A <a> 9 +01000\ncommitter C <c> 5 +00000\n",
+        b"author A <a> 9\ncommitter C <c> 5\n",
+        b"author A <a> 9 +0100\ncommitter C <c> 5 +0000\ncommitter D <d> 6 +0000\n",
+        b"author A <a> 9 +0100\n\ncommitter C <c> 5 +0000\n",
+        b"author A <a\0> 9 +0100\ncommitter C <c> 5 +0000\n",
+        b"author A <a> 9 +0100\ncommitter C <c> 5 +0000\0\n",
+        b"author A <a> 9 +0100\ncommitter C <c\n",
+        b"author A <a> 9 +0100\n",
+        b"author A <a> 9 +0100\ncommitter C <c> 5 +0000\n\n" + b"long " * 500 + b"\n",
+        b"author A <a> 0 +0000\ncommitter C <c> 0 +0000\n",
+    ]
+    oids = []
+    for i in range(60):
+        plain = f"author A <a> {1600000000 + i % 7} +0100\ncommitter C <c> {1600000000 + i % 5} -0200\n"
+        body = head + plain.encode() + f"\nm{i}\n".encode() if i % 4 else head + odd[(i // 4) % len(odd)]
+        got = git(repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", input=body)
+        oids.append(got.strip().decode())
+    refs = sorted((f"refs/pull/{n}/head", oids[(n * 7) % len(oids)]) for n in range(150))
+    body = "".join(f"{oid} {name}\n" for name, oid in refs)  # (update-ref refuses some of these commits)
+    (repo / ".git" / "packed-refs").write_text("# pack-refs with: peeled fully-peeled sorted \n" + body)
+    listed = "".join(f"{oid}\n" for oid in [tree, *oids]).encode()  # (repack would parse the commits)
+    git(repo, "pack-objects", "-q", str(repo / ".git" / "objects" / "pack" / "pack"), input=listed)
+    git(repo, "prune-packed")
+    return repo
+
+
+@pytest.mark.parametrize("chunk", [3, 4096])
+def test_columns_way_reads_odd_dates_as_git(tmp_path, monkeypatch, chunk):
+    """The sort by date over many commits reads each commit's date by C-level passes over a chunk of
+    them (``fields.dates_columns``, ``Pack.inflate_many``); every commit it cannot read that way sends
+    its chunk the per-object way: the lines are git's for the odd committer and author lines, whatever
+    the chunks hold."""
+    from refscope.backend.objects import pack
+
+    monkeypatch.setattr(pack, "CHUNK", chunk)
+    repo = _odd_dates_repo(tmp_path)
+    for f, sort in (
+        ("%(committerdate:unix) %(refname)", ["-committerdate"]),
+        ("%(committerdate:unix) %(refname)", ["committerdate"]),
+        ("%(authordate:unix) %(refname)", ["-authordate"]),
+        ("%(refname)", ["-committerdate"]),
+        ("%(committerdate:unix) %(refname)", []),
+    ):
+        proc = _theirs(repo, f, sort)
+        assert proc.returncode == 0, proc.stderr
+        assert _ours_columns(repo, f, sort) == proc.stdout, (f, sort)
+
+
 @pytest.mark.parametrize("graph", [False, True])
 def test_columns_way_filters_match_git(tmp_path, graph):
     repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
