@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
+from itertools import compress
 
 from ..errors import CorruptStore
 from ..fileio import map_regular, read_regular
@@ -158,7 +159,8 @@ class _PackSet:
     ) -> tuple[list[tuple[Pack, list[int], list[bytes]]], list[bytes]]:
         """Where the objects ``hexoids`` (distinct hex ids) are: ([(pack, offsets, their hex ids)...], the
         ids not found here). An index asked for a good part of its objects is looked up by hex id through
-        one table (``PackIndex.hex_table``), any other by raw id (``raw_of``: hex -> raw)."""
+        one pass over its ids in hex (``PackIndex.hex_columns``: each tested for membership in a set of
+        ``hexoids``), any other by raw id (``raw_of``: hex -> raw)."""
         found: dict[int, tuple[Pack, list, list]] = {}  # id(pack) -> (pack, offsets, hex ids)
         todo = hexoids
         if self.midx is not None:
@@ -178,9 +180,26 @@ class _PackSet:
             first, last = _first_bytes(todo)
             lo, hi = index.span(first, last)
             if len(todo) * 8 > hi - lo:
-                offs = list(map(index.hex_table(first, last).get, todo))
-            else:
-                offs = [index.lookup(raw_of(h)) for h in todo]
+                names, offsets = index.hex_columns(first, last)
+                hits = list(map(set(todo).__contains__, names))
+                found_hexs = list(compress(names, hits))
+                found_offs = list(compress(offsets, hits))
+                if len(found_hexs) == len(todo):
+                    todo = []
+                elif found_hexs:
+                    got = set(found_hexs)
+                    todo = [h for h in todo if h not in got]
+                if not found_hexs:
+                    continue
+                p = self.pack(name)
+                if p is None:
+                    todo += found_hexs
+                    continue
+                entry = found.setdefault(id(p), (p, [], []))
+                entry[1].extend(found_offs)
+                entry[2].extend(found_hexs)
+                continue
+            offs = [index.lookup(raw_of(h)) for h in todo]
             if None not in offs:
                 hits, hexs, todo = offs, todo, []
             else:

@@ -172,9 +172,8 @@ class Pack:
         sizes = list(map(or_, map(and_, first, repeat(15)), map(lshift, last, repeat(4))))
         starts = list(map(add, offs, repeat(2)))
         stops = map(min, map(add, starts, map(add, sizes, repeat(64))), repeat(end))
-        view = memoryview(data)
-        try:
-            contents = list(map(zlib.decompress, map(view.__getitem__, map(slice, starts, stops))))
+        try:  # (a slice of the mapping is a copy of a few hundred bytes: cheaper than a memoryview's)
+            contents = list(map(zlib.decompress, map(data.__getitem__, map(slice, starts, stops))))
         except zlib.error:  # one stream is bad: each object the careful way, which names it
             return self._inflate_each(offsets, ref_base)
         kinds = list(map(and_, map(rshift, first, repeat(4)), repeat(7)))
