@@ -31,7 +31,7 @@ from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
 _FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
 _EARLY_MIN = 200_000  # refs below which ``tip_columns_early`` starts no child
-_EARLY_SPLIT = b"7"  # the early child's share: the tips from here up (the parent also groups the refs)
+_EARLY_SPLIT = b"6"  # the early child's share: the tips from here up (the parent also groups the refs)
 
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
@@ -519,5 +519,6 @@ class Evaluator:
 
 
 def _share_of(ev: Evaluator, oids: list[bytes], split: bytes) -> tuple[list, list] | None:
-    """(in ``tip_columns_early``'s child) ``_values_of`` the distinct ids of ``oids`` at or above ``split``."""
-    return ev._values_of([o for o in set(oids) if o >= split])
+    """(in ``tip_columns_early``'s child) ``_values_of`` the distinct ids of ``oids`` at or above ``split``
+    (filtered before the set is made, by a C-level ``filter``: the set then holds only the child's share)."""
+    return ev._values_of(list(set(filter(split.__le__, oids))))
