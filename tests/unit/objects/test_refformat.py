@@ -603,6 +603,44 @@ def test_columns_way_reads_odd_dates_as_git(tmp_path, monkeypatch, chunk):
         assert _ours_columns(repo, f, sort) == proc.stdout, (f, sort)
 
 
+@pytest.mark.parametrize("fork", ["child", "failed", "none"])
+def test_merged_over_two_processes_matches_git(tmp_path, monkeypatch, capfd, fork):
+    """--merged and --no-merged with a commit-graph over a packed-refs file cut in two (every file here:
+    ``SPLIT_MIN`` is 0): each half listed and filtered in its own process -- a child, a child that fails
+    (its half done by the parent), or no child to be had -- and the lines are git's, tips the graph does
+    not hold (a commit newer than it, tags, a blob) on either side of the cut."""
+    from refscope.backend import listing, parallel
+    from refscope.backend.refformat import command
+
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
+    git(repo, "commit-graph", "write", "--reachable")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "newer than the graph")
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"blob\n").strip().decode()
+    stdin = "".join(f"create refs/z/{n} {'HEAD' if n % 3 else 'v1.2'}\n" for n in range(30))
+    git(repo, "update-ref", "--stdin", input=(stdin + f"create refs/a/blob {blob}\n").encode())
+    git(repo, "pack-refs", "--all")
+    monkeypatch.setattr(listing, "SPLIT_MIN", 0)
+    forks = []
+    real = parallel.Forked
+    if fork == "failed":
+        monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(a) or real(lambda: 1 / 0))
+    elif fork == "none":
+        monkeypatch.setattr(parallel, "pipes_and_fork", lambda n: forks.append(n))
+    else:
+        monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(a) or real(*a, **k))
+    tag = git(repo, "rev-parse", "v1.9-rc1").strip().decode()  # (a full id: no revision syntax here)
+    for rev, key in (("main", "merged"), (tag, "no_merged"), ("HEAD", "merged"), ("side", "merged")):
+        r = discover(str(repo))
+        snap = open_store(r).snapshot()
+        fmt = "%(refname) %(objectname:short)"
+        command.run(r, snap, plan(fmt.encode(), []), [], revs={key: [rev]}, count=None, omit_empty=False,
+                    escape=None)  # fmt: skip
+        ours = capfd.readouterr().out.encode()
+        opt = f"--{key.replace('_', '-')}={rev}"
+        assert ours == git(repo, "for-each-ref", f"--format={fmt}", opt), opt
+    assert forks
+
+
 @pytest.mark.parametrize("graph", [False, True])
 def test_columns_way_filters_match_git(tmp_path, graph):
     repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
