@@ -31,7 +31,7 @@ from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
 _FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
 _EARLY_MIN = 200_000  # refs below which ``tip_columns_early`` starts no child
-_EARLY_SPLIT = b"6"  # the early child's share: the tips from here up (the parent also groups the refs)
+_EARLY_SPLIT = b"5"  # the early child's share: the tips from here up (the parent also groups the refs)
 
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
