@@ -183,10 +183,15 @@ class Pack:
                     kinds[i], contents[i] = self.read(offs[i], ref_base)
         if every:
             return kinds, contents
-        all_kinds, all_contents = self._inflate_each(list(compress(offsets, good.translate(_FLIP))), ref_base)
+        slow_kinds, slow_contents = self._inflate_each(
+            list(compress(offsets, good.translate(_FLIP))), ref_base
+        )
         out_kinds: list[int] = []
         out_contents: list[bytes] = []
-        fast, slow = iter(zip(kinds, contents, strict=True)), iter(zip(all_kinds, all_contents, strict=True))
+        fast, slow = (
+            iter(zip(kinds, contents, strict=True)),
+            iter(zip(slow_kinds, slow_contents, strict=True)),
+        )
         for ok in good:
             k, c = next(fast) if ok else next(slow)
             out_kinds.append(k)
