@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
+from itertools import compress
 
 from ..errors import CorruptStore
 from ..fileio import map_regular, read_regular
@@ -158,7 +159,8 @@ class _PackSet:
     ) -> tuple[list[tuple[Pack, list[int], list[bytes]]], list[bytes]]:
         """Where the objects ``hexoids`` (distinct hex ids) are: ([(pack, offsets, their hex ids)...], the
         ids not found here). An index asked for a good part of its objects is looked up by hex id through
-        one table (``PackIndex.hex_table``), any other by raw id (``raw_of``: hex -> raw)."""
+        one pass over its ids in hex (``PackIndex.hex_columns``: each tested for membership in a set of
+        ``hexoids``), any other by raw id (``raw_of``: hex -> raw)."""
         found: dict[int, tuple[Pack, list, list]] = {}  # id(pack) -> (pack, offsets, hex ids)
         todo = hexoids
         if self.midx is not None:
@@ -178,9 +180,26 @@ class _PackSet:
             first, last = _first_bytes(todo)
             lo, hi = index.span(first, last)
             if len(todo) * 8 > hi - lo:
-                offs = list(map(index.hex_table(first, last).get, todo))
-            else:
-                offs = [index.lookup(raw_of(h)) for h in todo]
+                names, offsets = index.hex_columns(first, last)
+                hits = list(map(set(todo).__contains__, names))
+                found_hexs = list(compress(names, hits))
+                found_offs = list(compress(offsets, hits))
+                if len(found_hexs) == len(todo):
+                    todo = []
+                elif found_hexs:
+                    got = set(found_hexs)
+                    todo = [h for h in todo if h not in got]
+                if not found_hexs:
+                    continue
+                p = self.pack(name)
+                if p is None:
+                    todo += found_hexs
+                    continue
+                entry = found.setdefault(id(p), (p, [], []))
+                entry[1].extend(found_offs)
+                entry[2].extend(found_hexs)
+                continue
+            offs = [index.lookup(raw_of(h)) for h in todo]
             if None not in offs:
                 hits, hexs, todo = offs, todo, []
             else:
@@ -341,6 +360,35 @@ class Odb:
             ids.append(h)
             out.append(got if got is None or apply is None else apply(*got))
         return ids, out
+
+    def read_located_columns(self, located: Located, fn) -> tuple[list[bytes], list[list]]:
+        """(the ids, columns) for the objects of ``located`` as ``read_located`` reads them, the columns
+        being what ``fn(type names, contents)`` makes of a chunk of them (a list of lists, each one
+        value per object), chunk after chunk joined: a caller that keeps a few values of a million
+        objects makes them column-wise, by C-level passes (``Pack.inflate_chunks``). An id in no pack
+        is read on its own; one not there at all raises ``KeyError`` (the caller's per-object path
+        reports it)."""
+        ids: list[bytes] = []
+        cols: list[list] = []
+        names = TYPE_NAMES.__getitem__
+
+        def add(got: list[list]) -> None:
+            if not cols:
+                cols.extend([] for _ in got)
+            for col, part in zip(cols, got, strict=True):
+                col += part
+
+        for pack, offs, hexs in located.packed:
+            ids += hexs
+            for kinds, contents in pack.inflate_chunks(offs, self._ref_base):
+                add(fn(list(map(names, kinds)), contents))
+        if located.elsewhere:
+            got = list(map(self.read, located.elsewhere))
+            if None in got:
+                raise KeyError("missing object")
+            ids += located.elsewhere
+            add(fn([g[0] for g in got], [g[1] for g in got]))
+        return ids, cols
 
     def types(self, hexoids) -> dict[bytes, str | None]:
         """{id: type name or None} for many ids at once, from the pack entries' headers: the kinds of

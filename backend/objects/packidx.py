@@ -34,7 +34,6 @@ class PackIndex:
         "_big",
         "_stride",
         "_table",
-        "_hex",
     )
 
     def __init__(self, path: str, data, rawsz: int) -> None:
@@ -42,7 +41,6 @@ class PackIndex:
         self.data = data
         self.rawsz = rawsz
         self._table: dict[bytes, int] | None = None
-        self._hex: dict[tuple[int, int], dict[bytes, int]] = {}
         size = len(data)
         if data[:4] == _V2_MAGIC:
             if size < 8 + 1024 or _U32.unpack_from(data, 4)[0] != 2:
@@ -138,23 +136,19 @@ class PackIndex:
         names = [data[base + i * stride : base + i * stride + w] for i in range(self.count)]
         self._table = dict(zip(names, self.offsets(), strict=True))
 
-    def hex_table(self, first: int = 0, last: int = 255) -> dict[bytes, int]:
-        """{lowercase hex id: pack offset} of the objects whose id's first byte is ``first`` to ``last``
-        (every object by default): for a caller about to look up a good part of them by the hex ids it
-        holds (a column of ref values), so that no id is converted on the way (the names are turned into
+    def hex_columns(self, first: int = 0, last: int = 255) -> tuple[list[bytes], list[int]]:
+        """(lowercase hex ids, pack offsets) of the objects whose id's first byte is ``first`` to
+        ``last`` (every object by default), in index order: for a caller about to look up a good part
+        of them by the hex ids it holds (a column of ref values), which then tests each of these for
+        membership in its own set rather than building a table of them all (the names are turned into
         hex in one C-level call). Two processes that split their ids at a first byte make half each."""
-        full = self._hex.get((0, 255))
-        if full is not None:
-            return full
-        got = self._hex.get((first, last))
-        if got is None:
-            w = self.rawsz
-            lo, hi = self.span(first, last)
-            if self.version == 2:
-                raw = self.data[self._names + lo * w : self._names + hi * w]
-            else:
-                raw = b"".join(self.name(i) for i in range(lo, hi))
-            # one C call: the ids in hex, a space between each two (a whole number of ids: from the left)
-            names = hexlify(raw, b" ", w).split() if hi > lo else []
-            got = self._hex[(first, last)] = dict(zip(names, self.offsets(lo, hi), strict=True))
-        return got
+        w = self.rawsz
+        lo, hi = self.span(first, last)
+        if hi <= lo:
+            return [], []
+        if self.version == 2:
+            raw = self.data[self._names + lo * w : self._names + hi * w]
+        else:
+            raw = b"".join(self.name(i) for i in range(lo, hi))
+        # one C call: the ids in hex, a space between each two (a whole number of ids: from the left)
+        return hexlify(raw, b" ", w).split(), self.offsets(lo, hi)

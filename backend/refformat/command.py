@@ -12,8 +12,8 @@ import os
 
 from ..errors import RefscopeError
 from ..model import HASH_HEXSZ
-from .context import context, listed_for
-from .run import Filters, Plan, for_each_ref
+from .context import Columns, context, listed_for
+from .run import NO_FILTERS, Filters, Plan, for_each_ref
 
 _LEFT: list = []  # what a run keeps for the process's ``os._exit`` to drop (``for_each_ref``'s ``keep``)
 _RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
@@ -91,14 +91,22 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
                     raise RefscopeError(None, f"option `{key.replace('_', '-')}' must point to a commit")
         named = {k: tuple(check.commit_of(o) if k != "points_at" else o for o in v) for k, v in named.items()}
     ctx = context(repo, snap)
+    filters = Filters(**named)
+    refs = None
+    if (filters.merged or filters.no_merged) and not (
+        filters.points_at or filters.contains or filters.no_contains
+    ):
+        refs = _filtered_over_two(snap, patterns, p, odb, filters, graph)
+        if refs is not None:
+            filters = NO_FILTERS
     lines = for_each_ref(
         p,
-        listed_for(snap, patterns, p.atoms),
+        listed_for(snap, patterns, p.atoms) if refs is None else refs,
         odb,
         head=ctx.head,
         worktrees=ctx.worktrees,
         exists=ctx.exists,
-        filters=Filters(**named),
+        filters=filters,
         count=count,
         omit_empty=omit_empty,
         commit_graph=graph,
@@ -116,6 +124,39 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
             chunk, size = [], 0
     if chunk:
         _write(b"".join(chunk))
+
+
+def _filtered_over_two(snap, patterns: list[bytes], p: Plan, odb, filters: Filters, graph) -> Columns | None:
+    """(--merged / --no-merged over a big packed-refs file) the refs kept, listed and filtered half here
+    and half in a forked child at the same time: listing a million refs and looking each one's tip up
+    is per-ref work, the walk from the named commits is not, and what comes back is only the refs kept.
+    The walk is done on both sides (without a commit-graph, by reading the commits: its CPU twice, its
+    wall time once). A child that fails has its half done here after all, so an error surfaces as
+    in one process (the first half's first). None: no split (a format that needs more than the refs'
+    names and ids, a small file, patterns, reftable, one core): the caller goes the one-process way."""
+    from ..parallel import FAILED, Forked, may_fork
+    from .context import column_split, interval_columns, wants_columns
+    from .run import filter_columns
+
+    if not wants_columns(p.atoms) or not may_fork():
+        return None
+    mid = column_split(snap, patterns)
+    if mid is None:
+        return None
+
+    def second() -> tuple[list, list]:
+        return tuple(filter_columns(interval_columns(snap, mid, None), odb, filters, graph))
+
+    child = Forked(second)
+    try:
+        first = filter_columns(interval_columns(snap, b"", mid), odb, filters, graph)
+    except BaseException:
+        child.abandon()
+        raise
+    got = child.result()
+    names, oids = second() if got is FAILED else got
+    _LEFT.append((first, names, oids))
+    return Columns(first.names + names, first.oids + oids)
 
 
 def _write(data: bytes) -> None:

@@ -149,11 +149,16 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
 def listed_for(snap, patterns: list[bytes], atoms):
     """What a format of ``atoms`` reads the refs as: ``Columns`` when names and ids are all it needs
     (no symref target, no tag's target, no ``%(flag)``), else ``listed_refs``' records."""
+    if wants_columns(atoms):
+        return listed_columns(snap, patterns)
     locations = any(a.name == "flag" for a in atoms)
     plain = not any(a.deref or a.name == "symref" for a in atoms)
-    if plain and not locations:
-        return listed_columns(snap, patterns)
     return listed_refs(snap, patterns, locations=locations, plain=plain)
+
+
+def wants_columns(atoms) -> bool:
+    """Does ``listed_for`` read the refs of a format of ``atoms`` as ``Columns``?"""
+    return not any(a.deref or a.name in ("symref", "flag") for a in atoms)
 
 
 def listed_columns(snap, patterns: list[bytes]) -> Columns:
@@ -164,6 +169,33 @@ def listed_columns(snap, patterns: list[bytes]) -> Columns:
 
     out = Out(keep=True)
     list_refs(snap, patterns, False, False, out=out)
+    return _columns_of(out)
+
+
+def column_split(snap, patterns: list[bytes]) -> bytes | None:
+    """Where a listing of every ref of a big packed-refs file as columns can be cut in two (the names
+    below it, the others: ``interval_columns``), for two processes that each list and filter one part;
+    None without such a cut (patterns, reftable, loose refs only, a small or unsorted file)."""
+    if patterns or snap.format != "files" or not snap.packed.in_name_order:
+        return None
+    from ..listing import SPLIT_MIN
+
+    split = snap.split_name(SPLIT_MIN)
+    return None if split is None else split + b"\x00"
+
+
+def interval_columns(snap, lo: bytes, hi: bytes | None) -> Columns:
+    """``listed_columns(snap, [])`` of the names from ``lo`` up to (not with) ``hi`` (None: the end)
+    only, of a files store whose packed-refs is in name order (``column_split``)."""
+    from ..listing import Lister, Out
+
+    out = Out(keep=True)
+    Lister(snap, False, out, None).files([(lo, hi)])
+    return _columns_of(out)
+
+
+def _columns_of(out) -> Columns:
+    """The listing's collected lines (``out``: a keeping ``listing.Out``) split into two columns."""
     chunks, out.parts = out.parts, []
     names: list[bytes] = []
     oids: list[bytes] = []

@@ -187,6 +187,12 @@ def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list
     return list(compress(refs, map(kept.__contains__, oids_of)))
 
 
+def filter_columns(cols: Columns, odb, f: Filters, commit_graph) -> Columns:
+    """The refs of ``cols`` the reachability filters of ``f`` keep (not --points-at), as columns: what
+    ``for_each_ref`` does first, for a caller that filters parts of the refs apart (``command``)."""
+    return Columns(*_filter_columns(cols, Objects(odb), f, commit_graph))
+
+
 def _filter_columns(cols: Columns, objects: Objects, f: Filters, commit_graph) -> tuple[list, list]:
     """``_filter`` (without --points-at) over columns: the names and ids of the refs kept."""
     names, oids = cols

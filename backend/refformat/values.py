@@ -16,6 +16,7 @@ from .fields import (
     Value,
     cstr,
     date,
+    dates_columns,
     dates_reader,
     first_line,
     ident_email,
@@ -30,7 +31,7 @@ from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
 _FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
 _EARLY_MIN = 200_000  # refs below which ``tip_columns_early`` starts no child
-_EARLY_SPLIT = b"7"  # the early child's share: the tips from here up (the parent also groups the refs)
+_EARLY_SPLIT = b"5"  # the early child's share: the tips from here up (the parent also groups the refs)
 
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
@@ -90,6 +91,8 @@ class Evaluator:
             deref: None if plan is None else self._date_reader(plan, deref)
             for deref, plan in ((False, self._dates_plan(self._plain)), (True, self._dates_plan(self._deref)))
         }
+        plain_plan = self._dates_plan(self._plain)
+        self._date_columns = None if plain_plan is None else dates_columns(plain_plan, self._other(False))
 
     def _dates_plan(self, which: list[int]):
         """When every object atom of ``which`` is a date a commit's author or committer line gives:
@@ -230,30 +233,32 @@ class Evaluator:
         whose object atoms are commit dates (the sort of a million refs by date) keeps of each object
         its dates alone, read as the object is inflated."""
         try:
-            reader = self._commit_dates[False]
-            if reader is not None:
-                _, got = self.objects.odb.read_located(located, reader)
-                if None in got:
-                    return None
-                flat = list(zip(*got, strict=True)) if got else [()] * (2 * len(self._plain))
-                return [(list(flat[2 * j]), list(flat[2 * j + 1])) for j in range(len(self._plain))]
+            if self._date_columns is not None:
+                _, flat = self.objects.odb.read_located_columns(located, self._date_columns)
+                if not flat:
+                    flat = [[] for _ in range(2 * len(self._plain))]
+                return [(flat[2 * j], flat[2 * j + 1]) for j in range(len(self._plain))]
             ids, got = self.objects.odb.read_located(located, None)
             if None in got:
                 return None
             rows = [self._object_values(oid, obj, False, b"") for oid, obj in zip(ids, got, strict=True)]
             return [([r[j][0] for r in rows], [r[j][1] or 0 for r in rows]) for j in range(len(self._plain))]
-        except (RefscopeError, ValueError):
+        except (RefscopeError, ValueError, KeyError):
             return None
 
     def _date_reader(self, plan, deref: bool):
         """``fields.dates_reader`` of ``plan``, any object but a commit through ``_object_values``."""
+        return dates_reader(plan, self._other(deref))
+
+    def _other(self, deref: bool):
+        """(type name, content) -> the flat (text, number...) values of any object but a commit."""
 
         def other(kind, content):
             return tuple(
                 x for t, v in self._object_values(b"", (kind, content), deref, b"") for x in (t, v or 0)
             )
 
-        return dates_reader(plan, other)
+        return other
 
     def table(self, refs: list[Ref]) -> tuple[list[list[bytes]], list[list[int]]]:
         """Every atom's values for ``refs``, one column per atom: (the bytes printed, the numbers sorted
@@ -514,5 +519,6 @@ class Evaluator:
 
 
 def _share_of(ev: Evaluator, oids: list[bytes], split: bytes) -> tuple[list, list] | None:
-    """(in ``tip_columns_early``'s child) ``_values_of`` the distinct ids of ``oids`` at or above ``split``."""
-    return ev._values_of([o for o in set(oids) if o >= split])
+    """(in ``tip_columns_early``'s child) ``_values_of`` the distinct ids of ``oids`` at or above ``split``
+    (filtered before the set is made, by a C-level ``filter``: the set then holds only the child's share)."""
+    return ev._values_of(list(set(filter(split.__le__, oids))))

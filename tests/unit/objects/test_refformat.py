@@ -540,6 +540,110 @@ def test_columns_way_early_child_matches_git(tmp_path, monkeypatch, split):
         assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"
 
 
+def _odd_dates_repo(tmp_path):
+    """Plain commits and commits whose author or committer line git reads oddly (made by ``hash-object
+    --literally``, packed): a ``>`` before the email's end, a time with leading zeros or of 20 digits, a
+    zone of five digits or none, the line first in the object or twice, after an empty line, a NUL before
+    it or after it, no such line at all, a commit of more than 2047 bytes (a longer entry header) --
+    interleaved, so that a chunk of objects holds plain ones only, odd ones only, or both."""
+    repo = init_repo(tmp_path / "odd", "files", "sha1")
+    git(repo, "config", "gc.auto", "0")
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "--stdin", input=b"").strip().decode()
+    head = f"tree {tree}\n".encode()
+    odd = [
+        b"committer C <c> x> 5 +0000\nauthor A <a> 7 +0100\n",
+        b"author A <a> 9 +0100\ncommitter C <c>x> 5 +0000\n",
+        b"author A <a> 0009 +0100\ncommitter C <c> 0005 +0000\n",
+        b"author A <a> 1234567890123456789 +0100\ncommitter C <c> 99999999999999999999 +0000\n",
+        b"author A <a> 9 +01000\ncommitter C <c> 5 +00000\n",
+        b"author A <a> 9\ncommitter C <c> 5\n",
+        b"author A <a> 9 +0100\ncommitter C <c> 5 +0000\ncommitter D <d> 6 +0000\n",
+        b"author A <a> 9 +0100\n\ncommitter C <c> 5 +0000\n",
+        b"author A <a\0> 9 +0100\ncommitter C <c> 5 +0000\n",
+        b"author A <a> 9 +0100\ncommitter C <c> 5 +0000\0\n",
+        b"author A <a> 9 +0100\ncommitter C <c\n",
+        b"author A <a> 9 +0100\n",
+        b"author A <a> 9 +0100\ncommitter C <c> 5 +0000\n\n" + b"long " * 500 + b"\n",
+        b"author A <a> 0 +0000\ncommitter C <c> 0 +0000\n",
+    ]
+    oids = []
+    for i in range(60):
+        plain = f"author A <a> {1600000000 + i % 7} +0100\ncommitter C <c> {1600000000 + i % 5} -0200\n"
+        body = head + plain.encode() + f"\nm{i}\n".encode() if i % 4 else head + odd[(i // 4) % len(odd)]
+        got = git(repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", input=body)
+        oids.append(got.strip().decode())
+    refs = sorted((f"refs/pull/{n}/head", oids[(n * 7) % len(oids)]) for n in range(150))
+    body = "".join(f"{oid} {name}\n" for name, oid in refs)  # (update-ref refuses some of these commits)
+    (repo / ".git" / "packed-refs").write_text("# pack-refs with: peeled fully-peeled sorted \n" + body)
+    listed = "".join(f"{oid}\n" for oid in [tree, *oids]).encode()  # (repack would parse the commits)
+    git(repo, "pack-objects", "-q", str(repo / ".git" / "objects" / "pack" / "pack"), input=listed)
+    git(repo, "prune-packed")
+    return repo
+
+
+@pytest.mark.parametrize("chunk", [3, 4096])
+def test_columns_way_reads_odd_dates_as_git(tmp_path, monkeypatch, chunk):
+    """The sort by date over many commits reads each commit's date by C-level passes over a chunk of
+    them (``fields.dates_columns``, ``Pack.inflate_many``); every commit it cannot read that way sends
+    its chunk the per-object way: the lines are git's for the odd committer and author lines, whatever
+    the chunks hold."""
+    from refscope.backend.objects import pack
+
+    monkeypatch.setattr(pack, "CHUNK", chunk)
+    repo = _odd_dates_repo(tmp_path)
+    for f, sort in (
+        ("%(committerdate:unix) %(refname)", ["-committerdate"]),
+        ("%(committerdate:unix) %(refname)", ["committerdate"]),
+        ("%(authordate:unix) %(refname)", ["-authordate"]),
+        ("%(refname)", ["-committerdate"]),
+        ("%(committerdate:unix) %(refname)", []),
+    ):
+        proc = _theirs(repo, f, sort)
+        assert proc.returncode == 0, proc.stderr
+        assert _ours_columns(repo, f, sort) == proc.stdout, (f, sort)
+
+
+@pytest.mark.parametrize(
+    ("fork", "graph"), [("child", True), ("failed", True), ("none", True), ("child", False)]
+)
+def test_merged_over_two_processes_matches_git(tmp_path, monkeypatch, capfd, fork, graph):
+    """--merged and --no-merged (with a commit-graph or not) over a packed-refs file cut in two (every file here:
+    ``SPLIT_MIN`` is 0): each half listed and filtered in its own process -- a child, a child that fails
+    (its half done by the parent), or no child to be had -- and the lines are git's, tips the graph does
+    not hold (a commit newer than it, tags, a blob) on either side of the cut."""
+    from refscope.backend import listing, parallel
+    from refscope.backend.refformat import command
+
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
+    if graph:
+        git(repo, "commit-graph", "write", "--reachable")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "newer than the graph")
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"blob\n").strip().decode()
+    stdin = "".join(f"create refs/z/{n} {'HEAD' if n % 3 else 'v1.2'}\n" for n in range(30))
+    git(repo, "update-ref", "--stdin", input=(stdin + f"create refs/a/blob {blob}\n").encode())
+    git(repo, "pack-refs", "--all")
+    monkeypatch.setattr(listing, "SPLIT_MIN", 0)
+    forks = []
+    real = parallel.Forked
+    if fork == "failed":
+        monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(a) or real(lambda: 1 / 0))
+    elif fork == "none":
+        monkeypatch.setattr(parallel, "pipes_and_fork", lambda n: forks.append(n))
+    else:
+        monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(a) or real(*a, **k))
+    tag = git(repo, "rev-parse", "v1.9-rc1").strip().decode()  # (a full id: no revision syntax here)
+    for rev, key in (("main", "merged"), (tag, "no_merged"), ("HEAD", "merged"), ("side", "merged")):
+        r = discover(str(repo))
+        snap = open_store(r).snapshot()
+        fmt = "%(refname) %(objectname:short)"
+        command.run(r, snap, plan(fmt.encode(), []), [], revs={key: [rev]}, count=None, omit_empty=False,
+                    escape=None)  # fmt: skip
+        ours = capfd.readouterr().out.encode()
+        opt = f"--{key.replace('_', '-')}={rev}"
+        assert ours == git(repo, "for-each-ref", f"--format={fmt}", opt), opt
+    assert forks
+
+
 @pytest.mark.parametrize("graph", [False, True])
 def test_columns_way_filters_match_git(tmp_path, graph):
     repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
