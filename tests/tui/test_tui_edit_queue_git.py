@@ -542,8 +542,8 @@ def post_burst(app, keys: list[str]) -> None:
 
 # the dialog opens mid-burst; the keys behind its key land in its field, edits and letters in order
 EDIT_BURSTS = [
-    (["R", "end", *["backspace"] * 4, "x", "y"], "topic/0xy"),
-    (["R", "home", "delete", "delete", "Z", "end", "backspace", "q"], "Zpic/00q"),
+    (["R", "end", *["backspace"] * 4, "x", "y"], "refs/heads/topicxy"),  # (R: the full name, to edit)
+    (["R", "home", "delete", "delete", "Z", "end", "backspace", "q"], "Zfs/heads/topic/00q"),
     (["n", *"topic", "backspace", "backspace", *"xy", "left", "left", "backspace", "Q"], "toQxy"),
 ]
 
@@ -555,13 +555,10 @@ async def test_edit_dialog_takes_a_burst_in_order(tmp_path: Path, keys: list[str
     async with app.run_test(size=(120, 40)) as pilot:
         await on(pilot, app, "refs/heads/topic/001")
         await pilot.press("escape")  # (the list has the focus, the filter stays)
-        print("CUR", app.screen.ref_list.current_name(), app.screen.focused)
         post_burst(app, keys)
         await wait_for(pilot, lambda: isinstance(app.screen, EditPrompt))
         field = app.screen.query_one("#path", Input)
-        await wait_for(pilot, lambda: field.value == value, timeout=5) if field.value == value else print(
-            "GOT", repr(field.value), repr(app.screen.query_one("#path", Input).value)
-        )
-        await pilot.pause(0.5)
-        print("LATER", repr(field.value))
+        await wait_for(pilot, lambda: field.value == value, timeout=5)
+        await pilot.pause()
+        assert field.value == value
         assert app.screen.focused is field
