@@ -24,6 +24,9 @@ import sys
 from array import array
 from typing import NamedTuple
 
+from ..objects.parse import parse_object, split_ident
+from .tip_table import NO_TIME
+
 CHUNK = 1 << 15  # ids read per ``Tips.fill`` in the child (each pack is read in offset order per chunk)
 COMMAND = (
     sys.executable,
@@ -44,6 +47,14 @@ class Columns(NamedTuple):
     author: array
     subject: list
     people: list  # (name, email, tz)
+
+
+class Dates(NamedTuple):
+    """The first answer: ``is_commit`` (1 per id that is a commit) and ``times`` (its committer time,
+    ``NO_TIME`` when it has none; 0 for the rest)."""
+
+    is_commit: bytes
+    times: array
 
 
 class Failed(NamedTuple):
@@ -126,22 +137,72 @@ class Child:
             pass
         self._ids = b""
 
+    def dates(self) -> Dates | Failed:
+        """The first answer: which ids are commits and their committer times (blocks without the GIL)."""
+        got = self._answer()
+        if isinstance(got, Failed):
+            return got
+        try:
+            is_commit, raw = marshal.loads(got)
+            times = array("q")
+            times.frombytes(raw)
+        except (EOFError, TypeError, ValueError) as err:
+            return self._fail(f"malformed answer ({err})")
+        if len(is_commit) != self.n or len(times) != self.n:
+            return self._fail("answer of the wrong length")
+        return Dates(is_commit, times)
+
     def result(self) -> Columns | Failed:
-        """The columns of the ids sent, in their order (blocks without the GIL while the child reads)."""
-        if self.proc is None:
-            return self.failed or Failed("tip reader did not start")
-        if self._ids:
-            self.send()
-        data = self.proc.stdout.read()
-        self.proc.stdout.close()
+        """The second answer: the columns of the ids sent, in their order."""
+        got = self._answer()
+        if isinstance(got, Failed):
+            return got
         code = self.proc.wait()
         if code != 0:
-            how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-            return Failed(f"tip reader failed ({how})")
+            return self._ended(code)
         try:
-            return decode(data, self.n)
+            return decode(got, self.n)
         except ValueError as err:
             return Failed(f"tip reader failed: {err}")
+
+    def _answer(self) -> bytes | Failed:
+        if self.proc is None:
+            return self.failed or Failed("tip reader did not start")
+        if self.failed is not None:
+            return self.failed
+        if self._ids:
+            self.send()
+        head = self.proc.stdout.read(8)
+        size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        parts, left = [], size
+        while left > 0:  # (a bit at a time: a garbled length asks for no huge buffer)
+            part = self.proc.stdout.read(min(left, 1 << 20))
+            if not part:
+                break
+            parts.append(part)
+            left -= len(part)
+        data = b"".join(parts)
+        if size < 0 or len(data) != size:
+            self.proc.stdout.close()
+            return self._fail(None)
+        return data
+
+    def _fail(self, why: str | None) -> Failed:
+        """The child's failure: how it ended if it did (killed, an exit status), else ``why``."""
+        if why is not None:
+            self.abandon()
+            self.failed = Failed(f"tip reader failed: {why}")
+            return self.failed
+        code = self.proc.wait()
+        self.failed = (
+            self._ended(code) if code != 0 else Failed("tip reader failed: malformed answer (cut short)")
+        )
+        return self.failed
+
+    @staticmethod
+    def _ended(code: int) -> Failed:
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return Failed(f"tip reader failed ({how})")
 
     def abandon(self) -> None:
         """Kill and reap the child (the answer is no longer wanted)."""
@@ -164,8 +225,54 @@ def _env() -> dict[str, str]:
     return env
 
 
+def committer_time(data: bytes) -> int | None:
+    """``split_ident(parse_object(data).first(b"committer")).time`` (what ``TipTable.store`` keeps as
+    the committer time), found by position: the header line located with two finds, the full parse
+    only where the quick way could differ (no such line, a continuation line after it, a message-only
+    object)."""
+    end = data.find(b"\n\n")
+    head = data if end < 0 else data[:end]
+    at = 0 if head.startswith(b"committer ") else head.find(b"\ncommitter ") + 1
+    odd = b"committer\n" in head or head.endswith(b"committer") or data.startswith(b"\n")  # (a bare key)
+    if odd or at == 0 and not head.startswith(b"committer "):
+        return _slow_time(data)
+    eol = head.find(b"\n", at)
+    if eol >= 0 and head[eol + 1 : eol + 2] == b" ":
+        return _slow_time(data)
+    ident = split_ident(head[at + 10 : None if eol < 0 else eol])
+    return None if ident is None else ident.time
+
+
+def _slow_time(data: bytes) -> int | None:
+    line = parse_object(data).first(b"committer")
+    ident = None if line is None else split_ident(line)
+    return None if ident is None else ident.time
+
+
+def dates_of(odb, oids: list[bytes]) -> bytes:
+    """The first answer: for each id, 1 and its committer time when it is a commit, else 0 (what the
+    date order needs: ``TipTable.sort_time``), marshalled; the objects read in pack order."""
+    is_commit = bytearray(len(oids))
+    times = array("q", bytes(8 * len(oids)))
+    got = odb.read_many(oids)
+    for k, o in enumerate(oids):
+        v = got.get(o)
+        if v is not None and v[0] == "commit":
+            t = committer_time(v[1])
+            is_commit[k] = 1
+            times[k] = NO_TIME if t is None else t
+    return marshal.dumps((bytes(is_commit), times.tobytes()))
+
+
+def _send(fd: int, data: bytes) -> None:
+    out = memoryview(len(data).to_bytes(8, "little") + data)
+    while out:
+        out = out[os.write(fd, out) :]
+
+
 def main() -> int:
-    """The child: ids on stdin (fixed width), their columns on stdout."""
+    """The child: ids on stdin (fixed width); on stdout, each answer after its length (8 bytes): the
+    commits' dates (``dates_of``: soon, for a date sort waiting), then the whole tips' columns."""
     from ..model import HASH_HEXSZ
     from ..objects.odb import Odb
     from .tip_table import TipTable
@@ -180,12 +287,11 @@ def main() -> int:
     if len(table) != len(oids):  # (the parent sends each id once)
         return 3
     odb = Odb(objects_dir, hash_name)
+    fd = sys.stdout.fileno()
+    _send(fd, dates_of(odb, oids))
     for lo in range(0, len(oids), CHUNK):
         read_into(table, odb, range(lo, min(lo + CHUNK, len(oids))))
-    out = memoryview(encode(table, 0, len(table)))
-    fd = sys.stdout.fileno()
-    while out:
-        out = out[os.write(fd, out) :]
+    _send(fd, encode(table, 0, len(table)))
     return 0
 
 

@@ -172,15 +172,18 @@ class TipFacts:
             time.sleep(0)
         return True
 
-    def read_in_child(self, slots, cancelled: Callable[[], bool] = lambda: False) -> bool:
+    def read_in_child(
+        self, slots, cancelled: Callable[[], bool] = lambda: False, dates: bool = False
+    ) -> bool:
         """Have a child process (``tip_child``) read the tips of ``slots`` not read yet, and wait for it:
         one child at a time, whoever asks while it runs waits for it (then asks for what is still
         missing). False when cancelled (the child goes on for the others). A child that fails leaves its
-        slots unread, says why in ``child_failed`` and no other is started: the caller reads them here."""
+        slots unread, says why in ``child_failed`` and no other is started: the caller reads them here.
+        ``dates``: what the date order needs is enough (the commits' times: the children send them first)."""
         state = self.table.state
         todo = list(slots)
         while True:
-            todo = [s for s in todo if state[s] != READ]
+            todo = [s for s in todo if (state[s] == UNKNOWN if dates else state[s] != READ)]
             if len(todo) < CHILD_MIN or self.child_failed is not None:
                 return True
             with self._child_lock:
@@ -190,9 +193,12 @@ class TipFacts:
                     threading.Thread(
                         target=self._child_read, args=(job, todo), name="tip-child", daemon=True
                     ).start()
-            while not job.done.wait(0.02):
+            event = job.dated if dates else job.done
+            while not event.wait(0.02):
                 if cancelled():
                     return False
+            if dates:
+                return True  # (the tips that are not commits are read by the caller: a few, or it waits)
 
     def _child_read(self, job: _ChildRead, slots: list[int]) -> None:
         """(its own thread) Start the child, wait for it without the GIL, take its columns into the
@@ -211,14 +217,23 @@ class TipFacts:
             ]
             for child in job.children:
                 child.send()
-            for child, a, b in zip(job.children, cuts, cuts[1:], strict=False):
+            shares = [slots[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+            # first every commit's date (what a date sort waits for), then the whole tips
+            for child, share in zip(job.children, shares, strict=True):
+                got = child.dates()
+                if isinstance(got, Failed):
+                    return self._children_failed(job, got)
+                for lo in range(0, len(share), TAKE_CHUNK):
+                    with self.lock:
+                        for k in range(lo, min(lo + TAKE_CHUNK, len(share))):
+                            if got.is_commit[k]:
+                                table.graphed(share[k], got.times[k], -1)
+                    time.sleep(0)
+            job.dated.set()
+            for child, share in zip(job.children, shares, strict=True):
                 got = child.result()
                 if isinstance(got, Failed):
-                    self.child_failed = got.line
-                    for other in job.children:
-                        other.abandon()
-                    break
-                share = slots[a:b]
+                    return self._children_failed(job, got)
                 self.child_read += len(share)
                 for lo in range(0, len(share), TAKE_CHUNK):
                     with self.lock:
@@ -229,7 +244,13 @@ class TipFacts:
         finally:
             with self._child_lock:
                 self._child = None
+            job.dated.set()
             job.done.set()
+
+    def _children_failed(self, job: _ChildRead, failed) -> None:
+        self.child_failed = failed.line
+        for other in job.children:
+            other.abandon()
 
     def close(self) -> None:
         """Kill the child still reading, if any (the app is leaving)."""
@@ -274,8 +295,10 @@ class TipFacts:
         todo = [s for s in slots if state[s] == UNKNOWN]
         if not todo:
             return True
-        with self._walk_lock:
-            g = self.graph()
+        g = self._graph
+        if g is None:  # (once made, whether it has a commit-graph is read without the lock: a walk
+            with self._walk_lock:  # holding it -- the detail line's ahead/behind without a commit-graph,
+                g = self.graph()  # seconds of object reads -- must not hold the date order back)
         if g.cg is not None:
             commit, node, oids = g.cg.commit, g.node, table.oids
             for lo in range(0, len(todo), TIMES_CHUNK):
@@ -289,7 +312,12 @@ class TipFacts:
                         if type(n) is int:
                             table.graphed(s, commit(n)[0], n)
                 time.sleep(0)
-        return not read or self.read_slots([s for s in todo if state[s] == UNKNOWN], cancelled)
+        if not read:
+            return True
+        todo = [s for s in todo if state[s] == UNKNOWN]
+        if len(todo) >= CHILD_MIN and not self.read_in_child(todo, cancelled, dates=True):
+            return False
+        return self.read_slots([s for s in todo if state[s] == UNKNOWN], cancelled)
 
     # -- order -------------------------------------------------------------------------------------------
     def order(self, snap, rows, key: str, cancelled: Callable[[], bool] = lambda: False):
@@ -427,6 +455,7 @@ class _ChildRead:
 
     def __init__(self) -> None:
         self.done = threading.Event()
+        self.dated = threading.Event()  # every commit's committer time is in the table (``graphed``)
         self.children: list = []  # (``tip_child.Child``)
 
 

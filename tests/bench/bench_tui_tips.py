@@ -6,7 +6,7 @@
 Prints: the first screen with dates and subjects from process start; sorting every row by committer date
 right after the index is built (the background scan running) and again once the scan is over; the
 filters ``>90d``, ``merged``, ``!merged >90d`` and ``refs/heads/ >1y`` (in the date order); the RSS and
-its peak. For each step: wall and CPU time (every thread of the process: on a loaded machine CPU is the
+its peak; the CPU time of the child processes that read the tips (``refformat/tip_child.py``). For each step: wall and CPU time (every thread of the process: on a loaded machine CPU is the
 figure to compare), the worst event-loop lag meanwhile (how late a 5 ms timer fires, i.e. how long a
 frame waits) and how many waits went over 50 ms.
 """
@@ -144,6 +144,11 @@ async def bench(path: str, out: dict) -> None:
                 t,
             )
             out[key + "_shown"] = screen.filter_error or len(reflist.view)
+        import resource
+
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)  # (the tip readers, reaped by now)
+        out["children_cpu_ms"] = (r.ru_utime + r.ru_stime) * 1e3
+        out["tips_read_by_children"] = screen.facts.child_read
         out["rss_mb"] = rss_mb()
         out["peak_rss_mb"] = status_mb("VmHWM")
         out["rss_anon_mb"] = status_mb("RssAnon")
