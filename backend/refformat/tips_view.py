@@ -194,6 +194,8 @@ class TipFacts:
                         target=self._child_read, args=(job, todo), name="tip-child", daemon=True
                     ).start()
             event = job.dated if dates else job.done
+            if not dates:
+                job.wanted += 1  # (the columns are awaited: taking them no longer stands aside)
             while not event.wait(0.02):
                 if cancelled():
                     return False
@@ -236,6 +238,8 @@ class TipFacts:
                     return self._children_failed(job, got)
                 self.child_read += len(share)
                 for lo in range(0, len(share), TAKE_CHUNK):
+                    while self._urgent and not job.wanted:  # (a sort on the dates runs: its turn first)
+                        time.sleep(0.01)
                     with self.lock:
                         table.take(got, share, lo, min(lo + TAKE_CHUNK, len(share)))
                     time.sleep(0)
@@ -456,6 +460,7 @@ class _ChildRead:
     def __init__(self) -> None:
         self.done = threading.Event()
         self.dated = threading.Event()  # every commit's committer time is in the table (``graphed``)
+        self.wanted = 0  # waiters for the whole columns (the scan, a filter): the take does not pause
         self.children: list = []  # (``tip_child.Child``)
 
 

@@ -117,7 +117,10 @@ async def bench(path: str, out: dict) -> None:
         out["date_sort_first_line_has_tips"] = " ago " in line_of(reflist)
         await lagging(app, scanned, out, "tip_scan_rest")
         out["tip_scan_from_launch_ms"] = (time.perf_counter() - T0) * 1e3
-        await app.workers.wait_for_complete()
+        while any(w.state.name in ("PENDING", "RUNNING") for w in app.workers):
+            await asyncio.sleep(
+                0.01
+            )  # (not ``wait_for_complete``: it raises for a superseded, cancelled worker)
         # the same sort once the scan has read everything (S from version again, the view unfiltered)
         screen.sort = "version"
         before = reflist.view
