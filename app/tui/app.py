@@ -73,6 +73,36 @@ class RefscopeApp(App[None]):
         self._live_base = "off"  # what the watcher's events said ("live", "error"); ``live`` adds the rest
         self.crash: BaseException | None = None  # what ended the app, if anything did (see cmd_tui)
         self.set_reactive(RefscopeApp.engine, engine)
+        self._held_keys: list | None = None  # keys held for a dialog that is still opening (``push_holding``)
+
+    # -- keys that arrive while a dialog opens ---------------------------------------------------------------
+    # Textual hands each key to the widget focused when the key reaches the app. A dialog opened by a key
+    # is mounted, and its field focused, only later: the keys behind the one that opened it (a burst:
+    # pasted, typed fast, sent by tmux) went to the list (letters lost) or to the dialog before its field
+    # had focus, while the field's editing bindings ran later in the app's turn, so End and BackSpace
+    # applied and the letters did not. The opening key is a priority binding (run as it arrives), the
+    # keys behind it are held until the dialog says its field has focus, then handed on in order.
+    def push_holding(self, screen, callback=None) -> None:
+        """Push ``screen``, holding the keys that arrive until it calls ``release_keys`` (on mount, its
+        field focused); a screen that never does is released a moment later all the same."""
+        if self._held_keys is None:
+            self._held_keys = []
+        self.push_screen(screen, callback=callback)
+        self.set_timer(1.0, self.release_keys)
+
+    async def release_keys(self) -> None:
+        """Hand the held keys on, in the order they came, to whatever has focus now."""
+        held, self._held_keys = self._held_keys, None
+        for event in held or ():
+            await super().on_event(event)
+
+    async def on_event(self, event) -> None:
+        from textual import events
+
+        if self._held_keys is not None and isinstance(event, events.Key) and not event.is_forwarded:
+            self._held_keys.append(event)
+            return
+        await super().on_event(event)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def on_mount(self) -> None:

@@ -85,11 +85,7 @@ class TipTable:
     def _person(self, ident: Ident | None) -> tuple[int, int]:
         if ident is None:
             return -1, NO_TIME
-        key = (ident.name, ident.email, ident.tz)
-        k = self._people.get(key)
-        if k is None:
-            k = self._people[key] = len(self.people)
-            self.people.append(key)
+        k = self._person_key((ident.name, ident.email, ident.tz))
         return k, NO_TIME if ident.time is None else ident.time
 
     def graphed(self, s: int, time: int, pos: int) -> None:
@@ -111,6 +107,36 @@ class TipTable:
         self.author[s], self.atime[s] = self._person(tip.author)
         self.subject[s] = tip.subject
         self.state[s] = READ
+
+    def take(self, cols, slots, lo: int, hi: int) -> None:
+        """Entries ``lo..hi-1`` of ``cols`` (``tip_child.Columns``: another table's columns, as a child
+        read them) as the tips of ``slots[lo:hi]``; slots read already keep theirs (the same facts)."""
+        state, kind, pkind, ctime, atime = self.state, self.kind, self.peeled_kind, self.ctime, self.atime
+        committer, author, subject, peeled = self.committer, self.author, self.subject, self.peeled
+        people = [self._person_key(p) for p in cols.people]
+        people.append(-1)  # (index -1: none)
+        c_peeled = cols.peeled
+        for k in range(lo, hi):
+            s = slots[k]
+            if state[s] == READ:
+                continue
+            kind[s] = cols.kind[k]
+            pkind[s] = cols.peeled_kind[k]
+            if k in c_peeled:
+                peeled[s] = c_peeled[k]
+            ctime[s] = cols.ctime[k]
+            atime[s] = cols.atime[k]
+            committer[s] = people[cols.committer[k]]
+            author[s] = people[cols.author[k]]
+            subject[s] = cols.subject[k]
+            state[s] = READ
+
+    def _person_key(self, key: tuple) -> int:
+        k = self._people.get(key)
+        if k is None:
+            k = self._people[key] = len(self.people)
+            self.people.append(key)
+        return k
 
     def tip(self, s: int) -> Tip | None:
         """Slot ``s`` as a ``Tip`` (None until read)."""

@@ -35,6 +35,9 @@ PASSES = bytes([0, 0, 1]) + bytes(253)  # a verdict (0, 1 fails, 2 holds) as 0 /
 ROWS_CHUNK = 1 << 14  # rows handled between cancellation checks and lock hand-overs
 TIMES_CHUNK = 1 << 12  # commit-graph look-ups under the lock at once
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
+CHILD_MIN = 8192  # tips to read below which a child process (``tip_child``) costs more than it saves
+CHILDREN_MAX = 2  # child processes reading at once (no more than the cores)
+TAKE_CHUNK = 8192  # a child's tips taken into the table under the lock at once
 DAY = 86400
 # age units of the filters (``>90d``): git's approxidate words, one letter each (``m`` is a month)
 AGE_UNITS = {"s": 1, "h": 3600, "d": DAY, "w": 7 * DAY, "m": 30 * DAY, "y": 365 * DAY}
@@ -98,6 +101,10 @@ class TipFacts:
         self._walk_lock = threading.Lock()  # the graph (``graph``); taken before ``lock`` when both
         self._urgent = 0  # jobs someone waits for (``first``): the background scan stands aside
         self._urgent_lock = threading.Lock()
+        self._child: _ChildRead | None = None  # the child process reading tips, while one runs
+        self._child_lock = threading.Lock()
+        self.child_failed: str | None = None  # why the child failed (its slots are then read here)
+        self.child_read = 0  # tips the children have read (for the benchmark and the tests)
 
     @contextlib.contextmanager
     def first(self):
@@ -140,23 +147,8 @@ class TipFacts:
         return oids
 
     def _read(self, slots: list[int]) -> None:
-        """Read the objects of ``slots`` into the table (under the lock). A ``Tips`` per batch: its
-        per-object records are dropped once their cells are stored."""
-        table = self.table
-        todo = [s for s in dict.fromkeys(slots) if table.state[s] != READ]
-        if not todo:
-            return
-        tips = Tips(self.odb)
-        oids = [table.oids[s] for s in todo]
-        with contextlib.suppress(CorruptStore, ValueError):  # (damage in the batch: one by one below)
-            tips.fill(oids)
-        for s, o in zip(todo, oids, strict=True):
-            try:
-                tip = tips.tip(o)
-            except CorruptStore as err:  # an unreadable object is a finding in its row, not the batch's
-                where = "" if err.offset is None else f" at byte {err.offset}"
-                tip = Tip(None, None, None, None, None, f"unreadable: {err.what}{where}".encode())
-            table.store(s, tip)
+        """Read the objects of ``slots`` into the table (under the lock)."""
+        read_into(self.table, self.odb, slots)
 
     def read_slots(
         self, slots, cancelled: Callable[[], bool] = lambda: False, background: bool = False
@@ -166,6 +158,10 @@ class TipFacts:
         ``background``: the scan, which waits while a job inside ``first`` runs."""
         state = self.table.state
         todo = [s for s in slots if state[s] != READ]
+        if len(todo) >= CHILD_MIN:
+            if not self.read_in_child(todo, cancelled):
+                return False
+            todo = [s for s in todo if state[s] != READ]  # (none, unless the child failed)
         for lo in range(0, len(todo), READ_CHUNK):
             while background and self._urgent and not cancelled():
                 time.sleep(0.01)
@@ -175,6 +171,97 @@ class TipFacts:
                 self._read(todo[lo : lo + READ_CHUNK])
             time.sleep(0)
         return True
+
+    def read_in_child(
+        self, slots, cancelled: Callable[[], bool] = lambda: False, dates: bool = False
+    ) -> bool:
+        """Have a child process (``tip_child``) read the tips of ``slots`` not read yet, and wait for it:
+        one child at a time, whoever asks while it runs waits for it (then asks for what is still
+        missing). False when cancelled (the child goes on for the others). A child that fails leaves its
+        slots unread, says why in ``child_failed`` and no other is started: the caller reads them here.
+        ``dates``: what the date order needs is enough (the commits' times: the children send them first)."""
+        state = self.table.state
+        todo = list(slots)
+        while True:
+            todo = [s for s in todo if (state[s] == UNKNOWN if dates else state[s] != READ)]
+            if len(todo) < CHILD_MIN or self.child_failed is not None:
+                return True
+            with self._child_lock:
+                job = self._child
+                if job is None:
+                    job = self._child = _ChildRead()
+                    threading.Thread(
+                        target=self._child_read, args=(job, todo), name="tip-child", daemon=True
+                    ).start()
+            event = job.dated if dates else job.done
+            if not dates:
+                job.wanted += 1  # (the columns are awaited: taking them no longer stands aside)
+            while not event.wait(0.02):
+                if cancelled():
+                    return False
+            if dates:
+                return True  # (the tips that are not commits are read by the caller: a few, or it waits)
+
+    def _child_read(self, job: _ChildRead, slots: list[int]) -> None:
+        """(its own thread) Start the child, wait for it without the GIL, take its columns into the
+        table a chunk at a time under the lock (the visible rows' reads wait one chunk at most)."""
+        from ..parallel import cores
+        from .tip_child import Child, Failed
+
+        try:
+            table = self.table
+            # one child per core, each a contiguous share: all of them read while this process only waits
+            n = max(1, min(cores(), CHILDREN_MAX, len(slots) // CHILD_MIN))
+            cuts = [len(slots) * k // n for k in range(n + 1)]
+            job.children = [
+                Child(self.objects_dir, self.repo.hash_name, [table.oids[s] for s in slots[a:b]])
+                for a, b in zip(cuts, cuts[1:], strict=False)
+            ]
+            for child in job.children:
+                child.send()
+            shares = [slots[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+            # first every commit's date (what a date sort waits for), then the whole tips
+            for child, share in zip(job.children, shares, strict=True):
+                got = child.dates()
+                if isinstance(got, Failed):
+                    return self._children_failed(job, got)
+                for lo in range(0, len(share), TAKE_CHUNK):
+                    with self.lock:
+                        for k in range(lo, min(lo + TAKE_CHUNK, len(share))):
+                            if got.is_commit[k]:
+                                table.graphed(share[k], got.times[k], -1)
+                    time.sleep(0)
+            job.dated.set()
+            for child, share in zip(job.children, shares, strict=True):
+                got = child.result()
+                if isinstance(got, Failed):
+                    return self._children_failed(job, got)
+                self.child_read += len(share)
+                for lo in range(0, len(share), TAKE_CHUNK):
+                    while self._urgent and not job.wanted:  # (a sort on the dates runs: its turn first)
+                        time.sleep(0.01)
+                    with self.lock:
+                        table.take(got, share, lo, min(lo + TAKE_CHUNK, len(share)))
+                    time.sleep(0)
+        except Exception as err:  # (never a waiter left waiting: the failure is said, the caller reads)
+            self.child_failed = f"tip reader failed: {type(err).__name__}: {err}"
+        finally:
+            with self._child_lock:
+                self._child = None
+            job.dated.set()
+            job.done.set()
+
+    def _children_failed(self, job: _ChildRead, failed) -> None:
+        self.child_failed = failed.line
+        for other in job.children:
+            other.abandon()
+
+    def close(self) -> None:
+        """Kill the child still reading, if any (the app is leaving)."""
+        job = self._child
+        if job is not None:
+            for child in job.children:
+                child.abandon()
 
     # -- rows ----------------------------------------------------------------------------------------------
     def row_slots(self, snap, cancelled: Callable[[], bool] = lambda: False) -> array | None:
@@ -212,8 +299,10 @@ class TipFacts:
         todo = [s for s in slots if state[s] == UNKNOWN]
         if not todo:
             return True
-        with self._walk_lock:
-            g = self.graph()
+        g = self._graph
+        if g is None:  # (once made, whether it has a commit-graph is read without the lock: a walk
+            with self._walk_lock:  # holding it -- the detail line's ahead/behind without a commit-graph,
+                g = self.graph()  # seconds of object reads -- must not hold the date order back)
         if g.cg is not None:
             commit, node, oids = g.cg.commit, g.node, table.oids
             for lo in range(0, len(todo), TIMES_CHUNK):
@@ -227,7 +316,12 @@ class TipFacts:
                         if type(n) is int:
                             table.graphed(s, commit(n)[0], n)
                 time.sleep(0)
-        return not read or self.read_slots([s for s in todo if state[s] == UNKNOWN], cancelled)
+        if not read:
+            return True
+        todo = [s for s in todo if state[s] == UNKNOWN]
+        if len(todo) >= CHILD_MIN and not self.read_in_child(todo, cancelled, dates=True):
+            return False
+        return self.read_slots([s for s in todo if state[s] == UNKNOWN], cancelled)
 
     # -- order -------------------------------------------------------------------------------------------
     def order(self, snap, rows, key: str, cancelled: Callable[[], bool] = lambda: False):
@@ -337,6 +431,37 @@ class TipFacts:
         left = self.merged_nodes(a)
         right = self.merged_nodes(b)  # (HEAD's branch: cached across cursor moves)
         return len(left - right), len(right - left)
+
+
+def read_into(table: TipTable, odb, slots) -> None:
+    """Read the objects of ``slots`` into ``table`` (the parent's, under its lock; or a child's: the same
+    code reads the same facts). A ``Tips`` per batch: its per-object records are dropped once their
+    cells are stored."""
+    todo = [s for s in dict.fromkeys(slots) if table.state[s] != READ]
+    if not todo:
+        return
+    tips = Tips(odb)
+    oids = [table.oids[s] for s in todo]
+    with contextlib.suppress(CorruptStore, ValueError):  # (damage in the batch: one by one below)
+        tips.fill(oids)
+    for s, o in zip(todo, oids, strict=True):
+        try:
+            tip = tips.tip(o)
+        except CorruptStore as err:  # an unreadable object is a finding in its row, not the batch's
+            where = "" if err.offset is None else f" at byte {err.offset}"
+            tip = Tip(None, None, None, None, None, f"unreadable: {err.what}{where}".encode())
+        table.store(s, tip)
+
+
+class _ChildRead:
+    """One child's read of many slots (``TipFacts.read_in_child``): ``done`` once its columns are in
+    the table or it failed."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.dated = threading.Event()  # every commit's committer time is in the table (``graphed``)
+        self.wanted = 0  # waiters for the whole columns (the scan, a filter): the take does not pause
+        self.children: list = []  # (``tip_child.Child``)
 
 
 class Condition(NamedTuple):

@@ -6,7 +6,7 @@
 Prints: the first screen with dates and subjects from process start; sorting every row by committer date
 right after the index is built (the background scan running) and again once the scan is over; the
 filters ``>90d``, ``merged``, ``!merged >90d`` and ``refs/heads/ >1y`` (in the date order); the RSS and
-its peak. For each step: wall and CPU time (every thread of the process: on a loaded machine CPU is the
+its peak; the CPU time of the child processes that read the tips (``refformat/tip_child.py``). For each step: wall and CPU time (every thread of the process: on a loaded machine CPU is the
 figure to compare), the worst event-loop lag meanwhile (how late a 5 ms timer fires, i.e. how long a
 frame waits) and how many waits went over 50 ms.
 """
@@ -117,7 +117,10 @@ async def bench(path: str, out: dict) -> None:
         out["date_sort_first_line_has_tips"] = " ago " in line_of(reflist)
         await lagging(app, scanned, out, "tip_scan_rest")
         out["tip_scan_from_launch_ms"] = (time.perf_counter() - T0) * 1e3
-        await app.workers.wait_for_complete()
+        while any(w.state.name in ("PENDING", "RUNNING") for w in app.workers):
+            await asyncio.sleep(
+                0.01
+            )  # (not ``wait_for_complete``: it raises for a superseded, cancelled worker)
         # the same sort once the scan has read everything (S from version again, the view unfiltered)
         screen.sort = "version"
         before = reflist.view
@@ -144,6 +147,11 @@ async def bench(path: str, out: dict) -> None:
                 t,
             )
             out[key + "_shown"] = screen.filter_error or len(reflist.view)
+        import resource
+
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)  # (the tip readers, reaped by now)
+        out["children_cpu_ms"] = (r.ru_utime + r.ru_stime) * 1e3
+        out["tips_read_by_children"] = screen.facts.child_read
         out["rss_mb"] = rss_mb()
         out["peak_rss_mb"] = status_mb("VmHWM")
         out["rss_anon_mb"] = status_mb("RssAnon")

@@ -557,3 +557,37 @@ def test_bulk_deletions_leave_out_a_name_a_rename_takes() -> None:
     assert list(queue) == [b"refs/heads/a", b"refs/heads/c"] and queue[b"refs/heads/a"].kind == RENAME
     assert queue.add_entries([Entry(b"refs/heads/b", taken), Entry(b"refs/heads/d", other)]) == 1
     assert list(queue) == [b"refs/heads/a", b"refs/heads/c", b"refs/heads/d"]
+
+
+def post_burst(app, keys: list[str]) -> None:
+    """Queue keys all at once, as a terminal delivers a fast burst (tmux ``send-keys R End BSpace ...``
+    is one read; ``Pilot.press`` waits between keys)."""
+    from textual import events
+    from textual.keys import _character_to_key
+
+    for key in keys:
+        app.post_message(events.Key(_character_to_key(key), key) if len(key) == 1 else events.Key(key, None))
+
+
+# the dialog opens mid-burst; the keys behind its key land in its field, edits and letters in order
+EDIT_BURSTS = [
+    (["R", "end", *["backspace"] * 4, "x", "y"], "refs/heads/topicxy"),  # (R: the full name, to edit)
+    (["R", "home", "delete", "delete", "Z", "end", "backspace", "q"], "Zfs/heads/topic/00q"),
+    (["n", *"topic", "backspace", "backspace", *"xy", "left", "left", "backspace", "Q"], "toQxy"),
+]
+
+
+@pytest.mark.parametrize(("keys", "value"), EDIT_BURSTS)
+async def test_edit_dialog_takes_a_burst_in_order(tmp_path: Path, keys: list[str], value: str) -> None:
+    path, _head, _side = setup(tmp_path, "files")
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await on(pilot, app, "refs/heads/topic/001")
+        await pilot.press("escape")  # (the list has the focus, the filter stays)
+        post_burst(app, keys)
+        await wait_for(pilot, lambda: isinstance(app.screen, EditPrompt))
+        field = app.screen.query_one("#path", Input)
+        await wait_for(pilot, lambda: field.value == value, timeout=5)
+        await pilot.pause()
+        assert field.value == value
+        assert app.screen.focused is field

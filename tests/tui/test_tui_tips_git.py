@@ -346,3 +346,81 @@ async def test_broken_objects_say_so_in_their_rows(tmp_path: Path, git_bin: str)
         assert "ahead/behind master: " in detail or "ahead/behind main: " in detail, detail
         assert len(app._notifications) == notices
         assert app.is_running
+
+
+SMALL = (160, 12)  # a few rows on screen: the rest of the tips is left to the children
+
+
+def notices(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+@pytest.mark.parametrize("when", ["after the scan", "right away"])
+async def test_child_processes_read_gits_values_and_date_order(
+    tips: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    # the tips read in other processes (``tip_child``; every table, however small, here) and taken into
+    # the table: the columns and the date order are git's, without a commit-graph to take dates from
+    from refscope.backend.refformat import tips_view
+
+    assert not list((tips / ".git" / "objects" / "info").glob("commit-graph*"))
+    monkeypatch.setattr(tips_view, "CHILD_MIN", 1)
+    by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
+    app = make_app(tips)
+    async with app.run_test(size=SMALL) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.is_ready())
+        if when == "after the scan":
+            await tips_loaded(pilot, app)
+        screen.sort = "version"
+        screen.action_cycle_sort()
+        await wait_for(pilot, lambda: screen.sort == "date")
+        await tips_loaded(pilot, app)
+        assert shown(app) == by_date
+        facts = screen.facts
+        assert facts.child_failed is None and facts.child_read > 0
+        # every tip as this process reads it (whose columns ``test_columns_show_gits_values`` checks)
+        here = tips_view.TipFacts(facts.repo)
+        monkeypatch.setattr(tips_view, "CHILD_MIN", 1 << 60)
+        here.read_slots([here.table.slot(o) for o in facts.table.oids])
+        assert here.child_read == 0
+        assert [facts.peek(o) for o in facts.table.oids] == [here.peek(o) for o in facts.table.oids]
+        assert {facts.peek(o).kind for o in facts.table.oids} == {"commit", "tag"}
+        assert not any("tip reader" in n for n in notices(app))
+
+
+FAILING_CHILDREN = [
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "tip reader failed (killed by signal 9)"),
+    ("import sys; sys.stdin.buffer.read(); sys.exit(4)", "tip reader failed (exit status 4)"),
+    ("import sys; sys.stdin.buffer.read(); print('columns')", "tip reader failed: malformed answer"),
+    (None, "tip reader did not start"),
+]
+
+
+@pytest.mark.parametrize(("code", "line"), FAILING_CHILDREN)
+async def test_a_failing_child_leaves_the_reads_here_with_a_notice(
+    tips: Path, monkeypatch: pytest.MonkeyPatch, code: str | None, line: str
+) -> None:
+    import sys
+
+    from refscope.backend.refformat import tip_child, tips_view
+
+    monkeypatch.setattr(tips_view, "CHILD_MIN", 1)
+    command = (sys.executable, "-c", code) if code else (str(tips / "no-such-interpreter"),)
+    monkeypatch.setattr(tip_child, "COMMAND", command)
+    by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
+    app = make_app(tips)
+    async with app.run_test(size=SMALL) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.is_ready())
+        screen.sort = "version"
+        screen.action_cycle_sort()
+        await wait_for(pilot, lambda: screen.sort == "date")
+        await tips_loaded(pilot, app)
+        assert shown(app) == by_date
+        assert screen.facts.child_failed.startswith(line)
+        assert screen.facts.child_read == 0
+        said = [n for n in notices(app) if "tip reader" in n]
+        assert (
+            len(said) == 1 and said[0].startswith(line) and said[0].endswith("reading the tips here (slower)")
+        )

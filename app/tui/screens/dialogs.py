@@ -19,6 +19,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Static
 
+from ..widgets.filter_input import FilterInput
 from ..workers import Failure, work
 
 MAX_LISTED = 8
@@ -367,12 +368,13 @@ class PathPrompt(ModalScreen[object]):
         with Vertical(id="dialog-box"):
             yield Static(Text(self.title_text, "bold"), id="dialog-title")
             yield Static(Text(self.prompt), id="dialog-question")
-            yield Input(value=self.default, id="path")
+            yield FilterInput(value=self.default, id="path")  # (its editing keys apply in order)
             yield Static("", id="prompt-error")
             yield Static(Text("Enter  ok  ·  Esc  cancel", "dim"), id="dialog-keys")
 
     def on_mount(self) -> None:
-        self.query_one("#path", Input).focus()
+        self.set_focus(self.query_one("#path", Input))  # (at once: ``focus`` queues it behind the keys)
+        self.app.call_next(self.app.release_keys)  # the keys typed behind the one that opened it, if held
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -10,6 +10,8 @@ until the queue is committed (``.commit``), as one transaction.
 from __future__ import annotations
 
 from refscope.backend.display import escape_name, line
+from textual.actions import SkipAction
+from textual.widgets import Input
 
 from ..models import edits
 from ..widgets.headline import HeadLine
@@ -31,6 +33,8 @@ class Editing(RefListing):
     def _edit_target(self, verb: str):
         """The ref under the cursor for ``verb`` (HEAD's line: HEAD itself, for a create only), or None
         with a notice."""
+        if isinstance(self.focused, Input):
+            raise SkipAction()  # (a priority binding: the letter is typed into the filter)
         if self._commit_locked():
             return None
         if self.app.snapshot is None or self.app.store is None:
@@ -84,7 +88,7 @@ class Editing(RefListing):
         prompt = line(
             f"Name of the new {what} at ", ref.name, " (", oid[:8], f"); a short name goes under {short}:"
         )
-        app.push_screen(EditPrompt(f"New {what}", prompt, "", job), callback=self._queue_answer)
+        app.push_holding(EditPrompt(f"New {what}", prompt, "", job), callback=self._queue_answer)
 
     def action_new_branch(self) -> None:
         """``n``: queue a new branch at the ref under the cursor (a tag's commit, as git branch peels)."""
@@ -131,7 +135,7 @@ class Editing(RefListing):
             return Entry(old, ref, kind=RENAME, new_name=name)
 
         prompt = line("Rename ", old, " (", (ref.oid or b"")[:8], ") to (its reflog goes with it):")
-        app.push_screen(EditPrompt("Rename", prompt, escape_name(old), job), callback=self._queue_answer)
+        app.push_holding(EditPrompt("Rename", prompt, escape_name(old), job), callback=self._queue_answer)
 
     def action_move(self) -> None:
         """``M``: queue a move of the ref under the cursor to another commit (its old value recorded: the
@@ -154,7 +158,7 @@ class Editing(RefListing):
         prompt = line(
             "Move ", ref.name, " (now at ", (ref.oid or b"")[:8], ") to: a ref name or a full object name"
         )
-        app.push_screen(EditPrompt("Move", prompt, "", job), callback=self._queue_answer)
+        app.push_holding(EditPrompt("Move", prompt, "", job), callback=self._queue_answer)
 
     def action_undo(self) -> None:
         """``u``: take back the entry of the ref under the cursor (in the queue panel: the entry under its

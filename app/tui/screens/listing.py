@@ -66,6 +66,7 @@ class RefListing(Screen):
         self.tips_scanned: tuple[int, int] | None = None  # (done, total) of the background tip scan
         self.head_branch: bytes | None = None  # the branch HEAD points at (merged's default, ahead/behind)
         self.filter_error: str | None = None  # the typed filter's refusal (the list kept its rows)
+        self._child_noted = False  # the tip reader's failure was said
 
     @property
     def facts(self):
@@ -79,6 +80,10 @@ class RefListing(Screen):
 
                 self._facts = TipFacts(repo)
         return self._facts
+
+    def on_unmount(self) -> None:
+        if self._facts:
+            self._facts.close()  # (a child still reading tips is killed, not left to finish)
 
     @property
     def ref_list(self) -> RefList:
@@ -202,6 +207,8 @@ class RefListing(Screen):
                 else:
                     got = self.facts.order(snapshot, view, sort, lambda: worker.is_cancelled)
             reports.append(m.report)
+            if self.facts is not None and self.facts.child_failed is not None:
+                app.call_from_thread(self._child_failed)
             if got is None or worker.is_cancelled:
                 return
             view = got if isinstance(got, array) else array("I", got)
@@ -353,6 +360,10 @@ class RefListing(Screen):
         total = len(facts.table)
         if not facts.know_times(range(total), cancelled, read=False):  # (the date order's, ready early)
             return
+        if not facts.read_in_child(range(total), cancelled):  # (another process's reads: off our GIL)
+            return
+        if facts.child_failed is not None:
+            self.app.call_from_thread(self._child_failed)
         last = 0.0
         for lo in range(0, total, TIPS_CHUNK):
             if not facts.read_slots(range(lo, min(lo + TIPS_CHUNK, total)), cancelled, background=True):
@@ -362,6 +373,15 @@ class RefListing(Screen):
                 last = now
                 self.app.call_from_thread(self._tips_progress, min(lo + TIPS_CHUNK, total), total)
         self.app.call_from_thread(self._tips_progress, total, total)
+
+    def _child_failed(self) -> None:
+        """Say once that the tips are read in this process after all (the child reading them failed)."""
+        line = self.facts.child_failed
+        if line is not None and not self._child_noted:
+            self._child_noted = True
+            self.notify(
+                f"{line}: reading the tips here (slower)", severity="warning", timeout=6, markup=False
+            )
 
     def _tips_progress(self, done: int, total: int) -> None:
         self.tips_scanned = (done, total)

@@ -98,16 +98,17 @@ class MainScreen(Marking, Editing, QueueTransaction):
     """The first screen: every ref, one line each; its parts' keys are all bound here, in one map."""
 
     BINDINGS = [
-        # The filter's keys are priority bindings, run by the app as each key arrives (see action_filter).
+        # The filter's keys are priority bindings, run by the app as each key arrives (see action_filter);
+        # so are the keys that open an edit dialog (the keys behind them go to its field: ``push_holding``).
         Binding("slash", "filter", "Filter", priority=True),
         Binding("space", "toggle_mark", "Mark"),
         Binding("a", "mark_all", "Mark all"),
         Binding("u", "undo", "Undo", show=False),
         Binding("U", "unmark_all", "Unmark all", show=False),
-        Binding("n", "new_branch", "New branch", show=False),
-        Binding("t", "new_tag", "New tag", show=False),
-        Binding("R", "rename", "Rename", show=False),
-        Binding("M", "move", "Move", show=False),
+        Binding("n", "new_branch", "New branch", show=False, priority=True),
+        Binding("t", "new_tag", "New tag", show=False, priority=True),
+        Binding("R", "rename", "Rename", show=False, priority=True),
+        Binding("M", "move", "Move", show=False, priority=True),
         Binding("c", "commit", "Commit"),
         Binding("b", "bench", "Bench"),
         Binding("w", "export_queue", "Export queue", show=False),

@@ -1,0 +1,299 @@
+"""Many tips read in another process: the TUI's whole-table reads (the background scan, a date sort
+without a commit-graph) off its GIL.
+
+Why: reading a tip is inflating an object (C) and parsing its header lines (Python); in the TUI's process
+every such step competes with the UI thread for the one GIL, so a scan of 200k tips stopped frames and a
+date sort without a commit-graph waited for the whole read in that contended process. Here a child reads
+them on the other core and sends back the columns of a ``tip_table.TipTable`` (bytes, arrays and short
+lists: marshal), which the parent takes in a few steps (``TipTable.take``).
+
+The child is a fresh interpreter (``python -m refscope.backend.refformat.tip_child``), not a fork: the TUI
+has threads, and a thread holding a lock at fork time would leave a forked child deadlocked on it
+(``parallel.may_fork``). It gets the objects directory and hash in argv and the ids on stdin, and reads
+with the same ``objects.tips`` code as the parent, so its facts are the parent's. Any failure (it cannot
+start, is killed, exits non-zero, sends something short or malformed) is a ``Failed`` with one line:
+the caller reads in its own process then, and says so.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import subprocess
+import sys
+from array import array
+from typing import NamedTuple
+
+from ..objects.parse import parse_object, split_ident
+from .tip_table import NO_TIME
+
+CHUNK = 1 << 15  # ids read per ``Tips.fill`` in the child (each pack is read in offset order per chunk)
+COMMAND = (
+    sys.executable,
+    "-m",
+    "refscope.backend.refformat.tip_child",
+)  # the child (tests may point it elsewhere)
+
+
+class Columns(NamedTuple):
+    """A ``TipTable``'s columns for ``n`` ids in the order they were sent (``TipTable.columns``)."""
+
+    kind: bytes
+    peeled_kind: bytes
+    peeled: dict  # {index: the id a tag chain ends at} where that is not the id itself
+    ctime: array
+    atime: array
+    committer: array  # index into ``people``; -1: none
+    author: array
+    subject: list
+    people: list  # (name, email, tz)
+
+
+class Dates(NamedTuple):
+    """The first answer: ``is_commit`` (1 per id that is a commit) and ``times`` (its committer time,
+    ``NO_TIME`` when it has none; 0 for the rest)."""
+
+    is_commit: bytes
+    times: array
+
+
+class Failed(NamedTuple):
+    """The child did not deliver: why, in one line."""
+
+    line: str
+
+
+def encode(table, lo: int, hi: int) -> bytes:
+    """Slots ``lo..hi-1`` of ``table`` (a ``TipTable``), marshalled for the pipe."""
+    return marshal.dumps(
+        (
+            bytes(table.kind[lo:hi]),
+            bytes(table.peeled_kind[lo:hi]),
+            {s - lo: p for s, p in table.peeled.items() if lo <= s < hi},
+            table.ctime[lo:hi].tobytes(),
+            table.atime[lo:hi].tobytes(),
+            table.committer[lo:hi].tobytes(),
+            table.author[lo:hi].tobytes(),
+            table.subject[lo:hi],
+            table.people,
+        )
+    )
+
+
+def decode(data: bytes, n: int) -> Columns:
+    """``encode``'s bytes back as ``Columns`` of ``n`` ids; ValueError when they are not that."""
+    try:
+        kind, pkind, peeled, ct, at, co, au, subject, people = marshal.loads(data)
+    except (EOFError, TypeError) as err:
+        raise ValueError(f"malformed answer ({err})") from None
+    cols = Columns(kind, pkind, peeled, array("q"), array("q"), array("i"), array("i"), subject, people)
+    for col, raw in ((cols.ctime, ct), (cols.atime, at), (cols.committer, co), (cols.author, au)):
+        col.frombytes(raw)
+    if not all(
+        len(c) == n for c in (kind, pkind, subject, cols.ctime, cols.atime, cols.committer, cols.author)
+    ):
+        raise ValueError("answer of the wrong length")
+    if any(not 0 <= k < n for k in peeled) or max(
+        max(cols.committer, default=-1), max(cols.author, default=-1)
+    ) >= len(people):
+        raise ValueError("answer out of range")
+    return cols
+
+
+class Child:
+    """``Child(objects_dir, hash_name, oids)`` starts the reader; ``result()`` waits for its ``Columns``
+    (or ``Failed``); ``abandon()`` kills it. ``pid`` for whoever must know which process it is."""
+
+    def __init__(self, objects_dir: str, hash_name: str, oids: list[bytes]) -> None:
+        self.n = len(oids)
+        self.proc: subprocess.Popen | None = None
+        self.failed: Failed | None = None
+        try:
+            self.proc = subprocess.Popen(
+                [*COMMAND, os.fsencode(objects_dir), hash_name],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=_env(),
+            )
+        except OSError as err:
+            self.failed = Failed(f"tip reader did not start: {err.strerror or err}")
+            return
+        self._ids = b"".join(oids)
+
+    @property
+    def pid(self) -> int:
+        return -1 if self.proc is None else self.proc.pid
+
+    def send(self) -> None:
+        """Hand the child its ids (it reads them all at once, then works): every child is started
+        before any is sent its ids, so their start-ups overlap."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.write(self._ids)
+            self.proc.stdin.close()
+        except OSError:  # (a child gone before taking its ids: EPIPE; ``result`` says how it ended)
+            pass
+        self._ids = b""
+
+    def dates(self) -> Dates | Failed:
+        """The first answer: which ids are commits and their committer times (blocks without the GIL)."""
+        got = self._answer()
+        if isinstance(got, Failed):
+            return got
+        try:
+            is_commit, raw = marshal.loads(got)
+            times = array("q")
+            times.frombytes(raw)
+        except (EOFError, TypeError, ValueError) as err:
+            return self._fail(f"malformed answer ({err})")
+        if len(is_commit) != self.n or len(times) != self.n:
+            return self._fail("answer of the wrong length")
+        return Dates(is_commit, times)
+
+    def result(self) -> Columns | Failed:
+        """The second answer: the columns of the ids sent, in their order."""
+        got = self._answer()
+        if isinstance(got, Failed):
+            return got
+        code = self.proc.wait()
+        if code != 0:
+            return self._ended(code)
+        try:
+            return decode(got, self.n)
+        except ValueError as err:
+            return Failed(f"tip reader failed: {err}")
+
+    def _answer(self) -> bytes | Failed:
+        if self.proc is None:
+            return self.failed or Failed("tip reader did not start")
+        if self.failed is not None:
+            return self.failed
+        if self._ids:
+            self.send()
+        head = self.proc.stdout.read(8)
+        size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        parts, left = [], size
+        while left > 0:  # (a bit at a time: a garbled length asks for no huge buffer)
+            part = self.proc.stdout.read(min(left, 1 << 20))
+            if not part:
+                break
+            parts.append(part)
+            left -= len(part)
+        data = b"".join(parts)
+        if size < 0 or len(data) != size:
+            self.proc.stdout.close()
+            return self._fail(None)
+        return data
+
+    def _fail(self, why: str | None) -> Failed:
+        """The child's failure: how it ended if it did (killed, an exit status), else ``why``."""
+        if why is not None:
+            self.abandon()
+            self.failed = Failed(f"tip reader failed: {why}")
+            return self.failed
+        code = self.proc.wait()
+        self.failed = (
+            self._ended(code) if code != 0 else Failed("tip reader failed: malformed answer (cut short)")
+        )
+        return self.failed
+
+    @staticmethod
+    def _ended(code: int) -> Failed:
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return Failed(f"tip reader failed ({how})")
+
+    def abandon(self) -> None:
+        """Kill and reap the child (the answer is no longer wanted)."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+            self.proc.wait()
+            for f in (self.proc.stdin, self.proc.stdout):
+                if not f.closed:
+                    f.close()
+
+
+def _env() -> dict[str, str]:
+    """The parent's environment, its ``sys.path`` in front of PYTHONPATH: the child imports the same
+    refscope the parent runs."""
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def committer_time(data: bytes) -> int | None:
+    """``split_ident(parse_object(data).first(b"committer")).time`` (what ``TipTable.store`` keeps as
+    the committer time), found by position: the header line located with two finds, the full parse
+    only where the quick way could differ (no such line, a continuation line after it, a message-only
+    object)."""
+    end = data.find(b"\n\n")
+    head = data if end < 0 else data[:end]
+    at = 0 if head.startswith(b"committer ") else head.find(b"\ncommitter ") + 1
+    odd = b"committer\n" in head or head.endswith(b"committer") or data.startswith(b"\n")  # (a bare key)
+    if odd or at == 0 and not head.startswith(b"committer "):
+        return _slow_time(data)
+    eol = head.find(b"\n", at)
+    if eol >= 0 and head[eol + 1 : eol + 2] == b" ":
+        return _slow_time(data)
+    ident = split_ident(head[at + 10 : None if eol < 0 else eol])
+    return None if ident is None else ident.time
+
+
+def _slow_time(data: bytes) -> int | None:
+    line = parse_object(data).first(b"committer")
+    ident = None if line is None else split_ident(line)
+    return None if ident is None else ident.time
+
+
+def dates_of(odb, oids: list[bytes]) -> bytes:
+    """The first answer: for each id, 1 and its committer time when it is a commit, else 0 (what the
+    date order needs: ``TipTable.sort_time``), marshalled; the objects read in pack order."""
+    is_commit = bytearray(len(oids))
+    times = array("q", bytes(8 * len(oids)))
+    got = odb.read_many(oids)
+    for k, o in enumerate(oids):
+        v = got.get(o)
+        if v is not None and v[0] == "commit":
+            t = committer_time(v[1])
+            is_commit[k] = 1
+            times[k] = NO_TIME if t is None else t
+    return marshal.dumps((bytes(is_commit), times.tobytes()))
+
+
+def _send(fd: int, data: bytes) -> None:
+    out = memoryview(len(data).to_bytes(8, "little") + data)
+    while out:
+        out = out[os.write(fd, out) :]
+
+
+def main() -> int:
+    """The child: ids on stdin (fixed width); on stdout, each answer after its length (8 bytes): the
+    commits' dates (``dates_of``: soon, for a date sort waiting), then the whole tips' columns."""
+    from ..model import HASH_HEXSZ
+    from ..objects.odb import Odb
+    from .tip_table import TipTable
+    from .tips_view import read_into
+
+    objects_dir, hash_name = sys.argv[1], sys.argv[2]
+    width = HASH_HEXSZ[hash_name]
+    raw = sys.stdin.buffer.read()
+    oids = [raw[k : k + width] for k in range(0, len(raw), width)]
+    table = TipTable()
+    table.add(oids)
+    if len(table) != len(oids):  # (the parent sends each id once)
+        return 3
+    odb = Odb(objects_dir, hash_name)
+    fd = sys.stdout.fileno()
+    _send(fd, dates_of(odb, oids))
+    for lo in range(0, len(oids), CHUNK):
+        read_into(table, odb, range(lo, min(lo + CHUNK, len(oids))))
+    _send(fd, encode(table, 0, len(table)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
