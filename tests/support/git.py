@@ -32,12 +32,16 @@ def git_binary() -> str:
     return out
 
 
+GLOBAL_CONFIG = Path(__file__).with_name("gitconfig")
+
+
 def git_env(home: Path | None = None) -> dict[str, str]:
-    """A deterministic environment: no system/global config, fixed identities and dates."""
+    """A deterministic environment: no system config, the tests' own global one (``gitconfig``: git's
+    auto-maintenance in the foreground), fixed identities and dates."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(
         GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_CONFIG_GLOBAL=str(GLOBAL_CONFIG),
         GIT_AUTHOR_NAME="A U Thor",
         GIT_AUTHOR_EMAIL="author@example.com",
         GIT_COMMITTER_NAME="C O Mitter",
