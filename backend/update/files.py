@@ -46,6 +46,18 @@ def _t(b: bytes) -> str:
     return b.decode("utf-8", "replace")
 
 
+if os.access in os.supports_effective_ids and os.access in os.supports_follow_symlinks:
+
+    def _lexists(path: str) -> bool:
+        """Is there anything at ``path`` (a symlink itself counts)? One faccessat, no exception when not.
+        Within a directory just locked into, False can only mean ENOENT."""
+        return os.access(path, os.F_OK, effective_ids=True, follow_symlinks=False)
+else:  # pragma: no cover
+
+    def _lexists(path: str) -> bool:
+        return True  # read_loose decides
+
+
 class _Lock:
     __slots__ = ("path", "fd", "dirs", "loose")
 
@@ -71,6 +83,7 @@ class FilesUpdate(Plan, PackedSteps):
         self.packed_lock = ""
         self.new_path = ""
         self.made_dirs: list[tuple[bytes, str]] = []
+        self.absent_log_dirs: set[str] = set()  # reflog directories found missing (``_no_log_dir``)
 
     # -- reads ----------------------------------------------------------------------------------------
     def head_ref(self) -> bytes | None:
@@ -173,6 +186,16 @@ class FilesUpdate(Plan, PackedSteps):
     def read(self, u: Upd) -> tuple[int, bytes | None]:
         path = ref_path(self.repo, u.name)
         self._lock(u, path)
+        if u.old == self.zero and not u.log_only and not _lexists(path):
+            # a create: the ref is most likely missing, and saying so takes no exception (under the lock,
+            # nothing else can make the file: every writer of a ref holds its lock)
+            kind, value = MISSING, None
+            view = self.packed()
+            if view.size > view.header_end:
+                rec = view.lookup(u.name)
+                if rec is not None:
+                    return REGULAR, rec.oid
+            return kind, value
         kind, value = read_loose(path, u.name, self.hexsz)
         if value is IN_THE_WAY:
             if self.expects_existing(u):
@@ -323,9 +346,11 @@ class FilesUpdate(Plan, PackedSteps):
     ) -> None:
         """``message``: this entry's own (a rename's), else the transaction's. While ``self.journal`` is
         set, what the append did is recorded in it, to be taken back."""
-        entry = self._reflog_entry(old, new, ident, message)
         flags, create = reflog_flags(mode, name)
         step("reflog", name)
+        if not create and self._no_log_dir(path):
+            return  # no reflog to append to, and none is made
+        entry = self._reflog_entry(old, new, ident, message)
         journal = self.journal
         made: list[str] = []
         created = False
@@ -373,11 +398,30 @@ class FilesUpdate(Plan, PackedSteps):
             return u.new
         return self.resolve(name, placed)
 
+    def _no_log_dir(self, path: str) -> bool:
+        """Is the directory of the reflog ``path`` missing (ENOENT)? Then no reflog in it exists, and none
+        is appended to: one stat for all the refs of a directory instead of a failed open per ref. The
+        answer holds for the whole finish: only a writer holding a ref's lock makes its reflog (git's, and
+        ours hold all of them); the directories this finish makes itself forget the answers."""
+        d = path.rpartition("/")[0]
+        absent = self.absent_log_dirs
+        if d in absent:
+            return True
+        try:
+            os.stat(d)
+        except FileNotFoundError:
+            absent.add(d)
+            return True
+        except OSError:
+            pass  # ENOTDIR, EACCES...: the open says what git says
+        return False
+
     def make_log_dirs(self, path: str) -> list[str]:
         """The directories leading to the reflog ``path`` made (raises OSError as os.makedirs), and
         which of them were missing, outermost first."""
         made = missing_dirs(os.path.dirname(path))
         if made:
+            self.absent_log_dirs.clear()
             os.makedirs(os.path.dirname(path), exist_ok=True)
         return made
 
@@ -454,8 +498,15 @@ class FilesUpdate(Plan, PackedSteps):
                 lk.path = ""
         self._unlock_packed()
         # git's files_transaction_cleanup: empty parent directories of every locked ref go, committed or
-        # not (those a lock needed, those a deletion emptied)
+        # not (those a lock needed, those a deletion emptied). Once per directory: a second try from the
+        # same one finds it gone or still full (a directory emptied by the try from one below it was tried
+        # by that one), and refs directly under refs/<x>/ have none to try.
+        tried: set[bytes] = set()
         for u in self.locked:
+            parent = u.name.rpartition(b"/")[0]
+            if parent.count(b"/") < 2 or parent in tried:
+                continue
+            tried.add(parent)
             self._remove_empty_parents(u.name, ref_base(self.repo, u.name))
         self.locked = []
 
