@@ -82,7 +82,7 @@ class FilesUpdate(Plan, PackedSteps):
         self.packed_view: PackedRefs | None = None
         self.packed_lock = ""
         self.new_path = ""
-        self.made_dirs: list[tuple[bytes, str]] = []
+        self.deletions: list[Upd] = []  # the updates that delete a ref (``prepare_packed``)
         self.absent_log_dirs: set[str] = set()  # reflog directories found missing (``_no_log_dir``)
 
     # -- reads ----------------------------------------------------------------------------------------
@@ -310,7 +310,7 @@ class FilesUpdate(Plan, PackedSteps):
 
     # -- commit ---------------------------------------------------------------------------------------
     def prepare_packed(self) -> None:
-        deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
+        deleting = self.deletions = [u for u in self.updates if not u.log_only and self.deleting(u)]
         if not deleting:
             return
         path = self._take_packed_lock()
@@ -448,7 +448,10 @@ class FilesUpdate(Plan, PackedSteps):
                     files_move_log(self, u, ident, mode)
                     placed[u.name] = (u.rename.made.new, None)
                     continue
-                new = self._log_new_after(u, placed) if placed else self.log_new(u)
+                if u.new_target is None:
+                    new = u.new
+                else:
+                    new = self._log_new_after(u, placed) if placed else self.log_new(u)
                 if not u.log_only:
                     placed[u.name] = (u.new, u.new_target)
                 if new is not None:
@@ -472,7 +475,7 @@ class FilesUpdate(Plan, PackedSteps):
                 u.lock.path = ""
         if self.renames:
             files_heads(self, ident or committer_ident(self.repo).line(), mode)
-        deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
+        deleting = self.deletions
         self._unlink_reflogs(deleting)
         self._commit_packed()
         for u in deleting:
