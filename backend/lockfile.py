@@ -118,8 +118,11 @@ def try_create(lock_path: str) -> int:
 
 def create_with_timeout(lock_path: str, timeout_ms: int) -> int:
     """git's ``lock_file_timeout``: fd, or -errno after the timeout (EEXIST) or at once (other errors)."""
-    fd = try_create(lock_path)
-    if fd >= 0 or fd != -errno.EEXIST or timeout_ms == 0:
+    try:  # ``try_create``, inline: every ref lock of a batch comes through here
+        return create_temp(lock_path, _CREATE_FLAGS)
+    except OSError as err:
+        fd = -(err.errno or errno.EIO)
+    if fd != -errno.EEXIST or timeout_ms == 0:
         return fd
     import random  # only on contention: keeps the uncontended path import-free
 

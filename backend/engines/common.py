@@ -6,6 +6,7 @@ Kept free of heavy imports: the CLI delete path imports this module on every run
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import namedtuple
 
@@ -57,12 +58,28 @@ def ref_base(repo, name: bytes) -> str:
     return repo.gitdir if is_per_worktree(name) else repo.commondir
 
 
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
+
 def ref_path(repo, name: bytes) -> str:
-    return os.path.join(ref_base(repo, name), os.fsdecode(name))
+    """``os.path.join(ref_base(repo, name), os.fsdecode(name))`` without its calls: the engines build one
+    path per ref (a valid refname is relative, so the join is a concatenation)."""
+    base = (
+        repo.gitdir
+        if name.startswith(PER_WORKTREE_PREFIXES) or not name.startswith(b"refs/")
+        else repo.commondir
+    )
+    return (base if base.endswith("/") else base + "/") + name.decode(_FS_ENCODING, _FS_ERRORS)
 
 
 def log_path(repo, name: bytes) -> str:
-    return os.path.join(ref_base(repo, name), "logs", os.fsdecode(name))
+    """The reflog of ``name``: ``<ref_base>/logs/<name>`` (as ``ref_path``)."""
+    base = (
+        repo.gitdir
+        if name.startswith(PER_WORKTREE_PREFIXES) or not name.startswith(b"refs/")
+        else repo.commondir
+    )
+    return (base if base.endswith("/") else base + "/") + "logs/" + name.decode(_FS_ENCODING, _FS_ERRORS)
 
 
 def auto_compaction() -> bool:

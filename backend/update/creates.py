@@ -12,27 +12,14 @@ words git's refusal (a duplicate, an existing name, HEAD or its branch, a D/F co
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import itemgetter, not_
+from operator import not_
 
 from ..engines.common import log_all_ref_updates
 from ..formats.reftable.record import LOG_UPDATE, VALUE_SYMREF, VALUE_VAL1, VALUE_VAL2, LogRecord, RefRecord
+from .plan import dirs_of, leading_dirs
 
 _new = tuple.__new__
-_first = itemgetter(0)
 _AUTO_LOGGED = (b"refs/heads/", b"refs/remotes/", b"refs/notes/")  # common.should_autocreate_reflog ("true")
-
-
-def _dirs(parents) -> set[bytes]:
-    """Every leading directory of names whose parents are ``parents`` (``refs``, ``refs/tags``...)."""
-    out = set()
-    for p in parents:
-        j = p.find(b"/")
-        while j >= 0:
-            out.add(p[:j])
-            j = p.find(b"/", j + 1)
-        if p:
-            out.add(p)
-    return out
 
 
 def creates_only(commands, zero: bytes) -> tuple[list[bytes], list[bytes]] | None:
@@ -70,10 +57,10 @@ def build_creates(up, st) -> list | None:
     if head is not None and head.value_type == VALUE_SYMREF and head.target in nameset:
         return None  # HEAD's branch: its log-only entry (the general path)
     # D/F: no name is a leading directory of another one, nor of an existing ref, nor the reverse
-    dirs = _dirs(set(map(_first, map(bytes.rpartition, names, repeat(b"/")))))
+    dirs = dirs_of(names)
     if not nameset.isdisjoint(dirs) or not dirs.isdisjoint(small):
         return None
-    if not nameset.isdisjoint(_dirs({k.rpartition(b"/")[0] for k in small})):
+    if not nameset.isdisjoint(leading_dirs({k.rpartition(b"/")[0] for k in small})):
         return None
     ts = st.next_update_index()
     peeled = up.peeled

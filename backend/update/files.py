@@ -47,6 +47,18 @@ def _t(b: bytes) -> str:
     return b.decode("utf-8", "replace")
 
 
+if os.access in os.supports_effective_ids and os.access in os.supports_follow_symlinks:
+
+    def _lexists(path: str) -> bool:
+        """Is there anything at ``path`` (a symlink itself counts)? One faccessat, no exception when not.
+        Within a directory just locked into, False can only mean ENOENT."""
+        return os.access(path, os.F_OK, effective_ids=True, follow_symlinks=False)
+else:  # pragma: no cover
+
+    def _lexists(path: str) -> bool:
+        return True  # read_loose decides
+
+
 class _Lock:
     __slots__ = ("path", "fd", "dirs", "loose")
 
@@ -72,7 +84,8 @@ class FilesUpdate(Plan, PackedSteps):
         self.packed_view: PackedRefs | None = None
         self.packed_lock = ""
         self.new_path = ""
-        self.made_dirs: list[tuple[bytes, str]] = []
+        self.deletions: list[Upd] = []  # the updates that delete a ref (``prepare_packed``)
+        self.absent_log_dirs: set[str] = set()  # reflog directories found missing (``_no_log_dir``)
 
     # -- reads ----------------------------------------------------------------------------------------
     def head_ref(self) -> bytes | None:
@@ -197,6 +210,16 @@ class FilesUpdate(Plan, PackedSteps):
             return nested.read_new(self, u)
         path = ref_path(self.repo, u.name)
         self._lock(u, path)
+        if u.old == self.zero and not u.log_only and not _lexists(path):
+            # a create: the ref is most likely missing, and saying so takes no exception (under the lock,
+            # nothing else can make the file: every writer of a ref holds its lock)
+            kind, value = MISSING, None
+            view = self.packed()
+            if view.size > view.header_end:
+                rec = view.lookup(u.name)
+                if rec is not None:
+                    return REGULAR, rec.oid
+            return kind, value
         kind, value = read_loose(path, u.name, self.hexsz)
         if value is IN_THE_WAY:
             if self.expects_existing(u):
@@ -314,7 +337,7 @@ class FilesUpdate(Plan, PackedSteps):
 
     # -- commit ---------------------------------------------------------------------------------------
     def prepare_packed(self) -> None:
-        deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
+        deleting = self.deletions = [u for u in self.updates if not u.log_only and self.deleting(u)]
         moving = [m for m in self.renames if m.nested] if self.renames else ()
         if not deleting:
             return
@@ -355,9 +378,11 @@ class FilesUpdate(Plan, PackedSteps):
     ) -> None:
         """``message``: this entry's own (a rename's), else the transaction's. While ``self.journal`` is
         set, what the append did is recorded in it, to be taken back."""
-        entry = self._reflog_entry(old, new, ident, message)
         flags, create = reflog_flags(mode, name)
         step("reflog", name)
+        if not create and self._no_log_dir(path):
+            return  # no reflog to append to, and none is made
+        entry = self._reflog_entry(old, new, ident, message)
         journal = self.journal
         made: list[str] = []
         created = False
@@ -405,11 +430,30 @@ class FilesUpdate(Plan, PackedSteps):
             return u.new
         return self.resolve(name, placed)
 
+    def _no_log_dir(self, path: str) -> bool:
+        """Is the directory of the reflog ``path`` missing (ENOENT)? Then no reflog in it exists, and none
+        is appended to: one stat for all the refs of a directory instead of a failed open per ref. The
+        answer holds for the whole finish: only a writer holding a ref's lock makes its reflog (git's, and
+        ours hold all of them); the directories this finish makes itself forget the answers."""
+        d = path.rpartition("/")[0]
+        absent = self.absent_log_dirs
+        if d in absent:
+            return True
+        try:
+            os.stat(d)
+        except FileNotFoundError:
+            absent.add(d)
+            return True
+        except OSError:
+            pass  # ENOTDIR, EACCES...: the open says what git says
+        return False
+
     def make_log_dirs(self, path: str) -> list[str]:
         """The directories leading to the reflog ``path`` made (raises OSError as os.makedirs), and
         which of them were missing, outermost first."""
         made = missing_dirs(os.path.dirname(path))
         if made:
+            self.absent_log_dirs.clear()
             os.makedirs(os.path.dirname(path), exist_ok=True)
         return made
 
@@ -438,7 +482,10 @@ class FilesUpdate(Plan, PackedSteps):
                     files_move_log(self, u, ident, mode)
                     placed[u.name] = (u.rename.made.new, None)
                     continue
-                new = self._log_new_after(u, placed) if placed else self.log_new(u)
+                if u.new_target is None:
+                    new = u.new
+                else:
+                    new = self._log_new_after(u, placed) if placed else self.log_new(u)
                 if not u.log_only:
                     placed[u.name] = (u.new, u.new_target)
                 if new is not None:
@@ -462,7 +509,7 @@ class FilesUpdate(Plan, PackedSteps):
                 step("commit lock", u.name)
                 rename(u.lock.path, u.lock.path[: -len(LOCK_SUFFIX)])
                 u.lock.path = ""
-        deleting = [u for u in self.updates if not u.log_only and self.deleting(u)]
+        deleting = self.deletions
         moving = [m for m in self.renames if m.nested] if self.renames else ()
         if self.renames and not moving:
             files_heads(self, ident or committer_ident(self.repo).line(), mode)
@@ -499,8 +546,15 @@ class FilesUpdate(Plan, PackedSteps):
                 lk.path = ""
         self._unlock_packed()
         # git's files_transaction_cleanup: empty parent directories of every locked ref go, committed or
-        # not (those a lock needed, those a deletion emptied)
+        # not (those a lock needed, those a deletion emptied). Once per directory: a second try from the
+        # same one finds it gone or still full (a directory emptied by the try from one below it was tried
+        # by that one), and refs directly under refs/<x>/ have none to try.
+        tried: set[bytes] = set()
         for u in self.locked:
+            parent = u.name.rpartition(b"/")[0]
+            if parent.count(b"/") < 2 or parent in tried:
+                continue
+            tried.add(parent)
             self._remove_empty_parents(u.name, ref_base(self.repo, u.name))
         self.locked = []
 

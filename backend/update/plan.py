@@ -13,11 +13,14 @@ checked for directory/file conflicts against the store and against the batch
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import repeat
+from operator import itemgetter
 
 from ..engines.common import splits_head
 from ..errors import StaleValue, TransactionRefused
 
 MISSING, REGULAR, SYMREF = 0, 1, 2
+_first = itemgetter(0)
 
 
 class Upd:
@@ -76,6 +79,25 @@ class Upd:
 
 def _t(b: bytes) -> str:
     return b.decode("utf-8", "replace")
+
+
+def leading_dirs(parents) -> set[bytes]:
+    """Every leading directory of names whose parents are ``parents`` (``refs``, ``refs/tags``...)."""
+    out = set()
+    for p in parents:
+        j = p.find(b"/")
+        while j >= 0:
+            out.add(p[:j])
+            j = p.find(b"/", j + 1)
+        if p:
+            out.add(p)
+    return out
+
+
+def dirs_of(names) -> set[bytes]:
+    """Every leading directory of every name in ``names``: a batch has no D/F conflict within itself
+    exactly when no name is among them."""
+    return leading_dirs(set(map(_first, map(bytes.rpartition, names, repeat(b"/")))))
 
 
 class Plan:
@@ -292,7 +314,6 @@ class Plan:
         """git's refs_verify_refnames_available over the names that did not exist, in order."""
         if not self.to_check:
             return
-        extras = sorted(self.names)
         extra_set = self.names
         # every leading directory, in the order git meets them (each is checked once: git's ``dirnames``)
         parents: dict[bytes, None] = {}
@@ -308,6 +329,9 @@ class Plan:
                 dirs[parent] = None
         existing = {d for d in dirs if self.exists(d)}
         below = self.descendants([u.name + b"/" for u in self.to_check])
+        if not existing and not below and extra_set.isdisjoint(dirs_of(extra_set)):
+            return  # nothing in the store is in the way, and no name of the batch is another's directory
+        extras = sorted(extra_set)
         seen: set[bytes] = set()
         n_extras = len(extras)
         for u in self.to_check:
