@@ -19,6 +19,7 @@ from itertools import chain, islice
 from itertools import count as counter
 from operator import eq
 
+from . import tipreads
 from .fields import cstr
 from .spec import Atom, Format
 from .values import tip_atom
@@ -54,17 +55,17 @@ def _is_refname(a: Atom) -> bool:
 def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[bytes], oids: list[bytes],
           ev, limit: int | None, keep: list | None = None) -> list[bytes] | None:  # fmt: skip
     """The output (chunks of whole lines) for the refs ``names``/``oids``; None when a tip's object is
-    missing or refused (``ev.tip_columns``): the per-ref path then reports it as git does. ``keep``
+    missing or refused (``tipreads.tip_columns``): the per-ref path then reports it as git does. ``keep``
     takes the groups and columns (see ``run.for_each_ref``)."""
     by_name = len(keys) == 1 and _is_refname(atoms[keys[0][0]])
     if by_name:
         return _in_name_order(f, atoms, names, oids, ev, keys[0][1], limit)
-    finish = ev.tip_columns_early(oids) if limit is None else None  # a child reads tips meanwhile
+    finish = tipreads.tip_columns_early(ev, oids) if limit is None else None  # a child reads tips meanwhile
     groups: defaultdict[bytes, list[bytes]] = defaultdict(list)
     deque(map(list.append, map(groups.__getitem__, oids), names), maxlen=0)
     if keep is not None:
         keep.append(groups)
-    cols = ev.tip_columns(list(groups)) if finish is None else finish(list(groups))
+    cols = tipreads.tip_columns(ev, list(groups)) if finish is None else finish(list(groups))
     if cols is None:
         return None
     tips, strs, nums = cols
@@ -227,7 +228,7 @@ def _in_name_order(f: Format, atoms: list[Atom], names: list[bytes], oids: list[
         return []
     first: dict[bytes, int] = {}
     at = list(map(first.setdefault, oids, counter()))
-    cols = ev.tip_columns(list(first))
+    cols = tipreads.tip_columns(ev, list(first))
     if cols is None:
         return None
     tips, strs, _ = cols

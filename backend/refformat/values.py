@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import RefscopeError
 from ..model import PACKED, TAG_CHAIN_MAX, Ref
+from . import tipreads
 from .fields import (
     EMPTY,
     Value,
@@ -28,11 +29,6 @@ from .fields import (
     wholine,
 )
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
-
-_FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
-_EARLY_MIN = 200_000  # refs below which ``tip_columns_early`` starts no child
-_EARLY_SPLIT = b"5"  # the early child's share: the tips from here up (the parent also groups the refs)
-
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
 
@@ -113,7 +109,7 @@ class Evaluator:
         want them): the per-ref reads that follow hit the cache."""
         if not self._wants_object:
             return
-        if not self._deref and self._values_in_two(refs):
+        if not self._deref and tipreads.values_in_two(self, refs):
             return
         self.objects.prefetch(r.oid for r in refs)
         if self._deref:
@@ -123,100 +119,6 @@ class Evaluator:
                 if got is not None and got[0] == "tag":
                     peeled.append(r.peeled or self._peel(r.oid, got, r.name))
             self.objects.prefetch(peeled)
-
-    def _values_in_two(self, refs: list[Ref]) -> bool:
-        """The object atoms' values of many objects made over two cores (``_values_over_two``), kept
-        per id. Only when nothing goes wrong on either side: a missing object, a refused one or a failed
-        child leaves the work to the one-process path, which reports the first problem in ref order as
-        git does. False: nothing was done."""
-        from ..parallel import may_fork
-
-        oids = list(dict.fromkeys(self._oids(refs)).keys() - self._by_oid.keys())
-        if len(oids) < _FORK_MIN or not may_fork():
-            return False
-        got = self._values_over_two(oids)
-        if got is None:
-            return False
-        ids, cols = got
-        rows = zip(*[zip(texts, nums, strict=True) for texts, nums in cols], strict=True)
-        self._by_oid.update(zip(ids, rows, strict=True))
-        return True
-
-    def _values_over_two(self, oids: list[bytes]) -> tuple[list, list] | None:
-        """``_values_of(oids)``, the ids below ``8...`` looked up, read and evaluated here and the others
-        in a forked child (``parallel.Forked``; each makes the lookup table of its half of each pack
-        index); a child that fails does its half here after all. Columns travel back (marshal is quick
-        with lists of bytes and of ints)."""
-        from ..parallel import Forked
-
-        return self._with_child(Forked(self._values_of, [o for o in oids if o >= b"8"]), oids, b"8")
-
-    def _with_child(self, child, oids: list[bytes], split: bytes) -> tuple[list, list] | None:
-        """``_values_of(oids)``: those below ``split`` read here, the others by ``child`` (or here, if
-        it fails)."""
-        from ..parallel import FAILED
-
-        mine = self._values_of([o for o in oids if o < split])
-        if mine is None:
-            child.abandon()
-            return None
-        theirs = child.result()
-        if theirs is FAILED:
-            theirs = self._values_of([o for o in oids if o >= split])
-        if theirs is None:
-            return None
-        cols = [(t1 + t2, n1 + n2) for (t1, n1), (t2, n2) in zip(mine[1], theirs[1], strict=True)]
-        return mine[0] + theirs[0], cols
-
-    def tip_columns(self, tips: list[bytes]) -> tuple[list, list, list] | None:
-        """The values of every atom that depends on the object id alone (``tip_atom``) for the distinct
-        ids ``tips``: (the ids in the order the values come in -- the packs' --, the bytes printed, the
-        numbers sorted by; 0 where an atom has none), one column per atom (None for the other atoms),
-        made over two cores when there are many. None when an object is missing or refused: the
-        per-ref path then reports it as git does."""
-        from ..parallel import may_fork
-
-        if self._deref:
-            return None
-        ids, values = tips, []
-        if self._plain:
-            if len(tips) >= _FORK_MIN and may_fork():
-                got = self._values_over_two(tips)
-            else:
-                got = self._values_of(tips)
-            if got is None:
-                return None
-            ids, values = got
-        return self._tip_table(ids, values)
-
-    def tip_columns_early(self, oids: list[bytes]):
-        """``tip_columns`` begun before the caller has its distinct tips: a forked child finds its share
-        of the distinct ``oids`` (the refs' ids; those at or above ``_EARLY_SPLIT``) and reads them while
-        this process groups the refs by tip. ``finish(tips)`` (the distinct ``oids``) gives
-        ``tip_columns(tips)``; None: no child (too few refs, one core, no object atom to read)."""
-        from ..parallel import Forked, may_fork
-
-        if self._deref or not self._plain or len(oids) < _EARLY_MIN or not may_fork():
-            return None
-        split = _EARLY_SPLIT
-        child = Forked(_share_of, self, oids, split)
-
-        def finish(tips: list[bytes]):
-            got = self._with_child(child, tips, split)
-            return None if got is None else self._tip_table(*got)
-
-        return finish
-
-    def _tip_table(self, ids: list[bytes], values: list) -> tuple[list, list, list]:  # tip_columns' result
-        strs: list = [None] * len(self.atoms)
-        nums: list = [None] * len(self.atoms)
-        for k, a in enumerate(self.atoms):
-            if a.name == "objectname" and not a.deref:
-                strs[k] = ids if a.arg is None else [self._oid(o, a.arg) for o in ids]
-                nums[k] = [0] * len(ids)
-        for j, k in enumerate(self._plain):
-            strs[k], nums[k] = values[j]
-        return ids, strs, nums
 
     def _values_of(self, oids: list[bytes]) -> tuple[list, list] | None:
         """(the ids in pack order, for each object atom (``_plain``) (the texts, the numbers: 0 where
@@ -516,9 +418,3 @@ class Evaluator:
             if field == "date":
                 return date(line, atom.arg)
         return Value(b"", 0 if name in TIME_ATOMS else None)
-
-
-def _share_of(ev: Evaluator, oids: list[bytes], split: bytes) -> tuple[list, list] | None:
-    """(in ``tip_columns_early``'s child) ``_values_of`` the distinct ids of ``oids`` at or above ``split``
-    (filtered before the set is made, by a C-level ``filter``: the set then holds only the child's share)."""
-    return ev._values_of(list(set(filter(split.__le__, oids))))

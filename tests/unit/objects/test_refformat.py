@@ -382,11 +382,11 @@ def test_objects_read_over_two_processes_match_git(tmp_path, monkeypatch):
     """The forked half of a big run (here every run: the threshold is 1) gives git's bytes, and a missing
     object still fails with git's words for the first ref that names one."""
     from refscope.backend import parallel
-    from refscope.backend.refformat import values
+    from refscope.backend.refformat import tipreads
 
     forks = []
     real = parallel.Forked
-    monkeypatch.setattr(values, "_FORK_MIN", 1)
+    monkeypatch.setattr(tipreads, "FORK_MIN", 1)
     monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(1) or real(*a, **k))
     repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
     for f, sort in [
@@ -474,12 +474,12 @@ def test_columns_way_matches_git_with_ties(tmp_path, fmt, split, monkeypatch):
     """The bulk way (refs as columns, values per distinct tip) on tips tied on every key: git's order,
     ties by refname, for every format and sort, with --count cutting inside a tied run; ``split``: the
     objects read and the lines made half in a forked child (every run: the thresholds are 1)."""
-    from refscope.backend.refformat import bulk, values
+    from refscope.backend.refformat import bulk, tipreads
 
     if split:
-        monkeypatch.setattr(values, "_FORK_MIN", 1)
+        monkeypatch.setattr(tipreads, "FORK_MIN", 1)
         monkeypatch.setattr(bulk, "_FORK_MIN", 1)
-        monkeypatch.setattr(values, "_EARLY_MIN", 1)
+        monkeypatch.setattr(tipreads, "EARLY_MIN", 1)
     repo = _tied_repo(tmp_path, fmt)
     for f in BULK_FORMATS:
         for sort in BULK_SORTS:
@@ -496,9 +496,9 @@ def test_columns_way_matches_git_with_ties(tmp_path, fmt, split, monkeypatch):
 def test_columns_way_matches_git_on_every_format(tmp_path, hash_name, monkeypatch):
     """Every format and sort of the per-ref tests through the columns (those that do not fit the bulk way
     go the per-ref way from them), the object reads over two processes."""
-    from refscope.backend.refformat import values
+    from refscope.backend.refformat import tipreads
 
-    monkeypatch.setattr(values, "_FORK_MIN", 1)
+    monkeypatch.setattr(tipreads, "FORK_MIN", 1)
     repo = _repo(tmp_path, "files", hash_name, packed_refs=True)
     for f in FORMATS:
         proc = _theirs(repo, f, ["-committerdate"])
@@ -518,19 +518,19 @@ def test_columns_way_early_child_matches_git(tmp_path, monkeypatch, split):
     share of the distinct tips itself -- all of them, some, none -- and the lines are git's; with a ref
     naming no object, on either side of the split, the run fails in git's words for it."""
     from refscope.backend import parallel
-    from refscope.backend.refformat import values
+    from refscope.backend.refformat import tipreads
 
     forks = []
     real = parallel.Forked
-    monkeypatch.setattr(values, "_EARLY_MIN", 1)
-    monkeypatch.setattr(values, "_EARLY_SPLIT", split)
+    monkeypatch.setattr(tipreads, "EARLY_MIN", 1)
+    monkeypatch.setattr(tipreads, "EARLY_SPLIT", split)
     monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(a[0]) or real(*a, **k))
     repo = _tied_repo(tmp_path, "files")
     for sort in (["-committerdate"], ["committerdate", "-objectsize"]):
         f = "%(committerdate:unix) %(refname) %(objecttype)"
         proc = _theirs(repo, f, sort)
         assert _ours_columns(repo, f, sort) == proc.stdout, sort
-    assert values._share_of in forks
+    assert tipreads._share_of in forks
     for gone in ("1" * 40, "e" * 40):
         (repo / ".git" / "refs" / "heads" / "gone").write_text(gone + "\n")
         proc = _theirs(repo, "%(committerdate:unix) %(refname)", ["-committerdate"])
