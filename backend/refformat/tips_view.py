@@ -13,14 +13,16 @@ holds the visible rows back. Work the user waits for runs inside ``first``: the 
 from __future__ import annotations
 
 import contextlib
-import heapq
 import re
 import threading
 import time
 from array import array
-from collections import Counter
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
+from itertools import repeat
+from operator import add, and_, mul
+from operator import neg as neg_
 from typing import NamedTuple
 
 from ..errors import BadFilter, CorruptStore, RefscopeError
@@ -341,48 +343,7 @@ class TipFacts:
         need = range(len(table)) if whole else sorted({per_row[i] for i in rows} - {-1})
         if not self.know_times(need, cancelled):
             return None
-        times = array("q", map(table.sort_time, range(len(table))))
-        # newest first, equal times in row (name) order: a counting sort by the rank of each row's
-        # time -- two short steps per row, no C call over all of them, and no object per row or per
-        # time (a list per time made the collector walk them all, the UI stopped meanwhile)
-        seen: set[int] = set()
-        runs = []
-        for lo in range(0, len(times), ROWS_CHUNK):  # (short C calls only: sets, sorts of a chunk)
-            part = set(times[lo : lo + ROWS_CHUNK]) - seen
-            seen |= part
-            runs.append(sorted(part))
-        distinct = list(heapq.merge(*runs))  # oldest first: a time's rank is how many are newer
-        last = len(distinct) - 1
-        rank_of: dict[int, int] = {}
-        for lo in range(0, len(distinct), ROWS_CHUNK):
-            ranks_here = range(last - lo, last - lo - ROWS_CHUNK, -1)  # (longer than the last chunk)
-            rank_of.update(zip(distinct[lo : lo + ROWS_CHUNK], ranks_here, strict=False))
-        slot_rank = array("i")
-        for lo in range(0, len(times), ROWS_CHUNK):
-            slot_rank.extend(map(rank_of.__getitem__, times[lo : lo + ROWS_CHUNK]))
-        # slot -1, a row naming no object, sorts as date 0 (git's for a date it lacks)
-        slot_rank.append(last if distinct and distinct[0] == 0 else last + 1)
-        at = array("q", bytes(8 * (len(distinct) + 2)))
-        ranks = array("i")  # each row's rank, by C-level maps a chunk at a time
-        counts: Counter[int] = Counter()
-        for lo in range(0, len(rows), ROWS_CHUNK):
-            if cancelled():
-                return None
-            part = list(map(slot_rank.__getitem__, map(per_row.__getitem__, rows[lo : lo + ROWS_CHUNK])))
-            ranks.extend(part)
-            counts.update(part)  # (C-level counting, a chunk at a time)
-        for r, n in counts.items():
-            at[r + 1] = n
-        for k in range(1, len(at)):  # (counts -> where each rank's rows start)
-            at[k] += at[k - 1]
-        out = array("I", bytes(4 * len(rows)))
-        for lo in range(0, len(rows), ROWS_CHUNK):
-            if cancelled():
-                return None
-            for i, r in zip(rows[lo : lo + ROWS_CHUNK], ranks[lo : lo + ROWS_CHUNK], strict=True):
-                out[at[r]] = i
-                at[r] += 1
-        return out
+        return date_order(array("q", map(table.sort_time, range(len(table)))), per_row, rows, cancelled)
 
     # -- reachability --------------------------------------------------------------------------------------
     def graph(self):
@@ -431,6 +392,45 @@ class TipFacts:
         left = self.merged_nodes(a)
         right = self.merged_nodes(b)  # (HEAD's branch: cached across cursor moves)
         return len(left - right), len(right - left)
+
+
+def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool] = lambda: False):
+    """``rows`` ordered newest first by ``times[per_row[row]]`` (slot -1, a row naming no object: date
+    0), equal times in the order of ``rows``; None when cancelled.
+
+    Each row is one int, its time negated times ``m`` plus its position in ``rows`` (unique, so a sort
+    of them is stable, and the position is the low bits). No C call over every row -- the UI would
+    wait for the GIL that long -- and no Python code per row: the keys are sorted a chunk at a time,
+    each sorted chunk cut by bisection at boundaries sampled from all of them, and the pieces that fall
+    between two boundaries sorted together (a chunk's size, whatever the dates' spread)."""
+    n = len(rows)
+    m = 1 << max(1, n.bit_length())
+    neg = array("q", map(neg_, times))
+    neg.append(0)  # (index -1)
+    runs = []
+    for lo in range(0, n, ROWS_CHUNK):
+        if cancelled():
+            return None
+        hi = min(lo + ROWS_CHUNK, n)
+        ks = map(mul, map(neg.__getitem__, map(per_row.__getitem__, rows[lo:hi])), repeat(m))
+        runs.append(sorted(map(add, ks, range(lo, hi))))
+    step = max(1, ROWS_CHUNK // max(1, len(runs)))
+    cuts = sorted(x for run in runs for x in run[step - 1 :: step])[:: max(1, len(runs))]
+    out = array("I")
+    mask = m - 1
+    take = rows.__getitem__
+    starts = [0] * len(runs)
+    for cut in [*cuts, None]:
+        if cancelled():
+            return None
+        piece = []
+        for k, run in enumerate(runs):
+            end = len(run) if cut is None else bisect_right(run, cut, starts[k])
+            piece += run[starts[k] : end]
+            starts[k] = end
+        piece.sort()
+        out.extend(map(take, map(and_, piece, repeat(mask))))
+    return out
 
 
 def read_into(table: TipTable, odb, slots) -> None:
