@@ -275,19 +275,15 @@ class TipFacts:
                 return got[1]
             out = array("i")
             table = self.table
+            get = table.slots.get
             for oids in row_oid_chunks(snap, ROWS_CHUNK):
                 if cancelled():
                     return None
-                got = list(map(table.slots.get, oids))  # (one short C loop: most rows share a known tip)
-                if None in got:
-                    missing = [k for k, g in enumerate(got) if g is None]
-                    with self.lock:
-                        table.add([oids[k] for k in missing])
-                    get = table.slots.get
-                    for k in missing:
-                        o = oids[k]
-                        got[k] = -1 if o is None else get(o)
-                out.extend(got)
+                with self.lock:
+                    table.add(oids)
+                # (C loops only; None, no object: -1; an array made of a list: extending one by an
+                # iterator converts each item the slow way)
+                out.extend(array("i", list(map(get, oids, repeat(-1)))))
                 time.sleep(0)
             self._rows = (snap, out)
             return out
