@@ -17,6 +17,7 @@ the caller reads in its own process then, and says so.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import subprocess
@@ -30,6 +31,7 @@ from ..objects.parse import parse_object, split_ident
 from .fields import plain_times
 from .tip_table import NO_TIME
 
+NICE = 10  # the child's niceness once its dates are sent
 CHUNK = 1 << 15  # ids read per ``Tips.fill`` in the child (each pack is read in offset order per chunk)
 COMMAND = (
     sys.executable,
@@ -105,10 +107,13 @@ def decode(data: bytes, n: int) -> Columns:
 
 class Child:
     """``Child(objects_dir, hash_name, oids)`` starts the reader; ``result()`` waits for its ``Columns``
-    (or ``Failed``); ``abandon()`` kills it. ``pid`` for whoever must know which process it is."""
+    (or ``Failed``); ``abandon()`` kills it. ``pid`` for whoever must know which process it is.
+    Started with ``oids`` None, it starts up (the interpreter, the imports, the pack indexes) while its
+    ids are still being found, and ``give`` hands them over."""
 
-    def __init__(self, objects_dir: str, hash_name: str, oids: list[bytes]) -> None:
-        self.n = len(oids)
+    def __init__(self, objects_dir: str, hash_name: str, oids: list[bytes] | None) -> None:
+        self.n = 0
+        self._ids = b""
         self.proc: subprocess.Popen | None = None
         self.failed: Failed | None = None
         try:
@@ -122,6 +127,12 @@ class Child:
         except OSError as err:
             self.failed = Failed(f"tip reader did not start: {err.strerror or err}")
             return
+        if oids is not None:
+            self.give(oids)
+
+    def give(self, oids: list[bytes]) -> None:
+        """The ids to read (``send`` writes them)."""
+        self.n = len(oids)
         self._ids = b"".join(oids)
 
     @property
@@ -329,15 +340,18 @@ def main() -> int:
 
     objects_dir, hash_name = sys.argv[1], sys.argv[2]
     width = HASH_HEXSZ[hash_name]
+    odb = Odb(objects_dir, hash_name)
+    odb.locate_many([])  # (the pack indexes opened while the parent still finds the ids)
     raw = sys.stdin.buffer.read()
     oids = [raw[k : k + width] for k in range(0, len(raw), width)]
+    fd = sys.stdout.fileno()
+    _send(fd, dates_of(odb, oids))  # (first: a date sort may be waiting for it)
     table = TipTable()
     table.add(oids)
     if len(table) != len(oids):  # (the parent sends each id once)
         return 3
-    odb = Odb(objects_dir, hash_name)
-    fd = sys.stdout.fileno()
-    _send(fd, dates_of(odb, oids))
+    with contextlib.suppress(OSError):  # (the rest is background work: a date sort ranking the dates
+        os.nice(NICE)  # in the parent, which the UI waits for, has the cores first)
     for lo in range(0, len(oids), CHUNK):
         read_into(table, odb, range(lo, min(lo + CHUNK, len(oids))))
     _send(fd, encode(table, 0, len(table)))

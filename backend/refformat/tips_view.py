@@ -41,6 +41,7 @@ CHILD_MIN = 8192  # tips to read below which a child process (``tip_child``) cos
 CHILDREN_MAX = 2  # child processes reading at once (no more than the cores)
 TAKE_CHUNK = 8192  # a child's tips taken into the table under the lock at once
 DAY = 86400
+_ONLY_COMMITS = bytes([0, 1]) + bytes(254)  # a kind code -> 1 for a commit, else 0
 # age units of the filters (``>90d``): git's approxidate words, one letter each (``m`` is a month)
 AGE_UNITS = {"s": 1, "h": 3600, "d": DAY, "w": 7 * DAY, "m": 30 * DAY, "y": 365 * DAY}
 _AGE = re.compile(r"^([<>])(\d+)([shdwmy])$")
@@ -107,6 +108,7 @@ class TipFacts:
         self._child_lock = threading.Lock()
         self.child_failed: str | None = None  # why the child failed (its slots are then read here)
         self.child_read = 0  # tips the children have read (for the benchmark and the tests)
+        self._spare: list = []  # children started before their ids were known (``prestart``)
 
     @contextlib.contextmanager
     def first(self):
@@ -215,10 +217,15 @@ class TipFacts:
             # one child per core, each a contiguous share: all of them read while this process only waits
             n = max(1, min(cores(), CHILDREN_MAX, len(slots) // CHILD_MIN))
             cuts = [len(slots) * k // n for k in range(n + 1)]
-            job.children = [
-                Child(self.objects_dir, self.repo.hash_name, [table.oids[s] for s in slots[a:b]])
-                for a, b in zip(cuts, cuts[1:], strict=False)
+            spare, self._spare = self._spare, []
+            for child in spare[n:]:
+                child.abandon()
+            job.children = spare[:n]
+            job.children += [
+                Child(self.objects_dir, self.repo.hash_name, None) for _ in range(n - len(spare))
             ]
+            for child, a, b in zip(job.children, cuts, cuts[1:], strict=False):
+                child.give([table.oids[s] for s in slots[a:b]])
             for child in job.children:
                 child.send()
             shares = [slots[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
@@ -258,8 +265,22 @@ class TipFacts:
         for other in job.children:
             other.abandon()
 
+    def prestart(self, rows: int) -> None:
+        """Start the children that will read the tips of ``rows`` rows (when there may be enough of
+        them) before their ids are known: the interpreters start up meanwhile, on the other core."""
+        from ..parallel import cores
+        from .tip_child import Child
+
+        with self._child_lock:
+            if rows < CHILD_MIN or self._spare or self._child is not None or self.child_failed:
+                return
+            n = max(1, min(cores(), CHILDREN_MAX, rows // CHILD_MIN))
+            self._spare = [Child(self.objects_dir, self.repo.hash_name, None) for _ in range(n)]
+
     def close(self) -> None:
-        """Kill the child still reading, if any (the app is leaving)."""
+        """Kill the child still reading, if any (the app is leaving), and those not given work yet."""
+        for child in self._spare:
+            child.abandon()
         job = self._child
         if job is not None:
             for child in job.children:
@@ -275,6 +296,8 @@ class TipFacts:
                 return got[1]
             out = array("i")
             table = self.table
+            if self._rows is None:  # (the first build: the children that will read the tips start now)
+                self.prestart(len(snap))
             get = table.slots.get
             for oids in row_oid_chunks(snap, ROWS_CHUNK):
                 if cancelled():
@@ -339,7 +362,11 @@ class TipFacts:
         need = range(len(table)) if whole else sorted({per_row[i] for i in rows} - {-1})
         if not self.know_times(need, cancelled):
             return None
-        return date_order(array("q", map(table.sort_time, range(len(table)))), per_row, rows, cancelled)
+        # ``TipTable.sort_time`` of every slot by C loops: a commit's time, 0 for the rest and for
+        # NO_TIME (below every real time)
+        only_commits = table.kind.translate(_ONLY_COMMITS)
+        times = array("q", map(max, map(mul, table.ctime, only_commits), repeat(0)))
+        return date_order(times, per_row, rows, cancelled)
 
     # -- reachability --------------------------------------------------------------------------------------
     def graph(self):
