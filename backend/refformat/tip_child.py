@@ -318,7 +318,7 @@ def _idents_plain(contents: list[bytes], at: list[int], gt: list[int]) -> bool:
         return False
     if any(map(bytes.startswith, contents, repeat(b" "), map(add, eol, repeat(1)))):
         return False  # (a continued line)
-    if max(map(find, contents, repeat(b"\ncommitter\n"), repeat(0), at)) >= 0:
+    if max(map(find, contents, repeat(b"\ncommitter\n"), repeat(0), map(add, at, repeat(1)))) >= 0:
         return False  # (a bare key first)
     lts = list(map(find, contents, repeat(b"<"), at))
     return min(lts) >= 0 and list(map(find, contents, repeat(b">"), map(add, lts, repeat(1)))) == gt
