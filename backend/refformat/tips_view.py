@@ -277,10 +277,16 @@ class TipFacts:
             n = max(1, min(cores(), CHILDREN_MAX, rows // CHILD_MIN))
             self._spare = [Child(self.objects_dir, self.repo.hash_name, None) for _ in range(n)]
 
+    def drop_spares(self) -> None:
+        """Kill the children started by ``prestart`` and not given work."""
+        with self._child_lock:
+            spare, self._spare = self._spare, []
+        for child in spare:
+            child.abandon()
+
     def close(self) -> None:
         """Kill the child still reading, if any (the app is leaving), and those not given work yet."""
-        for child in self._spare:
-            child.abandon()
+        self.drop_spares()
         job = self._child
         if job is not None:
             for child in job.children:
@@ -308,6 +314,8 @@ class TipFacts:
                 # iterator converts each item the slow way)
                 out.extend(array("i", list(map(get, oids, repeat(-1)))))
                 time.sleep(0)
+            if len(table) < CHILD_MIN:  # (too few tips for a child after all: the started ones go)
+                self.drop_spares()
             self._rows = (snap, out)
             return out
 

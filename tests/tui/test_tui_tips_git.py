@@ -469,3 +469,38 @@ def test_child_date_pass_reads_committer_time(tmp_path: Path, git_bin: str, line
     unix = git(repo, "show", "-s", "--format=%ct", *plain).split()
     assert [want[k] for k in (0, 2, 3)] == list(map(int, unix))
     assert tip_child.date_columns(["commit"] * 3, [contents[k] for k in (0, 2, 3)])[1] == list(map(int, unix))
+
+
+async def test_children_started_early_are_reaped_when_the_tips_are_few(
+    tips: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the children are started with the row slots' build (``prestart``, enough rows); with fewer tips
+    # than a child is worth they are killed at once, none left waiting for ids, and the tips are git's
+    from refscope.backend.refformat import tips_view
+
+    head = git(tips, "rev-parse", "HEAD").strip().decode()
+    for k in range(5):  # (rows sharing a tip: fewer tips than rows)
+        git(tips, "update-ref", f"refs/heads/same/{k}", head)
+    rows = len(git_lines(tips, "--format=%(refname)"))
+    started: list = []
+    real = tips_view.TipFacts.prestart
+
+    def prestart(self, n: int) -> None:
+        real(self, n)
+        started.extend(self._spare)
+
+    monkeypatch.setattr(tips_view.TipFacts, "prestart", prestart)
+    monkeypatch.setattr(tips_view, "CHILD_MIN", rows)  # rows enough, distinct tips too few
+    by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
+    app = make_app(tips)
+    async with app.run_test(size=SMALL) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.is_ready())
+        screen.sort = "version"
+        screen.action_cycle_sort()
+        await wait_for(pilot, lambda: screen.sort == "date")
+        await tips_loaded(pilot, app)
+        assert shown(app) == by_date
+        assert len(screen.facts.table) < rows and started
+        assert all(c.proc.returncode is not None for c in started) and not screen.facts._spare
+        assert screen.facts.child_read == 0
