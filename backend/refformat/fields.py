@@ -252,9 +252,6 @@ def dates_columns(plan, other):
     if len({key for key, _, _ in plan}) != 1 or shapes not in (["unix", "number"], ["number"], ["unix"]):
         return slow
     key = plan[0][0]
-    line = b"\n" + key
-    find = bytes.find
-    group = re.Match.group
 
     def columns(kinds: list[str], contents: list[bytes]) -> list[list]:
         n = len(contents)
@@ -265,22 +262,36 @@ def dates_columns(plan, other):
             or any(map(bytes.startswith, contents, repeat(key)))
         ):
             return slow(kinds, contents)
-        at = list(map(find, contents, repeat(line)))
-        if min(at) < 0 or max(map(find, contents, repeat(b"\n\n"), repeat(0), map(add, at, repeat(1)))) >= 0:
+        got = plain_times(contents, key)
+        if got is None:
             return slow(kinds, contents)
-        gt = list(map(find, contents, repeat(b"> "), at))
-        if min(gt) < 0:
-            return slow(kinds, contents)
-        found = list(map(_PLAIN_TIME, contents, map(add, gt, repeat(2))))
-        if None in found:
-            return slow(kinds, contents)
-        digits = list(map(group, found, repeat(1)))
+        digits = got[2]
         if shapes == ["unix"]:
             return [digits, [0] * n]
         nums = list(map(int, digits))
         return [[b""] * n, nums] if shapes == ["number"] else [digits, [0] * n, [b""] * n, nums]
 
     return columns
+
+
+def plain_times(contents: list[bytes], key: bytes) -> tuple[list[int], list[int], list[bytes]] | None:
+    """For commits none of which starts with ``key`` (``b"committer "``) nor holds a NUL: (where each
+    one's ``\n<key>`` line is, where the first ``> `` from there is, the digits of the time after it),
+    each a C-level pass over the column; None unless every one is plain (the line found, no empty line
+    before it, a well-formed time). What ``dates_columns`` reads; the TUI's tip reader
+    (``tip_child``) too, which checks a little more on top."""
+    line = b"\n" + key
+    find = bytes.find
+    at = list(map(find, contents, repeat(line)))
+    if min(at) < 0 or max(map(find, contents, repeat(b"\n\n"), repeat(0), map(add, at, repeat(1)))) >= 0:
+        return None
+    gt = list(map(find, contents, repeat(b"> "), at))
+    if min(gt) < 0:
+        return None
+    found = list(map(_PLAIN_TIME, contents, map(add, gt, repeat(2))))
+    if None in found:
+        return None
+    return at, gt, list(map(re.Match.group, found, repeat(1)))
 
 
 def date(buf: bytes, arg: str | None) -> Value:

@@ -16,6 +16,7 @@ are written before its state says so.
 from __future__ import annotations
 
 from array import array
+from itertools import filterfalse
 
 from ..objects.parse import Ident
 from ..objects.tips import MISSING, Tip
@@ -67,7 +68,9 @@ class TipTable:
     def add(self, oids) -> None:
         """Slots for those of ``oids`` that have none (nothing known yet), made in bulk."""
         slots = self.slots
-        new = [o for o in dict.fromkeys(oids) if o is not None and o not in slots]
+        fresh = dict.fromkeys(oids)
+        fresh.pop(None, None)
+        new = list(filterfalse(slots.__contains__, fresh))  # (first-seen order, C loops only)
         if not new:
             return
         m = len(new)

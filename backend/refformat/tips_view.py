@@ -13,14 +13,16 @@ holds the visible rows back. Work the user waits for runs inside ``first``: the 
 from __future__ import annotations
 
 import contextlib
-import heapq
 import re
 import threading
 import time
 from array import array
-from collections import Counter
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
+from itertools import repeat
+from operator import add, and_, mul
+from operator import neg as neg_
 from typing import NamedTuple
 
 from ..errors import BadFilter, CorruptStore, RefscopeError
@@ -39,6 +41,7 @@ CHILD_MIN = 8192  # tips to read below which a child process (``tip_child``) cos
 CHILDREN_MAX = 2  # child processes reading at once (no more than the cores)
 TAKE_CHUNK = 8192  # a child's tips taken into the table under the lock at once
 DAY = 86400
+_ONLY_COMMITS = bytes([0, 1]) + bytes(254)  # a kind code -> 1 for a commit, else 0
 # age units of the filters (``>90d``): git's approxidate words, one letter each (``m`` is a month)
 AGE_UNITS = {"s": 1, "h": 3600, "d": DAY, "w": 7 * DAY, "m": 30 * DAY, "y": 365 * DAY}
 _AGE = re.compile(r"^([<>])(\d+)([shdwmy])$")
@@ -105,6 +108,7 @@ class TipFacts:
         self._child_lock = threading.Lock()
         self.child_failed: str | None = None  # why the child failed (its slots are then read here)
         self.child_read = 0  # tips the children have read (for the benchmark and the tests)
+        self._spare: list = []  # children started before their ids were known (``prestart``)
 
     @contextlib.contextmanager
     def first(self):
@@ -213,10 +217,15 @@ class TipFacts:
             # one child per core, each a contiguous share: all of them read while this process only waits
             n = max(1, min(cores(), CHILDREN_MAX, len(slots) // CHILD_MIN))
             cuts = [len(slots) * k // n for k in range(n + 1)]
-            job.children = [
-                Child(self.objects_dir, self.repo.hash_name, [table.oids[s] for s in slots[a:b]])
-                for a, b in zip(cuts, cuts[1:], strict=False)
+            spare, self._spare = self._spare, []
+            for child in spare[n:]:
+                child.abandon()
+            job.children = spare[:n]
+            job.children += [
+                Child(self.objects_dir, self.repo.hash_name, None) for _ in range(n - len(spare))
             ]
+            for child, a, b in zip(job.children, cuts, cuts[1:], strict=False):
+                child.give([table.oids[s] for s in slots[a:b]])
             for child in job.children:
                 child.send()
             shares = [slots[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
@@ -256,8 +265,28 @@ class TipFacts:
         for other in job.children:
             other.abandon()
 
+    def prestart(self, rows: int) -> None:
+        """Start the children that will read the tips of ``rows`` rows (when there may be enough of
+        them) before their ids are known: the interpreters start up meanwhile, on the other core."""
+        from ..parallel import cores
+        from .tip_child import Child
+
+        with self._child_lock:
+            if rows < CHILD_MIN or self._spare or self._child is not None or self.child_failed:
+                return
+            n = max(1, min(cores(), CHILDREN_MAX, rows // CHILD_MIN))
+            self._spare = [Child(self.objects_dir, self.repo.hash_name, None) for _ in range(n)]
+
+    def drop_spares(self) -> None:
+        """Kill the children started by ``prestart`` and not given work."""
+        with self._child_lock:
+            spare, self._spare = self._spare, []
+        for child in spare:
+            child.abandon()
+
     def close(self) -> None:
-        """Kill the child still reading, if any (the app is leaving)."""
+        """Kill the child still reading, if any (the app is leaving), and those not given work yet."""
+        self.drop_spares()
         job = self._child
         if job is not None:
             for child in job.children:
@@ -273,20 +302,20 @@ class TipFacts:
                 return got[1]
             out = array("i")
             table = self.table
+            if self._rows is None:  # (the first build: the children that will read the tips start now)
+                self.prestart(len(snap))
+            get = table.slots.get
             for oids in row_oid_chunks(snap, ROWS_CHUNK):
                 if cancelled():
                     return None
-                got = list(map(table.slots.get, oids))  # (one short C loop: most rows share a known tip)
-                if None in got:
-                    missing = [k for k, g in enumerate(got) if g is None]
-                    with self.lock:
-                        table.add([oids[k] for k in missing])
-                    get = table.slots.get
-                    for k in missing:
-                        o = oids[k]
-                        got[k] = -1 if o is None else get(o)
-                out.extend(got)
+                with self.lock:
+                    table.add(oids)
+                # (C loops only; None, no object: -1; an array made of a list: extending one by an
+                # iterator converts each item the slow way)
+                out.extend(array("i", list(map(get, oids, repeat(-1)))))
                 time.sleep(0)
+            if len(table) < CHILD_MIN:  # (too few tips for a child after all: the started ones go)
+                self.drop_spares()
             self._rows = (snap, out)
             return out
 
@@ -341,48 +370,11 @@ class TipFacts:
         need = range(len(table)) if whole else sorted({per_row[i] for i in rows} - {-1})
         if not self.know_times(need, cancelled):
             return None
-        times = array("q", map(table.sort_time, range(len(table))))
-        # newest first, equal times in row (name) order: a counting sort by the rank of each row's
-        # time -- two short steps per row, no C call over all of them, and no object per row or per
-        # time (a list per time made the collector walk them all, the UI stopped meanwhile)
-        seen: set[int] = set()
-        runs = []
-        for lo in range(0, len(times), ROWS_CHUNK):  # (short C calls only: sets, sorts of a chunk)
-            part = set(times[lo : lo + ROWS_CHUNK]) - seen
-            seen |= part
-            runs.append(sorted(part))
-        distinct = list(heapq.merge(*runs))  # oldest first: a time's rank is how many are newer
-        last = len(distinct) - 1
-        rank_of: dict[int, int] = {}
-        for lo in range(0, len(distinct), ROWS_CHUNK):
-            ranks_here = range(last - lo, last - lo - ROWS_CHUNK, -1)  # (longer than the last chunk)
-            rank_of.update(zip(distinct[lo : lo + ROWS_CHUNK], ranks_here, strict=False))
-        slot_rank = array("i")
-        for lo in range(0, len(times), ROWS_CHUNK):
-            slot_rank.extend(map(rank_of.__getitem__, times[lo : lo + ROWS_CHUNK]))
-        # slot -1, a row naming no object, sorts as date 0 (git's for a date it lacks)
-        slot_rank.append(last if distinct and distinct[0] == 0 else last + 1)
-        at = array("q", bytes(8 * (len(distinct) + 2)))
-        ranks = array("i")  # each row's rank, by C-level maps a chunk at a time
-        counts: Counter[int] = Counter()
-        for lo in range(0, len(rows), ROWS_CHUNK):
-            if cancelled():
-                return None
-            part = list(map(slot_rank.__getitem__, map(per_row.__getitem__, rows[lo : lo + ROWS_CHUNK])))
-            ranks.extend(part)
-            counts.update(part)  # (C-level counting, a chunk at a time)
-        for r, n in counts.items():
-            at[r + 1] = n
-        for k in range(1, len(at)):  # (counts -> where each rank's rows start)
-            at[k] += at[k - 1]
-        out = array("I", bytes(4 * len(rows)))
-        for lo in range(0, len(rows), ROWS_CHUNK):
-            if cancelled():
-                return None
-            for i, r in zip(rows[lo : lo + ROWS_CHUNK], ranks[lo : lo + ROWS_CHUNK], strict=True):
-                out[at[r]] = i
-                at[r] += 1
-        return out
+        # ``TipTable.sort_time`` of every slot by C loops: a commit's time, 0 for the rest and for
+        # NO_TIME (below every real time)
+        only_commits = table.kind.translate(_ONLY_COMMITS)
+        times = array("q", map(max, map(mul, table.ctime, only_commits), repeat(0)))
+        return date_order(times, per_row, rows, cancelled)
 
     # -- reachability --------------------------------------------------------------------------------------
     def graph(self):
@@ -431,6 +423,45 @@ class TipFacts:
         left = self.merged_nodes(a)
         right = self.merged_nodes(b)  # (HEAD's branch: cached across cursor moves)
         return len(left - right), len(right - left)
+
+
+def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool] = lambda: False):
+    """``rows`` ordered newest first by ``times[per_row[row]]`` (slot -1, a row naming no object: date
+    0), equal times in the order of ``rows``; None when cancelled.
+
+    Each row is one int, its time negated times ``m`` plus its position in ``rows`` (unique, so a sort
+    of them is stable, and the position is the low bits). No C call over every row -- the UI would
+    wait for the GIL that long -- and no Python code per row: the keys are sorted a chunk at a time,
+    each sorted chunk cut by bisection at boundaries sampled from all of them, and the pieces that fall
+    between two boundaries sorted together (a chunk's size, whatever the dates' spread)."""
+    n = len(rows)
+    m = 1 << max(1, n.bit_length())
+    neg = array("q", map(neg_, times))
+    neg.append(0)  # (index -1)
+    runs = []
+    for lo in range(0, n, ROWS_CHUNK):
+        if cancelled():
+            return None
+        hi = min(lo + ROWS_CHUNK, n)
+        ks = map(mul, map(neg.__getitem__, map(per_row.__getitem__, rows[lo:hi])), repeat(m))
+        runs.append(sorted(map(add, ks, range(lo, hi))))
+    step = max(1, ROWS_CHUNK // max(1, len(runs)))
+    cuts = sorted(x for run in runs for x in run[step - 1 :: step])[:: max(1, len(runs))]
+    out = array("I")
+    mask = m - 1
+    take = rows.__getitem__
+    starts = [0] * len(runs)
+    for cut in [*cuts, None]:
+        if cancelled():
+            return None
+        piece = []
+        for k, run in enumerate(runs):
+            end = len(run) if cut is None else bisect_right(run, cut, starts[k])
+            piece += run[starts[k] : end]
+            starts[k] = end
+        piece.sort()
+        out.extend(map(take, map(and_, piece, repeat(mask))))
+    return out
 
 
 def read_into(table: TipTable, odb, slots) -> None:

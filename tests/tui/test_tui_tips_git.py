@@ -424,3 +424,83 @@ async def test_a_failing_child_leaves_the_reads_here_with_a_notice(
         assert (
             len(said) == 1 and said[0].startswith(line) and said[0].endswith("reading the tips here (slower)")
         )
+
+
+ODD_COMMITTERS = [
+    b"committer A <a@x> 1700000000 +0000\n",  # plain
+    b"committer A> 5 +0000 <a@x> 1700000007 +0000\n",  # a '> ' before the '<'
+    b"committer A <a@x>  1700000001 +0000\n",  # two spaces
+    b"committer A <a@x> 01700000002 +0000\n",  # a leading zero
+    b"committer\ncommitter A <a@x> 1700000003 +0000\n",  # a bare key first
+    b"committer A <a@x> 1700000004 +0000\n continued 9 +0000\n",  # a continued line
+    b"committer no email 1700000005 +0000\n",  # no <...>
+    b"committer A <a@x>\nx 1 > 1700000006 +0000\n",  # no time on the line, one after it
+    b"committer A <a@x> 1700000008 +0000",  # the last line, no newline (and no message)
+]
+
+
+@pytest.mark.parametrize("line", ODD_COMMITTERS)
+def test_child_date_pass_reads_committer_time(tmp_path: Path, git_bin: str, line: bytes) -> None:
+    # the children's column-wise date pass (``tip_child.date_columns``, C-level passes over a chunk)
+    # gives what ``committer_time`` reads one object at a time, for a chunk of plain commits holding one
+    # odd committer line; the plain commits' times are git's
+    from refscope.backend.objects.odb import Odb
+    from refscope.backend.refformat import tip_child
+    from refscope.backend.refformat.tip_table import NO_TIME
+
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", str(repo))
+    tree = git(repo, "mktree", input=b"").strip()
+    head = b"tree " + tree + b"\nauthor A <a@x> 1 +0000\n"
+    bodies = [head + f"committer C <c@x> {1600000000 + k} +0100\n\nplain {k}\n".encode() for k in range(3)]
+    bodies.insert(1, head + line + (b"\nodd\n" if line.endswith(b"\n") else b""))
+    oids = [
+        git(repo, "hash-object", "-t", "commit", "--literally", "-w", "--stdin", input=b).strip()
+        for b in bodies
+    ]
+    odb = Odb(str(repo / ".git" / "objects"), "sha1")
+    contents = [odb.read(o)[1] for o in oids]
+    want = [tip_child.committer_time(c) for c in contents]
+    assert tip_child.date_columns(["commit"] * 4, contents) == [
+        [1] * 4,
+        [NO_TIME if t is None else t for t in want],
+    ]
+    plain = [oids[k] for k in (0, 2, 3)]
+    unix = git(repo, "show", "-s", "--format=%ct", *plain).split()
+    assert [want[k] for k in (0, 2, 3)] == list(map(int, unix))
+    assert tip_child.date_columns(["commit"] * 3, [contents[k] for k in (0, 2, 3)])[1] == list(map(int, unix))
+
+
+async def test_children_started_early_are_reaped_when_the_tips_are_few(
+    tips: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the children are started with the row slots' build (``prestart``, enough rows); with fewer tips
+    # than a child is worth they are killed at once, none left waiting for ids, and the tips are git's
+    from refscope.backend.refformat import tips_view
+
+    head = git(tips, "rev-parse", "HEAD").strip().decode()
+    for k in range(5):  # (rows sharing a tip: fewer tips than rows)
+        git(tips, "update-ref", f"refs/heads/same/{k}", head)
+    rows = len(git_lines(tips, "--format=%(refname)"))
+    started: list = []
+    real = tips_view.TipFacts.prestart
+
+    def prestart(self, n: int) -> None:
+        real(self, n)
+        started.extend(self._spare)
+
+    monkeypatch.setattr(tips_view.TipFacts, "prestart", prestart)
+    monkeypatch.setattr(tips_view, "CHILD_MIN", rows)  # rows enough, distinct tips too few
+    by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
+    app = make_app(tips)
+    async with app.run_test(size=SMALL) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.is_ready())
+        screen.sort = "version"
+        screen.action_cycle_sort()
+        await wait_for(pilot, lambda: screen.sort == "date")
+        await tips_loaded(pilot, app)
+        assert shown(app) == by_date
+        assert len(screen.facts.table) < rows and started
+        assert all(c.proc.returncode is not None for c in started) and not screen.facts._spare
+        assert screen.facts.child_read == 0
