@@ -13,7 +13,6 @@ holds the visible rows back. Work the user waits for runs inside ``first``: the 
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 from array import array
@@ -23,43 +22,22 @@ from functools import cmp_to_key
 from itertools import repeat
 from operator import add, and_, mul
 from operator import neg as neg_
-from typing import NamedTuple
 
-from ..errors import BadFilter, CorruptStore, RefscopeError
+from ..errors import CorruptStore, RefscopeError
 from ..model import HASH_HEXSZ
 from ..objects.tips import MISSING, Tip, Tips
 from . import dates
 from .order import versioncmp
-from .tip_table import NO_TIME, READ, UNKNOWN, TipTable, row_oid_chunks
+from .tip_table import READ, UNKNOWN, TipTable, row_oid_chunks
 
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
-PASSES = bytes([0, 0, 1]) + bytes(253)  # a verdict (0, 1 fails, 2 holds) as 0 / 1
 ROWS_CHUNK = 1 << 14  # rows handled between cancellation checks and lock hand-overs
 TIMES_CHUNK = 1 << 12  # commit-graph look-ups under the lock at once
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
 CHILD_MIN = 8192  # tips to read below which a child process (``tip_child``) costs more than it saves
 CHILDREN_MAX = 2  # child processes reading at once (no more than the cores)
 TAKE_CHUNK = 8192  # a child's tips taken into the table under the lock at once
-DAY = 86400
 _ONLY_COMMITS = bytes([0, 1]) + bytes(254)  # a kind code -> 1 for a commit, else 0
-# age units of the filters (``>90d``): git's approxidate words, one letter each (``m`` is a month)
-AGE_UNITS = {"s": 1, "h": 3600, "d": DAY, "w": 7 * DAY, "m": 30 * DAY, "y": 365 * DAY}
-_AGE = re.compile(r"^([<>])(\d+)([shdwmy])$")
-
-
-class Age(NamedTuple):
-    """``>90d``: ``older`` True and ``seconds`` 90 days; ``<2w``: ``older`` False."""
-
-    older: bool
-    seconds: int
-
-
-def parse_age(text: str) -> Age | None:
-    """``>N<unit>`` (older than) or ``<N<unit>`` (newer than), unit one of s h d w m y; None otherwise."""
-    m = _AGE.match(text)
-    if m is None:
-        return None
-    return Age(m.group(1) == ">", int(m.group(2)) * AGE_UNITS[m.group(3)])
 
 
 def show_ident_date(ident, mode: str) -> str:
@@ -493,112 +471,3 @@ class _ChildRead:
         self.dated = threading.Event()  # every commit's committer time is in the table (``graphed``)
         self.wanted = 0  # waiters for the whole columns (the scan, a filter): the take does not pause
         self.children: list = []  # (``tip_child.Child``)
-
-
-class Condition(NamedTuple):
-    """One filter term on a ref's tip: ``kind`` "merged" (``ref``: the name or id, b"" for HEAD's
-    branch) or "age" (``age``); ``negated`` turns it around."""
-
-    kind: str
-    negated: bool = False
-    ref: str = ""
-    age: Age | None = None
-
-    @property
-    def term(self) -> str:
-        """The condition as typed (``!merged:main``); an age's as its parsed value."""
-        neg = "!" if self.negated else ""
-        if self.kind == "merged":
-            return f"{neg}merged:{self.ref}" if self.ref else f"{neg}merged"
-        return f"{neg}{'>' if self.age.older else '<'}{self.age.seconds}s"
-
-
-def merged_base(facts: TipFacts, snap, c: Condition, head_branch: str | bytes) -> bytes:
-    """The commit a ``merged`` condition tests against; ``BadFilter`` (one line naming the ref) when
-    it names no commit. Damage met on the way stays what it is (a store error, not the filter's)."""
-    name = c.ref or head_branch
-    try:
-        return facts.resolve(snap, name)
-    except CorruptStore:
-        raise
-    except RefscopeError as err:
-        shown = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
-        why = err.what
-        if why.startswith("malformed object name"):
-            why = f"no ref or object id {shown}" if c.ref else f"HEAD's branch {shown} has no commit"
-        raise BadFilter(None, f"filter {c.term}: {why}") from None
-
-
-def tester(facts: TipFacts, snap, conditions: tuple[Condition, ...], head_branch: str | bytes,
-           now: int | None = None) -> Callable[[list], bytes]:  # fmt: skip
-    """A test of rows (row numbers of ``snap``) against every condition (all must hold), reading what
-    they need: committer times (the commit-graph's where it has them), the walk of each ``merged``.
-
-    ``merged`` leaves out a ref whose tip peels to no commit, negated or not (as git's --no-merged);
-    an age leaves out a ref with no committer date either way. ``BadFilter`` at once when a
-    ``merged`` names no commit."""
-    at = dates.now() if now is None else now
-    reaches = []
-    for c in conditions:
-        if c.kind == "merged":
-            reaches.append(facts.merged_nodes(merged_base(facts, snap, c, head_branch)))
-    ages = any(c.kind == "age" for c in conditions)
-    table = facts.table
-    nodes: dict[int, object] = {}  # slot -> walk name of the commit it peels to (None: no commit)
-
-    def node_of(s: int):
-        got = nodes.get(s, False)
-        if got is False:
-            pos = table.pos[s]
-            if pos >= 0:
-                got = pos
-            else:
-                with facts._walk_lock:
-                    g = facts.graph()
-                    c = g.commit_of(table.oids[s])
-                    got = None if c is None else g.node(c)
-            nodes[s] = got
-        return got
-
-    verdict = bytearray(len(table) + 1)  # per slot: 0 not tested yet, 1 fails, 2 holds; [-1]: no object
-
-    def holds(s: int) -> bool:
-        k = 0
-        for c in conditions:
-            if c.kind == "merged":
-                n = node_of(s)
-                if n is None or (n in reaches[k]) == c.negated:
-                    return False
-                k += 1
-            else:
-                t = table.ctime[s]
-                if t == NO_TIME:
-                    return False
-                hit = at - t > c.age.seconds if c.age.older else at - t < c.age.seconds
-                if hit == c.negated:
-                    return False
-        return True
-
-    def test(rows) -> bytes:
-        """1 for each of ``rows`` that passes, else 0: each distinct tip tested once, the rows then
-        given their tip's verdict by C-level maps."""
-        nonlocal verdict
-        per_row = facts.row_slots(snap)
-        if len(verdict) <= len(table):  # (the table grew: the last cell stays "no object")
-            verdict = verdict[:-1] + bytearray(len(table) + 1 - len(verdict)) + b"\x01"
-        verdict[-1] = 1
-        slots = list(map(per_row.__getitem__, rows))
-        todo = sorted({s for s in slots if s >= 0 and not verdict[s]})
-        if todo:
-            if ages:
-                facts.know_times(todo)
-            if reaches:
-                oids = [table.oids[s] for s in todo if s not in nodes and table.pos[s] < 0]
-                if oids:
-                    with facts._walk_lock:
-                        facts.graph().prefetch(oids)  # (their types in bulk: only tags are inflated)
-            for s in todo:
-                verdict[s] = 2 if holds(s) else 1
-        return bytes(map(verdict.__getitem__, slots)).translate(PASSES)
-
-    return test

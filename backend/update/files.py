@@ -10,6 +10,10 @@ is taken and ``packed-refs.new`` spliced when a deleted ref is packed.
 Finish: every reflog entry (taken back if one cannot be written, so that a refusal there too changes
 no byte), then the rename of each lock (a rename's part in its place); the deleted refs' reflogs unlinked; ``packed-refs.new`` renamed; the deleted loose files unlinked; every lock released;
 empty parent directories removed. A refusal before the finish changes no byte.
+
+Over 500 lines, on purpose: prepare and finish are the two halves of one transaction over one state (the
+locks, the packed-refs view, the reflog journal, the directories made); the reflog appends are part of
+the finish's all-or-nothing (taken back with the rest), so they stay beside it.
 """
 
 # ruff: noqa: SIM105  (contextlib.suppress would cost an import on the CLI path)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from itertools import compress, islice
 from typing import NamedTuple
 
-from refscope.backend.refformat.tips_view import Condition, parse_age
+from refscope.backend.refformat.tip_filters import Condition, parse_age
 from refscope.backend.refpattern import is_glob, literal_prefix, wildmatch
 
 View = range | array
@@ -157,7 +157,7 @@ def compute(
     """The rows of ``snapshot`` that ``pattern`` selects; None when cancelled mid-scan.
 
     The name pattern first (below), then the conditions on what it selected: ``test`` (the backend's
-    ``tips_view.tester`` for them) asked a chunk of row numbers at a time (no ``Ref`` per row)."""
+    ``tip_filters.tester`` for them) asked a chunk of row numbers at a time (no ``Ref`` per row)."""
     view = _by_name(snapshot, pattern, cancelled, None if pattern.conditions else progress)
     if view is None or not pattern.conditions:
         return view

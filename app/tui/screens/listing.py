@@ -216,7 +216,7 @@ class RefListing(Screen):
 
     def _tester(self, snapshot, pattern):
         """The backend's test of ``pattern``'s conditions (merged, age); in the worker (it may walk)."""
-        from refscope.backend.refformat.tips_view import tester
+        from refscope.backend.refformat.tip_filters import tester
 
         if self.facts is None:
             raise RefscopeError(None, "merged and age filters need the repository's objects")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from refscope.backend.refformat import tips_view
-from refscope.backend.refformat.tips_view import Age, TipFacts, parse_age, show_ident_date
+from refscope.backend.refformat import tip_filters, tips_view
+from refscope.backend.refformat.tip_filters import Age, parse_age
+from refscope.backend.refformat.tips_view import TipFacts, show_ident_date
 from refscope.backend.repo import discover
 from refscope.backend.store import open_store
 
@@ -63,7 +64,7 @@ def test_tester_merged_and_age(tips: Path) -> None:
     facts = TipFacts(repo)
     snap = open_store(repo).snapshot()
     refs = list(snap)
-    test = tips_view.tester(facts, snap, parse("!merged >90d").conditions, "refs/heads/main")
+    test = tip_filters.tester(facts, snap, parse("!merged >90d").conditions, "refs/heads/main")
     rows = list(range(len(refs)))
     assert [r.name for r, ok in zip(refs, test(rows), strict=True) if ok] == [
         b"refs/heads/stale/a",
