@@ -33,6 +33,16 @@ def shown(app) -> list[bytes]:
     return [ref_list._name_at(i) for i in range(ref_list.row_count)]
 
 
+async def shown_by_date(pilot, app) -> list[bytes]:
+    """Sort by committer date (``S`` from the version order) and wait for every tip: the rows shown."""
+    screen = app.screen
+    screen.sort = "version"
+    screen.action_cycle_sort()
+    await wait_for(pilot, lambda: screen.sort == "date")
+    await tips_loaded(pilot, app)
+    return shown(app)
+
+
 async def filtered(pilot, app, text: str) -> list[bytes]:
     await set_filter(pilot, app, text)
     await wait_for(pilot, lambda: app.screen.ref_list.preview is None)
@@ -372,11 +382,7 @@ async def test_child_processes_read_gits_values_and_date_order(
         await wait_for(pilot, lambda: screen.is_ready())
         if when == "after the scan":
             await tips_loaded(pilot, app)
-        screen.sort = "version"
-        screen.action_cycle_sort()
-        await wait_for(pilot, lambda: screen.sort == "date")
-        await tips_loaded(pilot, app)
-        assert shown(app) == by_date
+        assert await shown_by_date(pilot, app) == by_date
         facts = screen.facts
         assert facts.child_failed is None and facts.child_read > 0
         # every tip as this process reads it (whose columns ``test_columns_show_gits_values`` checks)
@@ -413,11 +419,7 @@ async def test_a_failing_child_leaves_the_reads_here_with_a_notice(
     async with app.run_test(size=SMALL) as pilot:
         screen = app.screen
         await wait_for(pilot, lambda: screen.is_ready())
-        screen.sort = "version"
-        screen.action_cycle_sort()
-        await wait_for(pilot, lambda: screen.sort == "date")
-        await tips_loaded(pilot, app)
-        assert shown(app) == by_date
+        assert await shown_by_date(pilot, app) == by_date
         assert screen.facts.child_failed.startswith(line)
         assert screen.facts.child_read == 0
         said = [n for n in notices(app) if "tip reader" in n]
@@ -496,11 +498,7 @@ async def test_children_started_early_are_reaped_when_the_tips_are_few(
     async with app.run_test(size=SMALL) as pilot:
         screen = app.screen
         await wait_for(pilot, lambda: screen.is_ready())
-        screen.sort = "version"
-        screen.action_cycle_sort()
-        await wait_for(pilot, lambda: screen.sort == "date")
-        await tips_loaded(pilot, app)
-        assert shown(app) == by_date
+        assert await shown_by_date(pilot, app) == by_date
         assert len(screen.facts.table) < rows and started
         assert all(c.proc.returncode is not None for c in started) and not screen.facts._spare
         assert screen.facts.child_read == 0
