@@ -72,6 +72,32 @@ def test_tester_merged_and_age(tips: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("term", "head", "line"),
+    [
+        ("merged", "HEAD", "filter merged: HEAD has no commit"),
+        ("!merged", "refs/heads/unborn", "filter !merged: HEAD's branch refs/heads/unborn has no commit"),
+        ("merged:nope", "refs/heads/main", "filter merged:nope: no ref or object id nope"),
+    ],
+)
+def test_merged_naming_no_commit_is_one_line(
+    tips: Path, tmp_path: Path, term: str, head: str, line: str
+) -> None:
+    """A ``merged`` term whose ref names no commit -- HEAD unborn (the app passes HEAD itself), HEAD's
+    branch unborn, a name that is nothing -- is refused at once in one line naming what is missing."""
+    from refscope.app.tui.models.filtering import parse
+    from refscope.backend.errors import BadFilter
+
+    from tests.support.git import copy_repo, git
+
+    unborn = copy_repo(tips, tmp_path / "unborn")
+    git(unborn, "symbolic-ref", "HEAD", "refs/heads/unborn")
+    repo = discover(str(unborn))
+    with pytest.raises(BadFilter) as e:
+        tip_filters.tester(TipFacts(repo), open_store(repo).snapshot(), parse(term).conditions, head)
+    assert e.value.what == line
+
+
 def test_date_order_is_gits(tips: Path) -> None:
     repo = discover(str(tips))
     snap = open_store(repo).snapshot()
