@@ -189,32 +189,23 @@ class _PackSet:
                 elif found_hexs:
                     got = set(found_hexs)
                     todo = [h for h in todo if h not in got]
-                if not found_hexs:
-                    continue
-                p = self.pack(name)
-                if p is None:
-                    todo += found_hexs
-                    continue
-                entry = found.setdefault(id(p), (p, [], []))
-                entry[1].extend(found_offs)
-                entry[2].extend(found_hexs)
-                continue
-            offs = [index.lookup(raw_of(h)) for h in todo]
-            if None not in offs:
-                hits, hexs, todo = offs, todo, []
             else:
-                hits = [off for off in offs if off is not None]
-                hexs = [h for off, h in zip(offs, todo, strict=True) if off is not None]
-                todo = [h for off, h in zip(offs, todo, strict=True) if off is None]
-            if not hits:
+                offs = [index.lookup(raw_of(h)) for h in todo]
+                if None not in offs:
+                    found_offs, found_hexs, todo = offs, todo, []
+                else:
+                    found_offs = [off for off in offs if off is not None]
+                    found_hexs = [h for off, h in zip(offs, todo, strict=True) if off is not None]
+                    todo = [h for off, h in zip(offs, todo, strict=True) if off is None]
+            if not found_hexs:
                 continue
             p = self.pack(name)
-            if p is None:
-                todo += hexs
+            if p is None:  # (an index without its pack: the ids are looked for in the next ones)
+                todo += found_hexs
                 continue
-            got = found.setdefault(id(p), (p, [], []))
-            got[1].extend(hits)
-            got[2].extend(hexs)
+            entry = found.setdefault(id(p), (p, [], []))
+            entry[1].extend(found_offs)
+            entry[2].extend(found_hexs)
         return list(found.values()), todo
 
 
