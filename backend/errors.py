@@ -38,6 +38,12 @@ class RefscopeError(Exception):
         return printable(line)
 
 
+def name_text(name: bytes) -> str:
+    """A ref name (or path) in a message: git prints its bytes; a ``str`` message carries them as UTF-8,
+    U+FFFD for what is not. One helper for every message that names a ref."""
+    return name.decode("utf-8", "replace")
+
+
 def from_untyped(err: BaseException) -> RefscopeError:
     """A typed error for an OSError or MemoryError that escaped every reader and writer (the CLI's last
     resort): the file it names, if any, and what happened."""

@@ -18,6 +18,7 @@ from collections import namedtuple
 
 from .engines.common import Deletion
 from .errors import CorruptStore, InvalidRefName, TransactionRefused
+from .errors import name_text as _text
 from .lockfile import protect
 from .meter import OpReport, measure
 from .model import HASH_HEXSZ
@@ -48,10 +49,6 @@ def take_snapshot(store, phases: list[OpReport]):
             raise TransactionRefused(err.file, err.what, err.offset) from None
     phases.append(m.report)
     return snap
-
-
-def _text(name: bytes) -> str:
-    return name.decode("utf-8", "replace")
 
 
 class Transaction:

@@ -18,6 +18,7 @@ import os
 from collections import namedtuple
 
 from ..errors import StaleValue, TransactionRefused
+from ..errors import name_text as _text
 from ..formats.reftable.merged import MergedTables
 from ..formats.reftable.record import (
     LOG_DELETION,
@@ -46,10 +47,6 @@ from .common import (
 )
 from .compaction import auto_compact
 from .stack_io import StackWriter, table_bytes
-
-
-def _text(name: bytes) -> str:
-    return name.decode("utf-8", "replace")
 
 
 def stack_dir_for(repo, name: bytes) -> str:

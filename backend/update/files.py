@@ -35,6 +35,7 @@ from ..engines.crashpoint import step
 from ..engines.files import IN_THE_WAY, PackedSteps, read_loose, reflog_flags
 from ..engines.packed_splice import identity, kept_ranges, write_spliced
 from ..errors import TransactionRefused
+from ..errors import name_text as _t
 from ..fileio import refused_write, write_all
 from ..formats.packed import PackedRefs
 from ..lockfile import LOCK_SUFFIX, busy_error, create_with_timeout, remove, rename, two_phase
@@ -45,11 +46,6 @@ from .ident import committer_ident
 from .plan import MISSING, REGULAR, SYMREF, Plan, Upd
 from .reflog_undo import ReflogJournal, missing_dirs
 from .rename import files_cleanup, files_commit, files_heads, files_move_log, files_prepare
-
-
-def _t(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
-
 
 if os.access in os.supports_effective_ids and os.access in os.supports_follow_symlinks:
 

@@ -39,11 +39,8 @@ import os
 from ..engines.common import log_path, ref_base, ref_path
 from ..engines.crashpoint import step
 from ..errors import TransactionRefused
+from ..errors import name_text as _t
 from .rename_journal import place, prune, tmp_log_path
-
-
-def _t(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
 
 
 # -- the prepare ------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from operator import itemgetter
 
 from ..engines.common import splits_head
 from ..errors import StaleValue, TransactionRefused
+from ..errors import name_text as _t
 
 MISSING, REGULAR, SYMREF = 0, 1, 2
 _first = itemgetter(0)
@@ -75,10 +76,6 @@ class Upd:
     @property
     def have_old(self) -> bool:
         return self.old is not None or self.old_target is not None
-
-
-def _t(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
 
 
 def leading_dirs(parents) -> set[bytes]:

@@ -15,14 +15,11 @@ words the engine would use under the lock, so that a refusal comes early and rea
 from __future__ import annotations
 
 from ..errors import TransactionRefused
+from ..errors import name_text as _t
 from ..refname import is_valid_refname
 from .commands import Rename
 
 MESSAGE = b"Branch: renamed %s to %s"  # builtin/branch.c's reflog message, for any ref
-
-
-def _t(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
 
 
 def message(r: Rename) -> bytes:

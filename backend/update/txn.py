@@ -24,6 +24,7 @@ import os
 from collections import namedtuple
 
 from ..errors import CorruptStore, TransactionRefused
+from ..errors import name_text as _t
 from ..meter import OpReport, measure
 from ..model import HASH_HEXSZ
 from ..txn import take_snapshot
@@ -49,10 +50,6 @@ class RenameDone(namedtuple("RenameDone", "old_name name oid heads")):
     ``heads``: the git dirs of the worktrees whose HEAD followed it."""
 
     __slots__ = ()
-
-
-def _t(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
 
 
 class UpdateTransaction:
