@@ -12,8 +12,6 @@ from ..fileio import read_prefix
 from ..model import SYMREF_MAXDEPTH
 from ..repo import Repo, list_worktrees
 
-_SPACE_TO_LF = bytes.maketrans(b" ", b"\n")
-
 
 class Columns(namedtuple("Columns", "names oids")):
     """Refs of names and ids alone (no symref target, no peeled value), as two lists in name order."""
@@ -207,9 +205,8 @@ def _columns_of(out) -> Columns:
             data, pending = data[:cut], data[cut:]
         else:
             pending = b""
-        if data.count(b" ") == data.count(b"\n"):
-            parts = data.translate(_SPACE_TO_LF).split(b"\n")
-            parts.pop()
+        parts = data.split()  # (one pass: a listed name passes check_refname_format, so holds no space)
+        if len(parts) == 2 * data.count(b"\n"):
             names += parts[1::2]
             oids += parts[0::2]
         else:
