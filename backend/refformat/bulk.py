@@ -52,15 +52,21 @@ def _is_refname(a: Atom) -> bool:
     return a.name == "refname" and a.arg is None and not a.deref
 
 
+def by_name(atoms: list[Atom], keys) -> bool:
+    """Is the sort the refname alone (the refs keep the listing's order: no tip is grouped)?"""
+    return len(keys) == 1 and _is_refname(atoms[keys[0][0]])
+
+
 def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[bytes], oids: list[bytes],
-          ev, limit: int | None, keep: list | None = None) -> list[bytes] | None:  # fmt: skip
+          ev, limit: int | None, keep: list | None = None, finish=None) -> list[bytes] | None:  # fmt: skip
     """The output (chunks of whole lines) for the refs ``names``/``oids``; None when a tip's object is
     missing or refused (``tipreads.tip_columns``): the per-ref path then reports it as git does. ``keep``
-    takes the groups and columns (see ``run.for_each_ref``)."""
-    by_name = len(keys) == 1 and _is_refname(atoms[keys[0][0]])
-    if by_name:
+    takes the groups and columns (see ``run.for_each_ref``); ``finish``: a child's reads begun on the
+    listing's text (``tipreads.tip_columns_of_text``; a sort by tip keys without a limit only)."""
+    if by_name(atoms, keys):
         return _in_name_order(f, atoms, names, oids, ev, keys[0][1], limit)
-    finish = tipreads.tip_columns_early(ev, oids) if limit is None else None  # a child reads tips meanwhile
+    if finish is None and limit is None:
+        finish = tipreads.tip_columns_early(ev, oids)  # a child reads tips while the refs are grouped
     groups: defaultdict[bytes, list[bytes]] = defaultdict(list)
     deque(map(list.append, map(groups.__getitem__, oids), names), maxlen=0)
     if keep is not None:

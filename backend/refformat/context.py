@@ -19,6 +19,22 @@ class Columns(namedtuple("Columns", "names oids")):
     __slots__ = ()
 
 
+class Listing(namedtuple("Listing", "snap patterns")):
+    """The refs of ``snap`` for ``patterns`` as ``Columns``, not listed yet: a run that reads their tips
+    can fork a child on the listing's text (``text``) before the columns are made of it (``columns_of``),
+    so neither process touches the other's million names and ids (``tipreads.tip_columns_early``)."""
+
+    __slots__ = ()
+
+    def text(self) -> list[bytes]:
+        """The listing's output lines (``oid SP name LF``), in chunks not cut at line ends."""
+        from ..listing import Out, list_refs
+
+        out = Out(keep=True)
+        list_refs(self.snap, self.patterns, False, False, out=out)
+        return out.parts
+
+
 class Context(namedtuple("Context", "head worktrees exists")):
     """``head``: the name HEAD resolves to (``b"HEAD"`` when detached, None when it resolves to nothing);
     ``worktrees``: {branch: worktree path}; ``exists``: name -> whether it resolves."""
@@ -145,10 +161,11 @@ def listed_refs(snap, patterns: list[bytes], locations: bool = False, plain: boo
 
 
 def listed_for(snap, patterns: list[bytes], atoms):
-    """What a format of ``atoms`` reads the refs as: ``Columns`` when names and ids are all it needs
-    (no symref target, no tag's target, no ``%(flag)``), else ``listed_refs``' records."""
+    """What a format of ``atoms`` reads the refs as: a ``Listing`` (``Columns`` to come) when names and
+    ids are all it needs (no symref target, no tag's target, no ``%(flag)``), else ``listed_refs``'
+    records."""
     if wants_columns(atoms):
-        return listed_columns(snap, patterns)
+        return Listing(snap, patterns)
     locations = any(a.name == "flag" for a in atoms)
     plain = not any(a.deref or a.name == "symref" for a in atoms)
     return listed_refs(snap, patterns, locations=locations, plain=plain)
@@ -163,11 +180,7 @@ def listed_columns(snap, patterns: list[bytes]) -> Columns:
     """(names, ids) of the refs ``listed_refs(..., plain=True)`` gives, as two lists: the listing's own
     output, its fast paths and all, split back into columns by C-level calls (a listed name holds no
     space; when the spaces say otherwise, line by line)."""
-    from ..listing import Out, list_refs
-
-    out = Out(keep=True)
-    list_refs(snap, patterns, False, False, out=out)
-    return _columns_of(out)
+    return columns_of(Listing(snap, patterns).text())
 
 
 def column_split(snap, patterns: list[bytes]) -> bytes | None:
@@ -189,16 +202,16 @@ def interval_columns(snap, lo: bytes, hi: bytes | None) -> Columns:
 
     out = Out(keep=True)
     Lister(snap, False, out, None).files([(lo, hi)])
-    return _columns_of(out)
+    return columns_of(out.parts)
 
 
-def _columns_of(out) -> Columns:
-    """The listing's collected lines (``out``: a keeping ``listing.Out``) split into two columns."""
-    chunks, out.parts = out.parts, []
+def columns_of(chunks: list[bytes]) -> Columns:
+    """The listing's output lines (``chunks``, emptied as they are split: a million refs' text is
+    ~60 MB) split into two columns."""
     names: list[bytes] = []
     oids: list[bytes] = []
     pending = b""
-    while chunks:  # a chunk at a time, each let go once split (a million refs' text is ~60 MB)
+    while chunks:  # a chunk at a time, each let go once split
         data = chunks.pop(0) if pending == b"" else pending + chunks.pop(0)
         if not data.endswith(b"\n"):
             cut = data.rfind(b"\n") + 1

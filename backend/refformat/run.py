@@ -15,8 +15,8 @@ from operator import and_, is_not
 
 from ..errors import RefscopeError
 from ..model import TAG_CHAIN_MAX, Ref
-from . import bulk
-from .context import Columns, refs_of
+from . import bulk, tipreads
+from .context import Columns, Listing, columns_of, refs_of
 from .fields import object_headers
 from .order import sort_order
 from .reach import Graph
@@ -73,7 +73,7 @@ NO_FILTERS = Filters()
 
 def for_each_ref(
     p: Plan,
-    refs: Iterable[Ref] | Columns,
+    refs: Iterable[Ref] | Columns | Listing,
     odb,
     *,
     head: bytes | None = None,
@@ -90,7 +90,8 @@ def for_each_ref(
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
     terminal: through the display function; the format's own text is the user's and stays as written);
     ``bases``: the commit each ``%(ahead-behind:<committish>)`` names, by its committish. ``refs`` as
-    ``Columns`` (names and ids alone) may go the bulk way (``bulk``), a chunk of many lines at a time.
+    ``Columns`` (names and ids alone) may go the bulk way (``bulk``), a chunk of many lines at a time;
+    as a ``Listing`` (``Columns`` to come), a sort by tip keys forks its tip reader on the listing's text.
     ``keep``: a list that takes the run's big structures (a million refs' names, ids and groups), for a
     caller that leaves by ``os._exit``: freeing them object by object costs a good part of a second."""
     objects = Objects(odb)
@@ -99,13 +100,20 @@ def for_each_ref(
     shown.update(k for k, _, version in p.keys if version or not numeric[k])
     ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
                    abbrev=odb.abbrev, numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
+    bulky = bulk.fits(p.format, p.atoms, p.keys, omit_empty, escape is not None)
+    finish = None
+    if isinstance(refs, Listing):
+        text = refs.text()
+        if bulky and count is None and filters == NO_FILTERS and not bulk.by_name(p.atoms, p.keys):
+            finish = tipreads.tip_columns_of_text(ev, text)
+        refs = columns_of(text)
     if isinstance(refs, Columns) and not filters.points_at:
         names, oids = _filter_columns(refs, objects, filters, commit_graph)
         if keep is not None:
             keep.append((refs, names, oids))
         filters = NO_FILTERS
-        if bulk.fits(p.format, p.atoms, p.keys, omit_empty, escape is not None):
-            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count, keep)
+        if bulky:
+            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count, keep, finish)
             if out is not None:
                 yield from out
                 return

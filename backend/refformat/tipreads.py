@@ -13,6 +13,7 @@ from __future__ import annotations
 
 FORK_MIN = 20000  # distinct objects below which a second process costs more than it saves
 EARLY_MIN = 200_000  # refs below which ``tip_columns_early`` starts no child
+EARLY_TEXT_MIN = 12 << 20  # listing text below which ``tip_columns_of_text`` starts no child (~200k refs)
 EARLY_SPLIT = b"5"  # the early child's share: the tips from here up (the parent also groups the refs)
 
 
@@ -57,13 +58,31 @@ def tip_columns_early(ev, oids: list[bytes]):
     the distinct ``oids`` (the refs' ids; those at or above ``EARLY_SPLIT``) and reads them while this
     process groups the refs by tip. ``finish(tips)`` (the distinct ``oids``) gives
     ``tip_columns(tips)``; None: no child (too few refs, one core, no object atom to read)."""
-    from ..parallel import Forked, may_fork
+    from ..parallel import Forked
 
-    if ev._deref or not ev._plain or len(oids) < EARLY_MIN or not may_fork():
+    if len(oids) < EARLY_MIN or not _may_read_early(ev):
         return None
-    split = EARLY_SPLIT
-    child = Forked(_share_of, ev, oids, split)
+    return _finish(ev, Forked(_share_of, ev, oids, EARLY_SPLIT), EARLY_SPLIT)
 
+
+def tip_columns_of_text(ev, text: list[bytes]):
+    """``tip_columns_early`` forked on the listing's text (``context.Listing.text``) before this process
+    makes its columns: the child makes its own (so neither touches the other's million names and ids,
+    which after a fork costs a page copy per page written) and is at work while they are made."""
+    from ..parallel import Forked
+
+    if sum(map(len, text)) < EARLY_TEXT_MIN or not _may_read_early(ev):
+        return None
+    return _finish(ev, Forked(_text_share, ev, text, EARLY_SPLIT), EARLY_SPLIT)
+
+
+def _may_read_early(ev) -> bool:
+    from ..parallel import may_fork
+
+    return not ev._deref and bool(ev._plain) and may_fork()
+
+
+def _finish(ev, child, split: bytes):
     def finish(tips: list[bytes]):
         got = _with_child(ev, child, tips, split)
         return None if got is None else _tip_table(ev, *got)
@@ -116,3 +135,10 @@ def _share_of(ev, oids: list[bytes], split: bytes) -> tuple[list, list] | None:
     ``split`` (filtered before the set is made, by a C-level ``filter``: the set then holds only the
     child's share)."""
     return ev._values_of(list(set(filter(split.__le__, oids))))
+
+
+def _text_share(ev, text: list[bytes], split: bytes) -> tuple[list, list] | None:
+    """(in ``tip_columns_of_text``'s child) ``_share_of`` the ids of the listing's ``text``."""
+    from .context import columns_of
+
+    return _share_of(ev, columns_of(text).oids, split)

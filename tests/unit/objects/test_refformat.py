@@ -513,16 +513,19 @@ def test_columns_way_matches_git_on_every_format(tmp_path, hash_name, monkeypatc
 
 
 @pytest.mark.parametrize("split", [b"0", b"7", b"g"])
-def test_columns_way_early_child_matches_git(tmp_path, monkeypatch, split):
-    """The child started before the refs are grouped (``tip_columns_early``: every run here) finds its
-    share of the distinct tips itself -- all of them, some, none -- and the lines are git's; with a ref
-    naming no object, on either side of the split, the run fails in git's words for it."""
+@pytest.mark.parametrize("way", ["ids", "text"])
+def test_columns_way_early_child_matches_git(tmp_path, monkeypatch, split, way):
+    """The child started before the refs are grouped finds its share of the distinct tips itself -- all
+    of them, some, none -- from the refs' ids (``tip_columns_early``) or from the listing's text before
+    the columns are made (``tip_columns_of_text``), and the lines are git's; with a ref naming no
+    object, on either side of the split, the run fails in git's words for it."""
     from refscope.backend import parallel
     from refscope.backend.refformat import tipreads
 
     forks = []
     real = parallel.Forked
     monkeypatch.setattr(tipreads, "EARLY_MIN", 1)
+    monkeypatch.setattr(tipreads, "EARLY_TEXT_MIN", 1 if way == "text" else 1 << 40)
     monkeypatch.setattr(tipreads, "EARLY_SPLIT", split)
     monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(a[0]) or real(*a, **k))
     repo = _tied_repo(tmp_path, "files")
@@ -530,7 +533,7 @@ def test_columns_way_early_child_matches_git(tmp_path, monkeypatch, split):
         f = "%(committerdate:unix) %(refname) %(objecttype)"
         proc = _theirs(repo, f, sort)
         assert _ours_columns(repo, f, sort) == proc.stdout, sort
-    assert tipreads._share_of in forks
+    assert forks and set(forks) == {tipreads._text_share if way == "text" else tipreads._share_of}
     for gone in ("1" * 40, "e" * 40):
         (repo / ".git" / "refs" / "heads" / "gone").write_text(gone + "\n")
         proc = _theirs(repo, "%(committerdate:unix) %(refname)", ["-committerdate"])
