@@ -28,6 +28,12 @@ class Graph:
             return None
         return self._position_map().get(oid.lower())
 
+    def positions(self, oids: list[bytes]) -> list[int | None]:
+        """The commit-graph position of each of ``oids`` (None: not there), by C-level passes."""
+        if self.cg is None:
+            return [None] * len(oids)
+        return list(map(self._position_map().get, map(bytes.lower, oids)))
+
     def prefetch(self, oids: list[bytes]) -> None:
         """Learn in bulk the types of those of ``oids`` the commit-graph does not hold (all of them
         without one), from the pack entries' headers: ``commit_of`` then inflates only tags."""

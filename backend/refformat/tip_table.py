@@ -100,6 +100,18 @@ class TipTable:
         self.pos[s] = pos
         self.state[s] = GRAPHED
 
+    def graphed_many(self, slots, times, positions) -> None:
+        """``graphed`` of each of ``slots``, ``times`` and ``positions`` (a chunk: one call, no
+        method call per slot)."""
+        state, kind, pkind, ctime, pos = self.state, self.kind, self.peeled_kind, self.ctime, self.pos
+        commit = _CODE["commit"]
+        for s, t, p in zip(slots, times, positions, strict=True):
+            if state[s] == UNKNOWN:
+                kind[s] = pkind[s] = commit
+                ctime[s] = t
+                pos[s] = p
+                state[s] = GRAPHED
+
     def store(self, s: int, tip: Tip) -> None:
         """Slot ``s``'s whole tip, as ``objects.tips`` read it."""
         self.kind[s] = _CODE.get(tip.kind, 0)

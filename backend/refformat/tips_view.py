@@ -19,8 +19,8 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
-from itertools import repeat
-from operator import add, and_, mul
+from itertools import compress, repeat
+from operator import add, and_, is_not, mul
 from operator import neg as neg_
 
 from ..errors import CorruptStore, RefscopeError
@@ -32,7 +32,6 @@ from .tip_table import READ, UNKNOWN, TipTable, row_oid_chunks
 
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
 ROWS_CHUNK = 1 << 14  # rows handled between cancellation checks and lock hand-overs
-TIMES_CHUNK = 1 << 12  # commit-graph look-ups under the lock at once
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
 CHILD_MIN = 8192  # tips to read below which a child process (``tip_child``) costs more than it saves
 CHILDREN_MAX = 2  # child processes reading at once (no more than the cores)
@@ -155,13 +154,19 @@ class TipFacts:
         return True
 
     def read_in_child(
-        self, slots, cancelled: Callable[[], bool] = lambda: False, dates: bool = False
+        self,
+        slots,
+        cancelled: Callable[[], bool] = lambda: False,
+        dates: bool = False,
+        background: bool = False,
     ) -> bool:
         """Have a child process (``tip_child``) read the tips of ``slots`` not read yet, and wait for it:
         one child at a time, whoever asks while it runs waits for it (then asks for what is still
         missing). False when cancelled (the child goes on for the others). A child that fails leaves its
         slots unread, says why in ``child_failed`` and no other is started: the caller reads them here.
-        ``dates``: what the date order needs is enough (the commits' times: the children send them first)."""
+        ``dates``: what the date order needs is enough (the commits' times: the children send them first).
+        ``background``: the scan, which nobody waits for: taking the columns stands aside while a job
+        inside ``first`` runs (a sort ranking the dates)."""
         state = self.table.state
         todo = list(slots)
         while True:
@@ -176,7 +181,7 @@ class TipFacts:
                         target=self._child_read, args=(job, todo), name="tip-child", daemon=True
                     ).start()
             event = job.dated if dates else job.done
-            if not dates:
+            if not dates and not background:
                 job.wanted += 1  # (the columns are awaited: taking them no longer stands aside)
             while not event.wait(0.02):
                 if cancelled():
@@ -310,18 +315,19 @@ class TipFacts:
         if g is None:  # (once made, whether it has a commit-graph is read without the lock: a walk
             with self._walk_lock:  # holding it -- the detail line's ahead/behind without a commit-graph,
                 g = self.graph()  # seconds of object reads -- must not hold the date order back)
-        if g.cg is not None:
-            commit, node, oids = g.cg.commit, g.node, table.oids
-            for lo in range(0, len(todo), TIMES_CHUNK):
+        if g.cg is not None:  # (a chunk at a time, by C-level passes: see ``CommitGraph.times``)
+            oids = table.oids
+            for lo in range(0, len(todo), ROWS_CHUNK):
                 if cancelled():
                     return False
-                with self._walk_lock, self.lock:  # (always in this order)
-                    for s in todo[lo : lo + TIMES_CHUNK]:
-                        if state[s] != UNKNOWN:
-                            continue  # (another job, the scan or a sort, came by first)
-                        n = node(oids[s])
-                        if type(n) is int:
-                            table.graphed(s, commit(n)[0], n)
+                with self._walk_lock:
+                    chunk = [s for s in todo[lo : lo + ROWS_CHUNK] if state[s] == UNKNOWN]
+                    got = g.positions(list(map(oids.__getitem__, chunk)))
+                    held = list(map(is_not, got, repeat(None)))
+                    chunk, got = list(compress(chunk, held)), list(compress(got, held))
+                    times = g.cg.times(got)
+                    with self.lock:  # (always in this order)
+                        table.graphed_many(chunk, times, got)  # (another job may have come first)
                 time.sleep(0)
         if not read:
             return True
@@ -348,10 +354,16 @@ class TipFacts:
         need = range(len(table)) if whole else sorted({per_row[i] for i in rows} - {-1})
         if not self.know_times(need, cancelled):
             return None
-        # ``TipTable.sort_time`` of every slot by C loops: a commit's time, 0 for the rest and for
-        # NO_TIME (below every real time)
-        only_commits = table.kind.translate(_ONLY_COMMITS)
-        times = array("q", map(max, map(mul, table.ctime, only_commits), repeat(0)))
+        # ``TipTable.sort_time`` of every slot by C loops, a chunk at a time: a commit's time, 0 for
+        # the rest and for NO_TIME (below every real time)
+        times = array("q")
+        for lo in range(0, len(table), ROWS_CHUNK):
+            if cancelled():
+                return None
+            only_commits = table.kind[lo : lo + ROWS_CHUNK].translate(_ONLY_COMMITS)
+            got = map(max, map(mul, table.ctime[lo : lo + ROWS_CHUNK], only_commits), repeat(0))
+            times.extend(array("q", list(got)))
+            time.sleep(0)
         return date_order(times, per_row, rows, cancelled)
 
     # -- reachability --------------------------------------------------------------------------------------
@@ -414,7 +426,9 @@ def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool]
     between two boundaries sorted together (a chunk's size, whatever the dates' spread)."""
     n = len(rows)
     m = 1 << max(1, n.bit_length())
-    neg = array("q", map(neg_, times))
+    neg = array("q")
+    for lo in range(0, len(times), ROWS_CHUNK):
+        neg.extend(array("q", list(map(neg_, times[lo : lo + ROWS_CHUNK]))))
     neg.append(0)  # (index -1)
     runs = []
     for lo in range(0, n, ROWS_CHUNK):
@@ -423,22 +437,24 @@ def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool]
         hi = min(lo + ROWS_CHUNK, n)
         ks = map(mul, map(neg.__getitem__, map(per_row.__getitem__, rows[lo:hi])), repeat(m))
         runs.append(sorted(map(add, ks, range(lo, hi))))
+        time.sleep(0)
     step = max(1, ROWS_CHUNK // max(1, len(runs)))
     cuts = sorted(x for run in runs for x in run[step - 1 :: step])[:: max(1, len(runs))]
     out = array("I")
     mask = m - 1
     take = rows.__getitem__
-    starts = [0] * len(runs)
     for cut in [*cuts, None]:
         if cancelled():
             return None
         piece = []
-        for k, run in enumerate(runs):
-            end = len(run) if cut is None else bisect_right(run, cut, starts[k])
-            piece += run[starts[k] : end]
-            starts[k] = end
+        for run in runs:  # (each run gives up what it hands over: its ints are freed a piece at a
+            end = len(run) if cut is None else bisect_right(run, cut)  # time, not all at the end)
+            piece += run[:end]
+            del run[:end]
         piece.sort()
         out.extend(map(take, map(and_, piece, repeat(mask))))
+        del piece
+        time.sleep(0)
     return out
 
 

@@ -78,6 +78,23 @@ async def test_filter_exact_counts() -> None:
             assert names == sorted(names)
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
+def test_find_row_in_a_sorted_view_is_its_index(chunk: int) -> None:
+    # a sorted view's cursor row is found in the worker a chunk at a time: the same answer as one
+    # ``index``, chunk ends included, and 0 for a name not shown
+    from array import array
+
+    from refscope.app.tui.models import filtering
+
+    snap = sample()
+    rows = list(range(len(snap)))
+    view = array("I", rows[1::2][::-1] + rows[::2])
+    for k, row in enumerate(view):
+        assert filtering.find_row(snap, view, snap.name_at(row), chunk) == k
+    assert filtering.find_row(snap, view[:3], snap.name_at(view[5]), chunk) == 0
+    assert filtering.find_row(snap, range(2, 5), snap.name_at(3), chunk) == 1
+
+
 @pytest.mark.parametrize(("text", "expected", "kind"), FILTERS)
 def test_filter_views_match_brute_force(text: str, expected: int, kind: str) -> None:
     from refscope.app.tui.models import filtering

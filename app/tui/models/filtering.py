@@ -228,6 +228,21 @@ def _names(snapshot, prefix: bytes, start: int, stop: int):
     return snapshot.iter_names(first)
 
 
+def find_row(snapshot, view: View, name: bytes, chunk: int = 1 << 16) -> int:
+    """``index_of`` a view in another order than the names' (a sort: the row is looked for, 0 if not
+    there), in a worker and a chunk at a time: one ``index`` over every row is a C loop that holds the
+    GIL the UI waits for, and on the UI thread it would be that long a frame."""
+    if isinstance(view, range) or not len(view):
+        return index_of(snapshot, view, name, False)
+    row = snapshot.prefix_range(name).start
+    for lo in range(0, len(view), chunk):
+        try:
+            return view.index(row, lo, min(lo + chunk, len(view)))
+        except ValueError:
+            continue
+    return 0
+
+
 def index_of(snapshot, view: View, name: bytes, by_name: bool = True) -> int:
     """Position in ``view`` of ``name``, or of the first row after it (for keeping the cursor in place).
     ``by_name`` False: the view is in another order (a sort); the row is looked for (0 if not there)."""

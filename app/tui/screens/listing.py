@@ -129,10 +129,10 @@ class RefListing(Screen):
             extra += f" · tips {100 * scan[0] // max(1, scan[1])}%"
         self.query_one("#count", Label).update(Text(f"{shown:,} of {total:,} shown{kind}{extra}"))
 
-    def _show_view(self, snapshot, view, keep: bytes | None = None) -> None:
+    def _show_view(self, snapshot, view, keep: bytes | None = None, at: int | None = None) -> None:
         self.ref_list.facts = self.facts
         self.ref_list.by_name = self.sort == "name"
-        self.ref_list.set_view(snapshot, view, keep=keep)
+        self.ref_list.set_view(snapshot, view, keep=keep, at=at)
         self.update_count()
         self.update_status()
 
@@ -212,7 +212,10 @@ class RefListing(Screen):
             if got is None or worker.is_cancelled:
                 return
             view = got if isinstance(got, array) else array("I", got)
-        app.call_from_thread(self._prepared, generation, snapshot, count, view, keep, reports)
+        at = None
+        if keep is not None and sort != "name":  # (the cursor's row found here, not on the UI thread)
+            at = filtering.find_row(snapshot, view, keep)
+        app.call_from_thread(self._prepared, generation, snapshot, count, view, keep, reports, at)
 
     def _tester(self, snapshot, pattern):
         """The backend's test of ``pattern``'s conditions (merged, age); in the worker (it may walk)."""
@@ -223,7 +226,9 @@ class RefListing(Screen):
         head = self.head_branch or b"HEAD"
         return tester(self.facts, snapshot, pattern.conditions, head)
 
-    def _prepared(self, generation: int, snapshot, count: int, view, keep, reports) -> None:
+    def _prepared(
+        self, generation: int, snapshot, count: int, view, keep, reports, at: int | None = None
+    ) -> None:
         app = self.app
         app.note_count(snapshot, count)
         for report in reports:
@@ -233,7 +238,7 @@ class RefListing(Screen):
         self.query_one("#filter-progress").display = False
         if keep is None and self.ref_list.preview is not None:
             keep = self.ref_list.current_name() if self.ref_list.cursor else None
-        self._show_view(snapshot, view, keep=keep)
+        self._show_view(snapshot, view, keep=keep, at=at)
         if self.facts is not None and self.tips_scanned is None:
             self.tips_scanned = (0, count)
             freeze_once()
@@ -360,7 +365,7 @@ class RefListing(Screen):
         total = len(facts.table)
         if not facts.know_times(range(total), cancelled, read=False):  # (the date order's, ready early)
             return
-        if not facts.read_in_child(range(total), cancelled):  # (another process's reads: off our GIL)
+        if not facts.read_in_child(range(total), cancelled, background=True):  # (off our GIL)
             return
         if facts.child_failed is not None:
             self.app.call_from_thread(self._child_failed)

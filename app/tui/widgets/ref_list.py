@@ -100,15 +100,18 @@ class RefList(LineList):
         self.by_name = True  # False while the view is sorted otherwise (the cursor is then found by row)
 
     # -- data -------------------------------------------------------------------------------------------
-    def set_view(self, snapshot, view: View, *, keep: bytes | None = None) -> None:
-        """Swap in a snapshot and/or view at once; keep the cursor on ``keep`` (a name) if given."""
+    def set_view(self, snapshot, view: View, *, keep: bytes | None = None, at: int | None = None) -> None:
+        """Swap in a snapshot and/or view at once; keep the cursor on ``keep`` (a name) if given, found
+        at ``at`` when the worker that made a sorted view looked for it already (``find_row``)."""
         self.snapshot = snapshot
         self.view = view
         self.preview = None
         self.overrides = {}
         self._cache.clear()
         self.virtual_size = Size(self.size.width, len(view))
-        if keep is not None and len(view):
+        if keep is not None and at is not None:
+            self.cursor = min(at, max(0, len(view) - 1))
+        elif keep is not None and len(view):
             self.cursor = index_of(snapshot, view, keep, self.by_name)
         else:
             self.cursor = min(self.cursor, max(0, len(view) - 1))

@@ -159,6 +159,11 @@ def test_commit_graph_matches_git_log(tmp_path, hash_name, split):
         assert t == int(when)
         assert [graph.oid(p).hex() for p in ps] == parents
     assert graph.position(b"\1" * (20 if hash_name == "sha1" else 32)) is None
+    every = list(range(graph.total))[::-1]  # (the bulk times, by C passes or layer by layer)
+    assert graph.times(every) == [graph.commit(p)[0] for p in every]
+    assert graph.times([]) == []
+    with pytest.raises(CorruptStore):
+        graph.times([0, graph.total])
 
 
 @pytest.mark.parametrize("block", [7, 8192])

@@ -146,8 +146,13 @@ def test_table_gives_back_each_tip(tips: Path) -> None:
     assert kinds == {"commit", "tag", None}
 
 
-def test_times_from_the_commit_graph_sort_as_the_objects(tips: Path) -> None:
-    # the date order before the objects are read (the commit-graph's times) is the order after
+@pytest.mark.parametrize("chunk", [2, 3, 1 << 14])
+def test_times_from_the_commit_graph_sort_as_the_objects(
+    tips: Path, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the date order before the objects are read (the commit-graph's times) is the order after; every
+    # pass over the slots and rows goes a chunk at a time (chunks of 2 and 3 end everywhere)
+    monkeypatch.setattr(tips_view, "ROWS_CHUNK", chunk)
     git(tips, "commit-graph", "write", "--reachable")
     repo = discover(str(tips))
     snap = open_store(repo).snapshot()
@@ -156,6 +161,23 @@ def test_times_from_the_commit_graph_sort_as_the_objects(tips: Path) -> None:
     assert sum(early.table.state[s] == 1 for s in range(len(early.table))) >= 5  # (graph, not read)
     want = git(tips, "for-each-ref", "--sort=-committerdate", "--format=%(refname)").split()
     assert [snap.name_at(i) for i in order] == want
+    read = TipFacts(repo)
+    read.fill([tips_view.target_oid(snap, r) for r in snap])  # (every object read first)
+    assert list(read.order(snap, range(len(snap)), "date")) == order
+
+
+def test_date_order_of_chunks_is_one_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ties, rows naming no object (slot -1) and a subset of the rows: the chunked order is one stable
+    # sort by descending time
+    from array import array
+
+    monkeypatch.setattr(tips_view, "ROWS_CHUNK", 3)
+    times = array("q", [5, 9, 5, 0, 7, 9, 1])
+    per_row = array("i", [k % 8 - 1 for k in range(40)])
+    rows = [k for k in range(40) if k % 5 != 2]
+    got = list(tips_view.date_order(times, per_row, rows))
+    when = [0, *times]  # (slot -1: date 0)
+    assert got == sorted(rows, key=lambda r: -when[per_row[r] + 1])
 
 
 def test_damaged_object_is_its_rows_finding(tmp_path: Path, git_bin: str) -> None:
