@@ -109,10 +109,13 @@ class Child:
     """``Child(objects_dir, hash_name, oids)`` starts the reader; ``result()`` waits for its ``Columns``
     (or ``Failed``); ``abandon()`` kills it. ``pid`` for whoever must know which process it is.
     Started with ``oids`` None, it starts up (the interpreter, the imports, the pack indexes) while its
-    ids are still being found, and ``give`` hands them over."""
+    ids are still being found, and ``give`` hands them over. Only the first ``dated`` ids get the first
+    answer (``dates``): the commits the commit-graph dated already need none, and a child that has no
+    dates to send lowers its priority at once (the date sort ranking in the parent has the cores)."""
 
     def __init__(self, objects_dir: str, hash_name: str, oids: list[bytes] | None) -> None:
         self.n = 0
+        self.dated = 0
         self._ids = b""
         self.proc: subprocess.Popen | None = None
         self.failed: Failed | None = None
@@ -130,10 +133,11 @@ class Child:
         if oids is not None:
             self.give(oids)
 
-    def give(self, oids: list[bytes]) -> None:
-        """The ids to read (``send`` writes them)."""
+    def give(self, oids: list[bytes], dated: int | None = None) -> None:
+        """The ids to read (``send`` writes them), the first ``dated`` of them (all: None) dated first."""
         self.n = len(oids)
-        self._ids = b"".join(oids)
+        self.dated = self.n if dated is None else min(dated, self.n)
+        self._ids = self.dated.to_bytes(8, "little") + b"".join(oids)
 
     @property
     def pid(self) -> int:
@@ -152,7 +156,8 @@ class Child:
         self._ids = b""
 
     def dates(self) -> Dates | Failed:
-        """The first answer: which ids are commits and their committer times (blocks without the GIL)."""
+        """The first answer: which of the first ``dated`` ids are commits and their committer times
+        (blocks without the GIL)."""
         got = self._answer()
         if isinstance(got, Failed):
             return got
@@ -162,7 +167,7 @@ class Child:
             times.frombytes(raw)
         except (EOFError, TypeError, ValueError) as err:
             return self._fail(f"malformed answer ({err})")
-        if len(is_commit) != self.n or len(times) != self.n:
+        if len(is_commit) != self.dated or len(times) != self.dated:
             return self._fail("answer of the wrong length")
         return Dates(is_commit, times)
 
@@ -331,8 +336,9 @@ def _send(fd: int, data: bytes) -> None:
 
 
 def main() -> int:
-    """The child: ids on stdin (fixed width); on stdout, each answer after its length (8 bytes): the
-    commits' dates (``dates_of``: soon, for a date sort waiting), then the whole tips' columns."""
+    """The child: on stdin how many ids to date (8 bytes), then the ids (fixed width); on stdout, each
+    answer after its length (8 bytes): the dates of the first ids (``dates_of``: soon, for a date sort
+    waiting), then the whole tips' columns."""
     from ..model import HASH_HEXSZ
     from ..objects.odb import Odb
     from .tip_table import TipTable
@@ -343,9 +349,12 @@ def main() -> int:
     odb = Odb(objects_dir, hash_name)
     odb.locate_many([])  # (the pack indexes opened while the parent still finds the ids)
     raw = sys.stdin.buffer.read()
-    oids = [raw[k : k + width] for k in range(0, len(raw), width)]
+    dated = int.from_bytes(raw[:8], "little")
+    oids = [raw[k : k + width] for k in range(8, len(raw), width)]
+    if len(raw) < 8 or dated > len(oids):
+        return 3
     fd = sys.stdout.fileno()
-    _send(fd, dates_of(odb, oids))  # (first: a date sort may be waiting for it)
+    _send(fd, dates_of(odb, oids[:dated]))  # (first: a date sort may be waiting for it)
     table = TipTable()
     table.add(oids)
     if len(table) != len(oids):  # (the parent sends each id once)
