@@ -31,7 +31,7 @@ from .order import versioncmp
 from .tip_table import READ, UNKNOWN, TipTable, row_oid_chunks
 
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
-ROWS_CHUNK = 1 << 14  # rows handled between cancellation checks and lock hand-overs
+ROWS_CHUNK = 1 << 12  # rows handled between cancellation checks and lock hand-overs
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
 CHILD_MIN = 8192  # tips to read below which a child process (``tip_child``) costs more than it saves
 CHILDREN_MAX = 2  # child processes reading at once (no more than the cores)
