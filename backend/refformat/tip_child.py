@@ -32,7 +32,8 @@ from .fields import plain_times
 from .tip_table import NO_TIME
 
 NICE = 10  # the child's niceness once its dates are sent
-CHUNK = 1 << 15  # ids read per ``Tips.fill`` in the child (each pack is read in offset order per chunk)
+CHUNK = 1 << 15  # ids read per ``Tips.fill`` in the child, in offset order per pack (its argv: the parent's)
+PROGRESS = 1 << 63  # a length at least this is no answer's: the ids read so far (plus this), after a chunk
 COMMAND = (
     sys.executable,
     "-m",
@@ -116,12 +117,13 @@ class Child:
     def __init__(self, objects_dir: str, hash_name: str, oids: list[bytes] | None) -> None:
         self.n = 0
         self.dated = 0
+        self.progress = 0  # ids whose whole tips the child has read (it says so a chunk at a time)
         self._ids = b""
         self.proc: subprocess.Popen | None = None
         self.failed: Failed | None = None
         try:
             self.proc = subprocess.Popen(
-                [*COMMAND, os.fsencode(objects_dir), hash_name],
+                [*COMMAND, os.fsencode(objects_dir), hash_name, str(CHUNK)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -193,6 +195,10 @@ class Child:
             self.send()
         head = self.proc.stdout.read(8)
         size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        while size >= PROGRESS:  # (how far the reading is, between the answers: kept, not an answer)
+            self.progress = min(size - PROGRESS, self.n)
+            head = self.proc.stdout.read(8)
+            size = int.from_bytes(head, "little") if len(head) == 8 else -1
         parts, left = [], size
         while left > 0:  # (a bit at a time: a garbled length asks for no huge buffer)
             part = self.proc.stdout.read(min(left, 1 << 20))
@@ -330,7 +336,11 @@ def _idents_plain(contents: list[bytes], at: list[int], gt: list[int]) -> bool:
 
 
 def _send(fd: int, data: bytes) -> None:
-    out = memoryview(len(data).to_bytes(8, "little") + data)
+    _write(fd, len(data).to_bytes(8, "little") + data)
+
+
+def _write(fd: int, data: bytes) -> None:
+    out = memoryview(data)
     while out:
         out = out[os.write(fd, out) :]
 
@@ -338,13 +348,14 @@ def _send(fd: int, data: bytes) -> None:
 def main() -> int:
     """The child: on stdin how many ids to date (8 bytes), then the ids (fixed width); on stdout, each
     answer after its length (8 bytes): the dates of the first ids (``dates_of``: soon, for a date sort
-    waiting), then the whole tips' columns."""
+    waiting), then the whole tips' columns -- after each chunk of them read, how many (``PROGRESS``:
+    the scan's progress line moves while the children read, not from 0 to 100% when they are done)."""
     from ..model import HASH_HEXSZ
     from ..objects.odb import Odb
     from .tip_table import TipTable
     from .tips_view import read_into
 
-    objects_dir, hash_name = sys.argv[1], sys.argv[2]
+    objects_dir, hash_name, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
     width = HASH_HEXSZ[hash_name]
     odb = Odb(objects_dir, hash_name)
     odb.locate_many([])  # (the pack indexes opened while the parent still finds the ids)
@@ -361,8 +372,9 @@ def main() -> int:
         return 3
     with contextlib.suppress(OSError):  # (the rest is background work: a date sort ranking the dates
         os.nice(NICE)  # in the parent, which the UI waits for, has the cores first)
-    for lo in range(0, len(oids), CHUNK):
-        read_into(table, odb, range(lo, min(lo + CHUNK, len(oids))))
+    for lo in range(0, len(oids), chunk):
+        read_into(table, odb, range(lo, min(lo + chunk, len(oids))))
+        _write(fd, (PROGRESS + min(lo + chunk, len(oids))).to_bytes(8, "little"))
     _send(fd, encode(table, 0, len(table)))
     return 0
 

@@ -160,6 +160,7 @@ class TipFacts:
         cancelled: Callable[[], bool] = lambda: False,
         dates: bool = False,
         background: bool = False,
+        progress: Callable[[int], None] | None = None,
     ) -> bool:
         """Have a child process (``tip_child``) read the tips of ``slots`` not read yet, and wait for it:
         one child at a time, whoever asks while it runs waits for it (then asks for what is still
@@ -167,7 +168,8 @@ class TipFacts:
         slots unread, says why in ``child_failed`` and no other is started: the caller reads them here.
         ``dates``: what the date order needs is enough (the commits' times: the children send them first).
         ``background``: the scan, which nobody waits for: taking the columns stands aside while a job
-        inside ``first`` runs (a sort ranking the dates)."""
+        inside ``first`` runs (a sort ranking the dates). ``progress``: called now and then meanwhile
+        with how many tips the children have read."""
         state = self.table.state
         todo = list(slots)
         while True:
@@ -187,6 +189,8 @@ class TipFacts:
             while not event.wait(0.02):
                 if cancelled():
                     return False
+                if progress is not None:
+                    progress(sum(child.progress for child in job.children))
             if dates:
                 return True  # (the tips that are not commits are read by the caller: a few, or it waits)
 

@@ -418,6 +418,30 @@ async def test_children_date_only_what_the_commit_graph_did_not(
         assert await shown_by_date(pilot, app) == by_date
 
 
+def test_a_child_says_how_far_it_read(tips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # after each chunk of whole tips a child says how many it has read (the scan's progress line moves
+    # while it reads); its answers around those words are the same
+    from refscope.backend.objects.odb import objects_dir
+    from refscope.backend.refformat import tip_child, tips_view
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+
+    monkeypatch.setattr(tip_child, "CHUNK", 2)
+    repo = discover(str(tips))
+    snap = open_store(repo).snapshot()
+    oids = sorted({tips_view.target_oid(snap, r) for r in snap} - {None})
+    child = tip_child.Child(objects_dir(repo), repo.hash_name, oids)
+    assert len(oids) > 4 and child.progress == 0
+    dates = child.dates()
+    assert isinstance(dates, tip_child.Dates) and len(dates.times) == len(oids)
+    cols = child.result()
+    assert isinstance(cols, tip_child.Columns) and child.progress == len(oids)
+    here = tips_view.TipFacts(repo)
+    monkeypatch.setattr(tips_view, "CHILD_MIN", 1 << 60)
+    here.fill(oids)
+    assert cols.subject == [here.peek(o).subject for o in oids]
+
+
 FAILING_CHILDREN = [
     ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "tip reader failed (killed by signal 9)"),
     ("import sys; sys.stdin.buffer.read(); sys.exit(4)", "tip reader failed (exit status 4)"),
