@@ -32,7 +32,8 @@ from .fields import plain_times
 from .tip_table import NO_TIME
 
 NICE = 10  # the child's niceness once its dates are sent
-CHUNK = 1 << 15  # ids read per ``Tips.fill`` in the child (each pack is read in offset order per chunk)
+CHUNK = 1 << 15  # ids read per ``Tips.fill`` in the child, in offset order per pack (its argv: the parent's)
+PROGRESS = 1 << 63  # a length at least this is no answer's: the ids read so far (plus this), after a chunk
 COMMAND = (
     sys.executable,
     "-m",
@@ -109,16 +110,20 @@ class Child:
     """``Child(objects_dir, hash_name, oids)`` starts the reader; ``result()`` waits for its ``Columns``
     (or ``Failed``); ``abandon()`` kills it. ``pid`` for whoever must know which process it is.
     Started with ``oids`` None, it starts up (the interpreter, the imports, the pack indexes) while its
-    ids are still being found, and ``give`` hands them over."""
+    ids are still being found, and ``give`` hands them over. Only the first ``dated`` ids get the first
+    answer (``dates``): the commits the commit-graph dated already need none, and a child that has no
+    dates to send lowers its priority at once (the date sort ranking in the parent has the cores)."""
 
     def __init__(self, objects_dir: str, hash_name: str, oids: list[bytes] | None) -> None:
         self.n = 0
+        self.dated = 0
+        self.progress = 0  # ids whose whole tips the child has read (it says so a chunk at a time)
         self._ids = b""
         self.proc: subprocess.Popen | None = None
         self.failed: Failed | None = None
         try:
             self.proc = subprocess.Popen(
-                [*COMMAND, os.fsencode(objects_dir), hash_name],
+                [*COMMAND, os.fsencode(objects_dir), hash_name, str(CHUNK)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -130,10 +135,11 @@ class Child:
         if oids is not None:
             self.give(oids)
 
-    def give(self, oids: list[bytes]) -> None:
-        """The ids to read (``send`` writes them)."""
+    def give(self, oids: list[bytes], dated: int | None = None) -> None:
+        """The ids to read (``send`` writes them), the first ``dated`` of them (all: None) dated first."""
         self.n = len(oids)
-        self._ids = b"".join(oids)
+        self.dated = self.n if dated is None else min(dated, self.n)
+        self._ids = self.dated.to_bytes(8, "little") + b"".join(oids)
 
     @property
     def pid(self) -> int:
@@ -152,7 +158,8 @@ class Child:
         self._ids = b""
 
     def dates(self) -> Dates | Failed:
-        """The first answer: which ids are commits and their committer times (blocks without the GIL)."""
+        """The first answer: which of the first ``dated`` ids are commits and their committer times
+        (blocks without the GIL)."""
         got = self._answer()
         if isinstance(got, Failed):
             return got
@@ -162,7 +169,7 @@ class Child:
             times.frombytes(raw)
         except (EOFError, TypeError, ValueError) as err:
             return self._fail(f"malformed answer ({err})")
-        if len(is_commit) != self.n or len(times) != self.n:
+        if len(is_commit) != self.dated or len(times) != self.dated:
             return self._fail("answer of the wrong length")
         return Dates(is_commit, times)
 
@@ -188,6 +195,10 @@ class Child:
             self.send()
         head = self.proc.stdout.read(8)
         size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        while size >= PROGRESS:  # (how far the reading is, between the answers: kept, not an answer)
+            self.progress = min(size - PROGRESS, self.n)
+            head = self.proc.stdout.read(8)
+            size = int.from_bytes(head, "little") if len(head) == 8 else -1
         parts, left = [], size
         while left > 0:  # (a bit at a time: a garbled length asks for no huge buffer)
             part = self.proc.stdout.read(min(left, 1 << 20))
@@ -325,35 +336,45 @@ def _idents_plain(contents: list[bytes], at: list[int], gt: list[int]) -> bool:
 
 
 def _send(fd: int, data: bytes) -> None:
-    out = memoryview(len(data).to_bytes(8, "little") + data)
+    _write(fd, len(data).to_bytes(8, "little") + data)
+
+
+def _write(fd: int, data: bytes) -> None:
+    out = memoryview(data)
     while out:
         out = out[os.write(fd, out) :]
 
 
 def main() -> int:
-    """The child: ids on stdin (fixed width); on stdout, each answer after its length (8 bytes): the
-    commits' dates (``dates_of``: soon, for a date sort waiting), then the whole tips' columns."""
+    """The child: on stdin how many ids to date (8 bytes), then the ids (fixed width); on stdout, each
+    answer after its length (8 bytes): the dates of the first ids (``dates_of``: soon, for a date sort
+    waiting), then the whole tips' columns -- after each chunk of them read, how many (``PROGRESS``:
+    the scan's progress line moves while the children read, not from 0 to 100% when they are done)."""
     from ..model import HASH_HEXSZ
     from ..objects.odb import Odb
     from .tip_table import TipTable
     from .tips_view import read_into
 
-    objects_dir, hash_name = sys.argv[1], sys.argv[2]
+    objects_dir, hash_name, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
     width = HASH_HEXSZ[hash_name]
     odb = Odb(objects_dir, hash_name)
     odb.locate_many([])  # (the pack indexes opened while the parent still finds the ids)
     raw = sys.stdin.buffer.read()
-    oids = [raw[k : k + width] for k in range(0, len(raw), width)]
+    dated = int.from_bytes(raw[:8], "little")
+    oids = [raw[k : k + width] for k in range(8, len(raw), width)]
+    if len(raw) < 8 or dated > len(oids):
+        return 3
     fd = sys.stdout.fileno()
-    _send(fd, dates_of(odb, oids))  # (first: a date sort may be waiting for it)
+    _send(fd, dates_of(odb, oids[:dated]))  # (first: a date sort may be waiting for it)
     table = TipTable()
     table.add(oids)
     if len(table) != len(oids):  # (the parent sends each id once)
         return 3
     with contextlib.suppress(OSError):  # (the rest is background work: a date sort ranking the dates
         os.nice(NICE)  # in the parent, which the UI waits for, has the cores first)
-    for lo in range(0, len(oids), CHUNK):
-        read_into(table, odb, range(lo, min(lo + CHUNK, len(oids))))
+    for lo in range(0, len(oids), chunk):
+        read_into(table, odb, range(lo, min(lo + chunk, len(oids))))
+        _write(fd, (PROGRESS + min(lo + chunk, len(oids))).to_bytes(8, "little"))
     _send(fd, encode(table, 0, len(table)))
     return 0
 

@@ -16,7 +16,7 @@ are written before its state says so.
 from __future__ import annotations
 
 from array import array
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 
 from ..objects.parse import Ident
 from ..objects.tips import MISSING, Tip
@@ -100,12 +100,12 @@ class TipTable:
         self.pos[s] = pos
         self.state[s] = GRAPHED
 
-    def graphed_many(self, slots, times, positions) -> None:
-        """``graphed`` of each of ``slots``, ``times`` and ``positions`` (a chunk: one call, no
-        method call per slot)."""
+    def graphed_many(self, slots, times, positions=None) -> None:
+        """``graphed`` of each of ``slots``, ``times`` and ``positions`` (None: not known there) -- a
+        chunk in one call, no method call per slot."""
         state, kind, pkind, ctime, pos = self.state, self.kind, self.peeled_kind, self.ctime, self.pos
         commit = _CODE["commit"]
-        for s, t, p in zip(slots, times, positions, strict=True):
+        for s, t, p in zip(slots, times, repeat(-1) if positions is None else positions, strict=False):
             if state[s] == UNKNOWN:
                 kind[s] = pkind[s] = commit
                 ctime[s] = t

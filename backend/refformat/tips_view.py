@@ -20,7 +20,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
 from itertools import compress, repeat
-from operator import add, and_, is_not, mul
+from operator import add, and_, eq, is_not, mul
 from operator import neg as neg_
 
 from ..errors import CorruptStore, RefscopeError
@@ -31,7 +31,7 @@ from .order import versioncmp
 from .tip_table import READ, UNKNOWN, TipTable, row_oid_chunks
 
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
-ROWS_CHUNK = 1 << 14  # rows handled between cancellation checks and lock hand-overs
+ROWS_CHUNK = 1 << 12  # rows handled between cancellation checks and lock hand-overs
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
 CHILD_MIN = 8192  # tips to read below which a child process (``tip_child``) costs more than it saves
 CHILDREN_MAX = 2  # child processes reading at once (no more than the cores)
@@ -85,6 +85,7 @@ class TipFacts:
         self._child_lock = threading.Lock()
         self.child_failed: str | None = None  # why the child failed (its slots are then read here)
         self.child_read = 0  # tips the children have read (for the benchmark and the tests)
+        self.child_dated = 0  # of them, those the children were asked to date first
         self._spare: list = []  # children started before their ids were known (``prestart``)
 
     @contextlib.contextmanager
@@ -159,6 +160,7 @@ class TipFacts:
         cancelled: Callable[[], bool] = lambda: False,
         dates: bool = False,
         background: bool = False,
+        progress: Callable[[int], None] | None = None,
     ) -> bool:
         """Have a child process (``tip_child``) read the tips of ``slots`` not read yet, and wait for it:
         one child at a time, whoever asks while it runs waits for it (then asks for what is still
@@ -166,7 +168,8 @@ class TipFacts:
         slots unread, says why in ``child_failed`` and no other is started: the caller reads them here.
         ``dates``: what the date order needs is enough (the commits' times: the children send them first).
         ``background``: the scan, which nobody waits for: taking the columns stands aside while a job
-        inside ``first`` runs (a sort ranking the dates)."""
+        inside ``first`` runs (a sort ranking the dates). ``progress``: called now and then meanwhile
+        with how many tips the children have read."""
         state = self.table.state
         todo = list(slots)
         while True:
@@ -186,6 +189,8 @@ class TipFacts:
             while not event.wait(0.02):
                 if cancelled():
                     return False
+                if progress is not None:
+                    progress(sum(child.progress for child in job.children))
             if dates:
                 return True  # (the tips that are not commits are read by the caller: a few, or it waits)
 
@@ -197,6 +202,7 @@ class TipFacts:
 
         try:
             table = self.table
+            state = table.state
             # one child per core, each a contiguous share: all of them read while this process only waits
             n = max(1, min(cores(), CHILDREN_MAX, len(slots) // CHILD_MIN))
             cuts = [len(slots) * k // n for k in range(n + 1)]
@@ -207,21 +213,30 @@ class TipFacts:
             job.children += [
                 Child(self.objects_dir, self.repo.hash_name, None) for _ in range(n - len(spare))
             ]
-            for child, a, b in zip(job.children, cuts, cuts[1:], strict=False):
-                child.give([table.oids[s] for s in slots[a:b]])
+            # each share's slots with no date yet first: the children date only those (the commits
+            # the commit-graph holds have theirs)
+            shares = []
+            for a, b in zip(cuts, cuts[1:], strict=False):
+                undated = [s for s in slots[a:b] if state[s] == UNKNOWN]
+                shares.append((undated + [s for s in slots[a:b] if state[s] != UNKNOWN], len(undated)))
+            for child, (share, dated) in zip(job.children, shares, strict=False):
+                child.give([table.oids[s] for s in share], dated)
+                self.child_dated += dated
             for child in job.children:
                 child.send()
-            shares = [slots[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+            shares = [share for share, _ in shares]
             # first every commit's date (what a date sort waits for), then the whole tips
             for child, share in zip(job.children, shares, strict=True):
                 got = child.dates()
                 if isinstance(got, Failed):
                     return self._children_failed(job, got)
-                for lo in range(0, len(share), TAKE_CHUNK):
+                for lo in range(0, child.dated, TAKE_CHUNK):
+                    hi = min(lo + TAKE_CHUNK, child.dated)
+                    commits = got.is_commit[lo:hi]
                     with self.lock:
-                        for k in range(lo, min(lo + TAKE_CHUNK, len(share))):
-                            if got.is_commit[k]:
-                                table.graphed(share[k], got.times[k], -1)
+                        table.graphed_many(
+                            compress(share[lo:hi], commits), compress(got.times[lo:hi], commits)
+                        )
                     time.sleep(0)
             job.dated.set()
             for child, share in zip(job.children, shares, strict=True):
@@ -291,11 +306,18 @@ class TipFacts:
             for oids in row_oid_chunks(snap, ROWS_CHUNK):
                 if cancelled():
                     return None
-                with self.lock:
-                    table.add(oids)
-                # (C loops only; None, no object: -1; an array made of a list: extending one by an
+                # (C loops only, one look-up per row where its id has a slot already -- most rows, as
+                # refs share tips; None, no object: -1; an array made of a list: extending one by an
                 # iterator converts each item the slow way)
-                out.extend(array("i", list(map(get, oids, repeat(-1)))))
+                got = list(map(get, oids, repeat(-1)))
+                if -1 in got:  # (ids seen first here, or rows naming no object)
+                    miss = list(compress(range(len(got)), map(eq, got, repeat(-1))))
+                    new = list(map(oids.__getitem__, miss))
+                    with self.lock:
+                        table.add(new)
+                    for k, s in zip(miss, map(get, new, repeat(-1)), strict=True):
+                        got[k] = s
+                out.extend(array("i", got))
                 time.sleep(0)
             if len(table) < CHILD_MIN:  # (too few tips for a child after all: the started ones go)
                 self.drop_spares()

@@ -395,6 +395,53 @@ async def test_child_processes_read_gits_values_and_date_order(
         assert not any("tip reader" in n for n in notices(app))
 
 
+async def test_children_date_only_what_the_commit_graph_did_not(
+    tips: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # with a commit-graph the commits have their dates before the children start: the children are
+    # asked to date the rest only (the tags here), and the columns and the date order stay git's
+    from refscope.backend.refformat import tips_view
+
+    git(tips, "commit-graph", "write", "--reachable")
+    monkeypatch.setattr(tips_view, "CHILD_MIN", 1)
+    by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
+    app = make_app(tips)
+    async with app.run_test(size=SMALL) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.is_ready())
+        await tips_loaded(pilot, app)
+        facts = screen.facts
+        table = facts.table
+        assert facts.child_failed is None and facts.child_read > 0
+        outside = sum(table.pos[s] < 0 for s in range(len(table)))  # (the tags, and tips read here)
+        assert 0 < facts.child_dated <= outside < len(table)
+        assert await shown_by_date(pilot, app) == by_date
+
+
+def test_a_child_says_how_far_it_read(tips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # after each chunk of whole tips a child says how many it has read (the scan's progress line moves
+    # while it reads); its answers around those words are the same
+    from refscope.backend.objects.odb import objects_dir
+    from refscope.backend.refformat import tip_child, tips_view
+    from refscope.backend.repo import discover
+    from refscope.backend.store import open_store
+
+    monkeypatch.setattr(tip_child, "CHUNK", 2)
+    repo = discover(str(tips))
+    snap = open_store(repo).snapshot()
+    oids = sorted({tips_view.target_oid(snap, r) for r in snap} - {None})
+    child = tip_child.Child(objects_dir(repo), repo.hash_name, oids)
+    assert len(oids) > 4 and child.progress == 0
+    dates = child.dates()
+    assert isinstance(dates, tip_child.Dates) and len(dates.times) == len(oids)
+    cols = child.result()
+    assert isinstance(cols, tip_child.Columns) and child.progress == len(oids)
+    here = tips_view.TipFacts(repo)
+    monkeypatch.setattr(tips_view, "CHILD_MIN", 1 << 60)
+    here.fill(oids)
+    assert cols.subject == [here.peek(o).subject for o in oids]
+
+
 FAILING_CHILDREN = [
     ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "tip reader failed (killed by signal 9)"),
     ("import sys; sys.stdin.buffer.read(); sys.exit(4)", "tip reader failed (exit status 4)"),

@@ -34,6 +34,7 @@ from ..workers import work
 
 SORTS = ("name", "version", "date")  # what ``S`` cycles through
 TIPS_CHUNK = 8192  # tips of the background scan between two progress reports
+PROGRESS_SECONDS = 0.2  # the least time between two of them
 FLASH_SECONDS = 3.0
 MAX_OVERRIDES = 10_000  # changed refs laid over the old rows at once (more: wait for the swap)
 PREVIEW_ROWS = 300  # rows streamed for the first screen while the snapshot is indexed
@@ -67,6 +68,7 @@ class RefListing(Screen):
         self.head_branch: bytes | None = None  # the branch HEAD points at (merged's default, ahead/behind)
         self.filter_error: str | None = None  # the typed filter's refusal (the list kept its rows)
         self._child_noted = False  # the tip reader's failure was said
+        self._reported = 0.0  # when the scan's progress was last said
 
     @property
     def facts(self):
@@ -226,9 +228,7 @@ class RefListing(Screen):
         head = self.head_branch or b"HEAD"
         return tester(self.facts, snapshot, pattern.conditions, head)
 
-    def _prepared(
-        self, generation: int, snapshot, count: int, view, keep, reports, at: int | None = None
-    ) -> None:
+    def _prepared(self, generation: int, snapshot, count: int, view, keep, reports, at=None) -> None:
         app = self.app
         app.note_count(snapshot, count)
         for report in reports:
@@ -353,10 +353,9 @@ class RefListing(Screen):
 
     @work(thread=True, exclusive=True, group="tips-scan", description="read every tip")
     def scan_tips(self, snapshot) -> None:
-        """Every row's tip: first each row's slot in the tips table (no ``Ref`` per row) and the
-        commit-graph's times (what the date order needs), then the objects of every slot not read yet, a chunk at a time in the order the names first show them
-        (the background scan the filters, the date sort and the columns then find read); progress on
-        the count line."""
+        """Every row's tip: each row's slot in the tips table (no ``Ref`` per row) and the commit-graph's
+        times (what the date order needs) first, then the objects of every slot not read yet in the order
+        the names first show them (what the filters, the sort and the columns then find read)."""
         worker = get_current_worker()
         facts = self.facts
         cancelled = lambda: worker.is_cancelled  # noqa: E731
@@ -365,19 +364,22 @@ class RefListing(Screen):
         total = len(facts.table)
         if not facts.know_times(range(total), cancelled, read=False):  # (the date order's, ready early)
             return
-        if not facts.read_in_child(range(total), cancelled, background=True):  # (off our GIL)
-            return
+        progress = lambda done: self._report_tips(done, total)  # noqa: E731
+        if not facts.read_in_child(range(total), cancelled, background=True, progress=progress):
+            return  # (read in other processes: off our GIL)
         if facts.child_failed is not None:
             self.app.call_from_thread(self._child_failed)
-        last = 0.0
         for lo in range(0, total, TIPS_CHUNK):
             if not facts.read_slots(range(lo, min(lo + TIPS_CHUNK, total)), cancelled, background=True):
                 return
-            now = time.monotonic()
-            if now - last > 0.2:
-                last = now
-                self.app.call_from_thread(self._tips_progress, min(lo + TIPS_CHUNK, total), total)
+            progress(min(lo + TIPS_CHUNK, total))
         self.app.call_from_thread(self._tips_progress, total, total)
+
+    def _report_tips(self, done: int, total: int) -> None:
+        """(the scan's worker) How far the scan is, on the count line (moving while children read)."""
+        if done < total and time.monotonic() - self._reported > PROGRESS_SECONDS:
+            self._reported = time.monotonic()
+            self.app.call_from_thread(self._tips_progress, done, total)
 
     def _child_failed(self) -> None:
         """Say once that the tips are read in this process after all (the child reading them failed)."""

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 COMPARE_CHUNK = 1 << 16
 DERIVE_MAX = 65536  # records in the changed middle above which a row index is built afresh
 MAX_PIECES = 64  # a spliced row index with more pieces is flattened into one array
+# bytes of records per step of the count and the row index: each step is a few C calls over a chunk,
+# holding the GIL that long -- and the TUI builds them in a worker while its UI thread paints
+CHUNK = 1 << 20
 
 
 class RowIndex:
@@ -151,7 +154,7 @@ class RowIndex:
         he, size, hexlen = self.header_end, self.size, self.hexlen
         out = array("q")
         pos = he
-        chunk_size = 1 << 22
+        chunk_size = CHUNK
         check = self._names is None and self.sorted  # trusted order must be name order
         prev: bytes | None = None
         while pos < size:
@@ -225,7 +228,7 @@ class RowIndex:
         row = 0
         pos = self.header_end
         while pos < size:
-            end = self.chunk_end(pos, 1 << 22)
+            end = self.chunk_end(pos, CHUNK)
             data = self.read(pos, end)
             nl = data.count(b"\n")
             nc = data.count(b"^") if b"^" in data else 0
