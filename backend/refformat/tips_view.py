@@ -100,6 +100,12 @@ class TipFacts:
             with self._urgent_lock:
                 self._urgent -= 1
 
+    def stand_aside(self, cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Wait while work inside ``first`` runs: for work nobody waits for that would share the GIL
+        with it -- the detail line's ahead/behind walk, seconds of object reads without a commit-graph."""
+        while self._urgent and not cancelled():
+            time.sleep(0.01)
+
     # -- tips --------------------------------------------------------------------------------------------
     def peek(self, oid: bytes | None) -> Tip | None:
         """The tip of ``oid`` if read already (the UI thread's only question), else None."""

@@ -216,3 +216,19 @@ def test_damaged_object_is_its_rows_finding(tmp_path: Path, git_bin: str) -> Non
         if oid != bad:
             assert facts.peek(oid).subject == f"c{i}".encode()
     assert facts.peek(b"1" * 40).kind is None and facts.peek(b"1" * 40).subject is None
+
+
+def test_stand_aside_waits_for_the_work_the_user_waits_for(tips: Path) -> None:
+    # the detail line's walk waits while a sort or a filter runs (``first``), and goes on after it
+    import threading
+
+    facts = TipFacts(discover(str(tips)))
+    done = threading.Event()
+    facts.stand_aside()  # (nothing runs: at once)
+    with facts.first():
+        waiter = threading.Thread(target=lambda: (facts.stand_aside(), done.set()))
+        waiter.start()
+        assert not done.wait(0.2)
+        facts.stand_aside(lambda: True)  # (a cancelled waiter does not wait)
+    assert done.wait(10)
+    waiter.join()
