@@ -16,18 +16,15 @@ import contextlib
 import threading
 import time
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from functools import cmp_to_key
 from itertools import compress, repeat
-from operator import add, and_, eq, is_not, mul
-from operator import neg as neg_
+from operator import eq, is_not, mul
 
 from ..errors import CorruptStore, RefscopeError
 from ..model import HASH_HEXSZ
 from ..objects.tips import MISSING, Tip, Tips
 from . import dates
-from .order import versioncmp
+from .row_order import date_order, version_order
 from .tip_table import READ, UNKNOWN, TipTable, row_oid_chunks
 
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
@@ -51,16 +48,6 @@ def show_ident_date(ident, mode: str) -> str:
 def target_oid(snap, ref) -> bytes | None:
     """The object id a row shows: its own, or (a symref) the one its chain ends at."""
     return ref.oid if ref.target is None else snap.resolve(ref.target)
-
-
-def version_order(snap, rows: list[int]) -> list[int]:
-    """``rows`` (in name order) as ``--sort=version:refname`` orders their names (equal ones by name)."""
-    names = {i: snap.name_at(i) for i in rows}
-
-    def cmp(a: int, b: int) -> int:
-        return versioncmp(names[a], names[b]) or (a > b) - (a < b)
-
-    return sorted(rows, key=cmp_to_key(cmp))
 
 
 class TipFacts:
@@ -441,49 +428,6 @@ class TipFacts:
         left = self.merged_nodes(a)
         right = self.merged_nodes(b)  # (HEAD's branch: cached across cursor moves)
         return len(left - right), len(right - left)
-
-
-def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool] = lambda: False):
-    """``rows`` ordered newest first by ``times[per_row[row]]`` (slot -1, a row naming no object: date
-    0), equal times in the order of ``rows``; None when cancelled.
-
-    Each row is one int, its time negated times ``m`` plus its position in ``rows`` (unique, so a sort
-    of them is stable, and the position is the low bits). No C call over every row -- the UI would
-    wait for the GIL that long -- and no Python code per row: the keys are sorted a chunk at a time,
-    each sorted chunk cut by bisection at boundaries sampled from all of them, and the pieces that fall
-    between two boundaries sorted together (a chunk's size, whatever the dates' spread)."""
-    n = len(rows)
-    m = 1 << max(1, n.bit_length())
-    neg = array("q")
-    for lo in range(0, len(times), ROWS_CHUNK):
-        neg.extend(array("q", list(map(neg_, times[lo : lo + ROWS_CHUNK]))))
-    neg.append(0)  # (index -1)
-    runs = []
-    for lo in range(0, n, ROWS_CHUNK):
-        if cancelled():
-            return None
-        hi = min(lo + ROWS_CHUNK, n)
-        ks = map(mul, map(neg.__getitem__, map(per_row.__getitem__, rows[lo:hi])), repeat(m))
-        runs.append(sorted(map(add, ks, range(lo, hi))))
-        time.sleep(0)
-    step = max(1, ROWS_CHUNK // max(1, len(runs)))
-    cuts = sorted(x for run in runs for x in run[step - 1 :: step])[:: max(1, len(runs))]
-    out = array("I")
-    mask = m - 1
-    take = rows.__getitem__
-    for cut in [*cuts, None]:
-        if cancelled():
-            return None
-        piece = []
-        for run in runs:  # (each run gives up what it hands over: its ints are freed a piece at a
-            end = len(run) if cut is None else bisect_right(run, cut)  # time, not all at the end)
-            piece += run[:end]
-            del run[:end]
-        piece.sort()
-        out.extend(map(take, map(and_, piece, repeat(mask))))
-        del piece
-        time.sleep(0)
-    return out
 
 
 def read_into(table: TipTable, odb, slots) -> None:
