@@ -154,7 +154,7 @@ class Child:
         self.dated = self.n
         try:
             self.proc.stdin.write(head + b"".join(oids))  # (blocks without the GIL if need be)
-        except OSError:
+        except (OSError, ValueError):  # (gone, or abandoned meanwhile: its stdin closed)
             return False
         return True
 
@@ -162,7 +162,7 @@ class Child:
         """No more ids (``stream``)."""
         if self.proc is not None and not self.n:
             self.stream([])
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             if self.proc is not None:
                 self.proc.stdin.close()
 
