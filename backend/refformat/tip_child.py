@@ -33,6 +33,8 @@ from .tip_table import NO_TIME
 
 NICE = 10  # the child's niceness once its dates are sent
 CHUNK = 1 << 15  # ids read per ``Tips.fill`` in the child, in offset order per pack (its argv: the parent's)
+ALL = (1 << 63) - 1  # "date every id" (a streamed child: how many ids come is not known at the start)
+STREAM_BLOCK = 1 << 14  # ids a child takes from its stdin and dates at once
 PROGRESS = 1 << 63  # a length at least this is no answer's: the ids read so far (plus this), after a chunk
 COMMAND = (
     sys.executable,
@@ -140,6 +142,29 @@ class Child:
         self.n = len(oids)
         self.dated = self.n if dated is None else min(dated, self.n)
         self._ids = self.dated.to_bytes(8, "little") + b"".join(oids)
+
+    def stream(self, oids: list[bytes]) -> bool:
+        """More ids, written at once (the child dates them as they come; ``end`` says there are no
+        more): the ids of a million rows' table handed over while the parent still finds them. False
+        when the child is gone (``dates`` then says how it ended)."""
+        if self.proc is None:
+            return False
+        head = b"" if self.n else ALL.to_bytes(8, "little")
+        self.n += len(oids)
+        self.dated = self.n
+        try:
+            self.proc.stdin.write(head + b"".join(oids))  # (blocks without the GIL if need be)
+        except (OSError, ValueError):  # (gone, or abandoned meanwhile: its stdin closed)
+            return False
+        return True
+
+    def end(self) -> None:
+        """No more ids (``stream``)."""
+        if self.proc is not None and not self.n:
+            self.stream([])
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc is not None:
+                self.proc.stdin.close()
 
     @property
     def pid(self) -> int:
@@ -278,6 +303,12 @@ def dates_of(odb, oids: list[bytes]) -> bytes:
     """The first answer: for each id, 1 and its committer time when it is a commit, else 0 (what the
     date order needs: ``TipTable.sort_time``), marshalled; the objects read in pack order, a chunk at a
     time and column-wise (``date_columns``)."""
+    is_commit, times = dates_columns(odb, oids)
+    return marshal.dumps((bytes(is_commit), times.tobytes()))
+
+
+def dates_columns(odb, oids: list[bytes]) -> tuple[bytearray, array]:
+    """``dates_of``'s two columns, not marshalled (a streamed child dates its ids block by block)."""
     n = len(oids)
     is_commit = bytearray(n)
     times = array("q", bytes(8 * n))
@@ -293,7 +324,7 @@ def dates_of(odb, oids: list[bytes]) -> bytes:
             if c:
                 is_commit[k] = 1
                 times[k] = t
-    return marshal.dumps((bytes(is_commit), times.tobytes()))
+    return is_commit, times
 
 
 def date_columns(kinds: list[str], contents: list[bytes]) -> list[list]:
@@ -359,13 +390,26 @@ def main() -> int:
     width = HASH_HEXSZ[hash_name]
     odb = Odb(objects_dir, hash_name)
     odb.locate_many([])  # (the pack indexes opened while the parent still finds the ids)
-    raw = sys.stdin.buffer.read()
-    dated = int.from_bytes(raw[:8], "little")
-    oids = [raw[k : k + width] for k in range(8, len(raw), width)]
-    if len(raw) < 8 or dated > len(oids):
+    head = sys.stdin.buffer.read(8)
+    dated = int.from_bytes(head, "little")
+    # the ids come in blocks as the parent finds them (``Child.stream``): the first ``dated`` ones
+    # dated as they arrive, so the dates are ready soon after the last id
+    oids: list[bytes] = []
+    is_commit, times = bytearray(), array("q")
+    while raw := sys.stdin.buffer.read(width * STREAM_BLOCK):
+        if len(raw) % width:
+            return 3
+        block = [raw[k : k + width] for k in range(0, len(raw), width)]
+        todo = block[: max(0, dated - len(oids))]
+        oids += block
+        if todo:
+            got = dates_columns(odb, todo)
+            is_commit += got[0]
+            times += got[1]
+    if len(head) < 8 or (dated != ALL and dated > len(oids)):
         return 3
     fd = sys.stdout.fileno()
-    _send(fd, dates_of(odb, oids[:dated]))  # (first: a date sort may be waiting for it)
+    _send(fd, marshal.dumps((bytes(is_commit), times.tobytes())))  # (first: a date sort may wait)
     table = TipTable()
     table.add(oids)
     if len(table) != len(oids):  # (the parent sends each id once)

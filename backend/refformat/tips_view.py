@@ -16,26 +16,21 @@ import contextlib
 import threading
 import time
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from functools import cmp_to_key
 from itertools import compress, repeat
-from operator import add, and_, eq, is_not, mul
-from operator import neg as neg_
+from operator import eq, is_not, mul
 
 from ..errors import CorruptStore, RefscopeError
 from ..model import HASH_HEXSZ
 from ..objects.tips import MISSING, Tip, Tips
-from . import dates
-from .order import versioncmp
+from . import dates, tip_children
+from .row_order import date_order, version_order
+from .tip_children import ChildReads
 from .tip_table import READ, UNKNOWN, TipTable, row_oid_chunks
 
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
 ROWS_CHUNK = 1 << 12  # rows handled between cancellation checks and lock hand-overs
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
-CHILD_MIN = 8192  # tips to read below which a child process (``tip_child``) costs more than it saves
-CHILDREN_MAX = 2  # child processes reading at once (no more than the cores)
-TAKE_CHUNK = 8192  # a child's tips taken into the table under the lock at once
 _ONLY_COMMITS = bytes([0, 1]) + bytes(254)  # a kind code -> 1 for a commit, else 0
 
 
@@ -53,17 +48,7 @@ def target_oid(snap, ref) -> bytes | None:
     return ref.oid if ref.target is None else snap.resolve(ref.target)
 
 
-def version_order(snap, rows: list[int]) -> list[int]:
-    """``rows`` (in name order) as ``--sort=version:refname`` orders their names (equal ones by name)."""
-    names = {i: snap.name_at(i) for i in rows}
-
-    def cmp(a: int, b: int) -> int:
-        return versioncmp(names[a], names[b]) or (a > b) - (a < b)
-
-    return sorted(rows, key=cmp_to_key(cmp))
-
-
-class TipFacts:
+class TipFacts(ChildReads):
     """The object side of the TUI's columns, sort and filters for one repository."""
 
     def __init__(self, repo) -> None:
@@ -81,7 +66,7 @@ class TipFacts:
         self._walk_lock = threading.Lock()  # the graph (``graph``); taken before ``lock`` when both
         self._urgent = 0  # jobs someone waits for (``first``): the background scan stands aside
         self._urgent_lock = threading.Lock()
-        self._child: _ChildRead | None = None  # the child process reading tips, while one runs
+        self._child = None  # (``tip_children._ChildRead``) the children reading tips, while they run
         self._child_lock = threading.Lock()
         self.child_failed: str | None = None  # why the child failed (its slots are then read here)
         self.child_read = 0  # tips the children have read (for the benchmark and the tests)
@@ -99,6 +84,12 @@ class TipFacts:
         finally:
             with self._urgent_lock:
                 self._urgent -= 1
+
+    def stand_aside(self, cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Wait while work inside ``first`` runs: for work nobody waits for that would share the GIL
+        with it -- the detail line's ahead/behind walk, seconds of object reads without a commit-graph."""
+        while self._urgent and not cancelled():
+            time.sleep(0.01)
 
     # -- tips --------------------------------------------------------------------------------------------
     def peek(self, oid: bytes | None) -> Tip | None:
@@ -140,7 +131,7 @@ class TipFacts:
         ``background``: the scan, which waits while a job inside ``first`` runs."""
         state = self.table.state
         todo = [s for s in slots if state[s] != READ]
-        if len(todo) >= CHILD_MIN:
+        if len(todo) >= tip_children.CHILD_MIN:
             if not self.read_in_child(todo, cancelled):
                 return False
             todo = [s for s in todo if state[s] != READ]  # (none, unless the child failed)
@@ -154,142 +145,6 @@ class TipFacts:
             time.sleep(0)
         return True
 
-    def read_in_child(
-        self,
-        slots,
-        cancelled: Callable[[], bool] = lambda: False,
-        dates: bool = False,
-        background: bool = False,
-        progress: Callable[[int], None] | None = None,
-    ) -> bool:
-        """Have a child process (``tip_child``) read the tips of ``slots`` not read yet, and wait for it:
-        one child at a time, whoever asks while it runs waits for it (then asks for what is still
-        missing). False when cancelled (the child goes on for the others). A child that fails leaves its
-        slots unread, says why in ``child_failed`` and no other is started: the caller reads them here.
-        ``dates``: what the date order needs is enough (the commits' times: the children send them first).
-        ``background``: the scan, which nobody waits for: taking the columns stands aside while a job
-        inside ``first`` runs (a sort ranking the dates). ``progress``: called now and then meanwhile
-        with how many tips the children have read."""
-        state = self.table.state
-        todo = list(slots)
-        while True:
-            todo = [s for s in todo if (state[s] == UNKNOWN if dates else state[s] != READ)]
-            if len(todo) < CHILD_MIN or self.child_failed is not None:
-                return True
-            with self._child_lock:
-                job = self._child
-                if job is None:
-                    job = self._child = _ChildRead()
-                    threading.Thread(
-                        target=self._child_read, args=(job, todo), name="tip-child", daemon=True
-                    ).start()
-            event = job.dated if dates else job.done
-            if not dates and not background:
-                job.wanted += 1  # (the columns are awaited: taking them no longer stands aside)
-            while not event.wait(0.02):
-                if cancelled():
-                    return False
-                if progress is not None:
-                    progress(sum(child.progress for child in job.children))
-            if dates:
-                return True  # (the tips that are not commits are read by the caller: a few, or it waits)
-
-    def _child_read(self, job: _ChildRead, slots: list[int]) -> None:
-        """(its own thread) Start the child, wait for it without the GIL, take its columns into the
-        table a chunk at a time under the lock (the visible rows' reads wait one chunk at most)."""
-        from ..parallel import cores
-        from .tip_child import Child, Failed
-
-        try:
-            table = self.table
-            state = table.state
-            # one child per core, each a contiguous share: all of them read while this process only waits
-            n = max(1, min(cores(), CHILDREN_MAX, len(slots) // CHILD_MIN))
-            cuts = [len(slots) * k // n for k in range(n + 1)]
-            spare, self._spare = self._spare, []
-            for child in spare[n:]:
-                child.abandon()
-            job.children = spare[:n]
-            job.children += [
-                Child(self.objects_dir, self.repo.hash_name, None) for _ in range(n - len(spare))
-            ]
-            # each share's slots with no date yet first: the children date only those (the commits
-            # the commit-graph holds have theirs)
-            shares = []
-            for a, b in zip(cuts, cuts[1:], strict=False):
-                undated = [s for s in slots[a:b] if state[s] == UNKNOWN]
-                shares.append((undated + [s for s in slots[a:b] if state[s] != UNKNOWN], len(undated)))
-            for child, (share, dated) in zip(job.children, shares, strict=False):
-                child.give([table.oids[s] for s in share], dated)
-                self.child_dated += dated
-            for child in job.children:
-                child.send()
-            shares = [share for share, _ in shares]
-            # first every commit's date (what a date sort waits for), then the whole tips
-            for child, share in zip(job.children, shares, strict=True):
-                got = child.dates()
-                if isinstance(got, Failed):
-                    return self._children_failed(job, got)
-                for lo in range(0, child.dated, TAKE_CHUNK):
-                    hi = min(lo + TAKE_CHUNK, child.dated)
-                    commits = got.is_commit[lo:hi]
-                    with self.lock:
-                        table.graphed_many(
-                            compress(share[lo:hi], commits), compress(got.times[lo:hi], commits)
-                        )
-                    time.sleep(0)
-            job.dated.set()
-            for child, share in zip(job.children, shares, strict=True):
-                got = child.result()
-                if isinstance(got, Failed):
-                    return self._children_failed(job, got)
-                self.child_read += len(share)
-                for lo in range(0, len(share), TAKE_CHUNK):
-                    while self._urgent and not job.wanted:  # (a sort on the dates runs: its turn first)
-                        time.sleep(0.01)
-                    with self.lock:
-                        table.take(got, share, lo, min(lo + TAKE_CHUNK, len(share)))
-                    time.sleep(0)
-        except Exception as err:  # (never a waiter left waiting: the failure is said, the caller reads)
-            self.child_failed = f"tip reader failed: {type(err).__name__}: {err}"
-        finally:
-            with self._child_lock:
-                self._child = None
-            job.dated.set()
-            job.done.set()
-
-    def _children_failed(self, job: _ChildRead, failed) -> None:
-        self.child_failed = failed.line
-        for other in job.children:
-            other.abandon()
-
-    def prestart(self, rows: int) -> None:
-        """Start the children that will read the tips of ``rows`` rows (when there may be enough of
-        them) before their ids are known: the interpreters start up meanwhile, on the other core."""
-        from ..parallel import cores
-        from .tip_child import Child
-
-        with self._child_lock:
-            if rows < CHILD_MIN or self._spare or self._child is not None or self.child_failed:
-                return
-            n = max(1, min(cores(), CHILDREN_MAX, rows // CHILD_MIN))
-            self._spare = [Child(self.objects_dir, self.repo.hash_name, None) for _ in range(n)]
-
-    def drop_spares(self) -> None:
-        """Kill the children started by ``prestart`` and not given work."""
-        with self._child_lock:
-            spare, self._spare = self._spare, []
-        for child in spare:
-            child.abandon()
-
-    def close(self) -> None:
-        """Kill the child still reading, if any (the app is leaving), and those not given work yet."""
-        self.drop_spares()
-        job = self._child
-        if job is not None:
-            for child in job.children:
-                child.abandon()
-
     # -- rows ----------------------------------------------------------------------------------------------
     def row_slots(self, snap, cancelled: Callable[[], bool] = lambda: False) -> array | None:
         """The table slot of each row of ``snap`` (-1: a row naming no object), built once for the
@@ -300,11 +155,15 @@ class TipFacts:
                 return got[1]
             out = array("i")
             table = self.table
+            stream = None
             if self._rows is None:  # (the first build: the children that will read the tips start now)
                 self.prestart(len(snap))
+                stream = self._stream_start()
             get = table.slots.get
             for oids in row_oid_chunks(snap, ROWS_CHUNK):
                 if cancelled():
+                    if stream is not None:
+                        self._stream_end(stream, cancelled=True)
                     return None
                 # (C loops only, one look-up per row where its id has a slot already -- most rows, as
                 # refs share tips; None, no object: -1; an array made of a list: extending one by an
@@ -314,12 +173,19 @@ class TipFacts:
                     miss = list(compress(range(len(got)), map(eq, got, repeat(-1))))
                     new = list(map(oids.__getitem__, miss))
                     with self.lock:
+                        base = len(table)
                         table.add(new)
+                    if stream is not None and len(table) > base:
+                        self._stream(stream, base, len(table))
                     for k, s in zip(miss, map(get, new, repeat(-1)), strict=True):
                         got[k] = s
                 out.extend(array("i", got))
                 time.sleep(0)
-            if len(table) < CHILD_MIN:  # (too few tips for a child after all: the started ones go)
+            if stream is not None:  # (too few tips for children after all: they go, as below)
+                self._stream_end(stream, cancelled=len(table) < tip_children.CHILD_MIN)
+            if (
+                len(table) < tip_children.CHILD_MIN
+            ):  # (too few tips for a child after all: the started ones go)
                 self.drop_spares()
             self._rows = (snap, out)
             return out
@@ -354,7 +220,7 @@ class TipFacts:
         if not read:
             return True
         todo = [s for s in todo if state[s] == UNKNOWN]
-        if len(todo) >= CHILD_MIN and not self.read_in_child(todo, cancelled, dates=True):
+        if len(todo) >= tip_children.CHILD_MIN and not self.read_in_child(todo, cancelled, dates=True):
             return False
         return self.read_slots([s for s in todo if state[s] == UNKNOWN], cancelled)
 
@@ -437,49 +303,6 @@ class TipFacts:
         return len(left - right), len(right - left)
 
 
-def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool] = lambda: False):
-    """``rows`` ordered newest first by ``times[per_row[row]]`` (slot -1, a row naming no object: date
-    0), equal times in the order of ``rows``; None when cancelled.
-
-    Each row is one int, its time negated times ``m`` plus its position in ``rows`` (unique, so a sort
-    of them is stable, and the position is the low bits). No C call over every row -- the UI would
-    wait for the GIL that long -- and no Python code per row: the keys are sorted a chunk at a time,
-    each sorted chunk cut by bisection at boundaries sampled from all of them, and the pieces that fall
-    between two boundaries sorted together (a chunk's size, whatever the dates' spread)."""
-    n = len(rows)
-    m = 1 << max(1, n.bit_length())
-    neg = array("q")
-    for lo in range(0, len(times), ROWS_CHUNK):
-        neg.extend(array("q", list(map(neg_, times[lo : lo + ROWS_CHUNK]))))
-    neg.append(0)  # (index -1)
-    runs = []
-    for lo in range(0, n, ROWS_CHUNK):
-        if cancelled():
-            return None
-        hi = min(lo + ROWS_CHUNK, n)
-        ks = map(mul, map(neg.__getitem__, map(per_row.__getitem__, rows[lo:hi])), repeat(m))
-        runs.append(sorted(map(add, ks, range(lo, hi))))
-        time.sleep(0)
-    step = max(1, ROWS_CHUNK // max(1, len(runs)))
-    cuts = sorted(x for run in runs for x in run[step - 1 :: step])[:: max(1, len(runs))]
-    out = array("I")
-    mask = m - 1
-    take = rows.__getitem__
-    for cut in [*cuts, None]:
-        if cancelled():
-            return None
-        piece = []
-        for run in runs:  # (each run gives up what it hands over: its ints are freed a piece at a
-            end = len(run) if cut is None else bisect_right(run, cut)  # time, not all at the end)
-            piece += run[:end]
-            del run[:end]
-        piece.sort()
-        out.extend(map(take, map(and_, piece, repeat(mask))))
-        del piece
-        time.sleep(0)
-    return out
-
-
 def read_into(table: TipTable, odb, slots) -> None:
     """Read the objects of ``slots`` into ``table`` (the parent's, under its lock; or a child's: the same
     code reads the same facts). A ``Tips`` per batch: its per-object records are dropped once their
@@ -498,14 +321,3 @@ def read_into(table: TipTable, odb, slots) -> None:
             where = "" if err.offset is None else f" at byte {err.offset}"
             tip = Tip(None, None, None, None, None, f"unreadable: {err.what}{where}".encode())
         table.store(s, tip)
-
-
-class _ChildRead:
-    """One child's read of many slots (``TipFacts.read_in_child``): ``done`` once its columns are in
-    the table or it failed."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.dated = threading.Event()  # every commit's committer time is in the table (``graphed``)
-        self.wanted = 0  # waiters for the whole columns (the scan, a filter): the take does not pause
-        self.children: list = []  # (``tip_child.Child``)

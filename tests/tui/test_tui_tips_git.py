@@ -371,10 +371,10 @@ async def test_child_processes_read_gits_values_and_date_order(
 ) -> None:
     # the tips read in other processes (``tip_child``; every table, however small, here) and taken into
     # the table: the columns and the date order are git's, without a commit-graph to take dates from
-    from refscope.backend.refformat import tips_view
+    from refscope.backend.refformat import tip_children, tips_view
 
     assert not list((tips / ".git" / "objects" / "info").glob("commit-graph*"))
-    monkeypatch.setattr(tips_view, "CHILD_MIN", 1)
+    monkeypatch.setattr(tip_children, "CHILD_MIN", 1)
     by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
     app = make_app(tips)
     async with app.run_test(size=SMALL) as pilot:
@@ -387,7 +387,7 @@ async def test_child_processes_read_gits_values_and_date_order(
         assert facts.child_failed is None and facts.child_read > 0
         # every tip as this process reads it (whose columns ``test_columns_show_gits_values`` checks)
         here = tips_view.TipFacts(facts.repo)
-        monkeypatch.setattr(tips_view, "CHILD_MIN", 1 << 60)
+        monkeypatch.setattr(tip_children, "CHILD_MIN", 1 << 60)
         here.read_slots([here.table.slot(o) for o in facts.table.oids])
         assert here.child_read == 0
         assert [facts.peek(o) for o in facts.table.oids] == [here.peek(o) for o in facts.table.oids]
@@ -400,10 +400,10 @@ async def test_children_date_only_what_the_commit_graph_did_not(
 ) -> None:
     # with a commit-graph the commits have their dates before the children start: the children are
     # asked to date the rest only (the tags here), and the columns and the date order stay git's
-    from refscope.backend.refformat import tips_view
+    from refscope.backend.refformat import tip_children
 
     git(tips, "commit-graph", "write", "--reachable")
-    monkeypatch.setattr(tips_view, "CHILD_MIN", 1)
+    monkeypatch.setattr(tip_children, "CHILD_MIN", 1)
     by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
     app = make_app(tips)
     async with app.run_test(size=SMALL) as pilot:
@@ -422,7 +422,7 @@ def test_a_child_says_how_far_it_read(tips: Path, monkeypatch: pytest.MonkeyPatc
     # after each chunk of whole tips a child says how many it has read (the scan's progress line moves
     # while it reads); its answers around those words are the same
     from refscope.backend.objects.odb import objects_dir
-    from refscope.backend.refformat import tip_child, tips_view
+    from refscope.backend.refformat import tip_child, tip_children, tips_view
     from refscope.backend.repo import discover
     from refscope.backend.store import open_store
 
@@ -437,7 +437,7 @@ def test_a_child_says_how_far_it_read(tips: Path, monkeypatch: pytest.MonkeyPatc
     cols = child.result()
     assert isinstance(cols, tip_child.Columns) and child.progress == len(oids)
     here = tips_view.TipFacts(repo)
-    monkeypatch.setattr(tips_view, "CHILD_MIN", 1 << 60)
+    monkeypatch.setattr(tip_children, "CHILD_MIN", 1 << 60)
     here.fill(oids)
     assert cols.subject == [here.peek(o).subject for o in oids]
 
@@ -456,9 +456,9 @@ async def test_a_failing_child_leaves_the_reads_here_with_a_notice(
 ) -> None:
     import sys
 
-    from refscope.backend.refformat import tip_child, tips_view
+    from refscope.backend.refformat import tip_child, tip_children
 
-    monkeypatch.setattr(tips_view, "CHILD_MIN", 1)
+    monkeypatch.setattr(tip_children, "CHILD_MIN", 1)
     command = (sys.executable, "-c", code) if code else (str(tips / "no-such-interpreter"),)
     monkeypatch.setattr(tip_child, "COMMAND", command)
     by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
@@ -525,7 +525,7 @@ async def test_children_started_early_are_reaped_when_the_tips_are_few(
 ) -> None:
     # the children are started with the row slots' build (``prestart``, enough rows); with fewer tips
     # than a child is worth they are killed at once, none left waiting for ids, and the tips are git's
-    from refscope.backend.refformat import tips_view
+    from refscope.backend.refformat import tip_children, tips_view
 
     head = git(tips, "rev-parse", "HEAD").strip().decode()
     for k in range(5):  # (rows sharing a tip: fewer tips than rows)
@@ -539,7 +539,7 @@ async def test_children_started_early_are_reaped_when_the_tips_are_few(
         started.extend(self._spare)
 
     monkeypatch.setattr(tips_view.TipFacts, "prestart", prestart)
-    monkeypatch.setattr(tips_view, "CHILD_MIN", rows)  # rows enough, distinct tips too few
+    monkeypatch.setattr(tip_children, "CHILD_MIN", rows)  # rows enough, distinct tips too few
     by_date = git_lines(tips, "--sort=-committerdate", "--format=%(refname)")
     app = make_app(tips)
     async with app.run_test(size=SMALL) as pilot:

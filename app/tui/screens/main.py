@@ -23,6 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Label, ProgressBar, Static
+from textual.worker import get_current_worker
 
 from ..models import filtering
 from ..widgets import columns
@@ -224,6 +225,10 @@ class MainScreen(Marking, Editing, QueueTransaction):
 
     @work(thread=True, exclusive=True, group="detail", description="ahead/behind")
     def ahead_behind(self, snapshot, name: bytes, commit: bytes, head: bytes, text: Text) -> None:
+        worker = get_current_worker()
+        self.facts.stand_aside(lambda: worker.is_cancelled)  # (a sort or a filter first: the user waits)
+        if worker.is_cancelled:
+            return
         head_oid = snapshot.resolve(head)
         if head_oid is None:
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from refscope.backend.refformat import tip_filters, tips_view
+from refscope.backend.refformat import row_order, tip_filters, tips_view
 from refscope.backend.refformat.tip_filters import Age, parse_age
 from refscope.backend.refformat.tips_view import TipFacts, show_ident_date
 from refscope.backend.repo import discover
@@ -153,6 +153,7 @@ def test_times_from_the_commit_graph_sort_as_the_objects(
     # the date order before the objects are read (the commit-graph's times) is the order after; every
     # pass over the slots and rows goes a chunk at a time (chunks of 2 and 3 end everywhere)
     monkeypatch.setattr(tips_view, "ROWS_CHUNK", chunk)
+    monkeypatch.setattr(row_order, "ROWS_CHUNK", chunk)
     git(tips, "commit-graph", "write", "--reachable")
     repo = discover(str(tips))
     snap = open_store(repo).snapshot()
@@ -171,11 +172,11 @@ def test_date_order_of_chunks_is_one_sort(monkeypatch: pytest.MonkeyPatch) -> No
     # sort by descending time
     from array import array
 
-    monkeypatch.setattr(tips_view, "ROWS_CHUNK", 3)
+    monkeypatch.setattr(row_order, "ROWS_CHUNK", 3)
     times = array("q", [5, 9, 5, 0, 7, 9, 1])
     per_row = array("i", [k % 8 - 1 for k in range(40)])
     rows = [k for k in range(40) if k % 5 != 2]
-    got = list(tips_view.date_order(times, per_row, rows))
+    got = list(row_order.date_order(times, per_row, rows))
     when = [0, *times]  # (slot -1: date 0)
     assert got == sorted(rows, key=lambda r: -when[per_row[r] + 1])
 
@@ -216,3 +217,19 @@ def test_damaged_object_is_its_rows_finding(tmp_path: Path, git_bin: str) -> Non
         if oid != bad:
             assert facts.peek(oid).subject == f"c{i}".encode()
     assert facts.peek(b"1" * 40).kind is None and facts.peek(b"1" * 40).subject is None
+
+
+def test_stand_aside_waits_for_the_work_the_user_waits_for(tips: Path) -> None:
+    # the detail line's walk waits while a sort or a filter runs (``first``), and goes on after it
+    import threading
+
+    facts = TipFacts(discover(str(tips)))
+    done = threading.Event()
+    facts.stand_aside()  # (nothing runs: at once)
+    with facts.first():
+        waiter = threading.Thread(target=lambda: (facts.stand_aside(), done.set()))
+        waiter.start()
+        assert not done.wait(0.2)
+        facts.stand_aside(lambda: True)  # (a cancelled waiter does not wait)
+    assert done.wait(10)
+    waiter.join()
