@@ -260,7 +260,7 @@ class Child:
             self.proc.kill()
             self.proc.wait()
             for f in (self.proc.stdin, self.proc.stdout):
-                if not f.closed:
+                with contextlib.suppress(OSError, ValueError):  # (ids still buffered: EPIPE)
                     f.close()
 
 

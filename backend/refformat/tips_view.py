@@ -153,42 +153,53 @@ class TipFacts(ChildReads):
             got = self._rows
             if got is not None and got[0] is snap:
                 return got[1]
-            out = array("i")
             table = self.table
             stream = None
             if self._rows is None:  # (the first build: the children that will read the tips start now)
                 self.prestart(len(snap))
                 stream = self._stream_start()
-            get = table.slots.get
-            for oids in row_oid_chunks(snap, ROWS_CHUNK):
-                if cancelled():
-                    if stream is not None:
-                        self._stream_end(stream, cancelled=True)
-                    return None
-                # (C loops only, one look-up per row where its id has a slot already -- most rows, as
-                # refs share tips; None, no object: -1; an array made of a list: extending one by an
-                # iterator converts each item the slow way)
-                got = list(map(get, oids, repeat(-1)))
-                if -1 in got:  # (ids seen first here, or rows naming no object)
-                    miss = list(compress(range(len(got)), map(eq, got, repeat(-1))))
-                    new = list(map(oids.__getitem__, miss))
-                    with self.lock:
-                        base = len(table)
-                        table.add(new)
-                    if stream is not None and len(table) > base:
-                        self._stream(stream, base, len(table))
-                    for k, s in zip(miss, map(get, new, repeat(-1)), strict=True):
-                        got[k] = s
-                out.extend(array("i", got))
-                time.sleep(0)
+            try:
+                out = self._find_slots(snap, cancelled, stream)
+            except BaseException:  # (a damaged snapshot: the streamed children go, none left waiting)
+                if stream is not None:
+                    self._stream_end(stream, cancelled=True)
+                raise
+            if out is None:
+                if stream is not None:
+                    self._stream_end(stream, cancelled=True)
+                return None
             if stream is not None:  # (too few tips for children after all: they go, as below)
                 self._stream_end(stream, cancelled=len(table) < tip_children.CHILD_MIN)
-            if (
-                len(table) < tip_children.CHILD_MIN
-            ):  # (too few tips for a child after all: the started ones go)
+            if len(table) < tip_children.CHILD_MIN:  # (too few tips for a child: the started ones go)
                 self.drop_spares()
             self._rows = (snap, out)
             return out
+
+    def _find_slots(self, snap, cancelled: Callable[[], bool], stream) -> array | None:
+        """``row_slots``'s pass over the rows, new ids streamed to the children (``stream``)."""
+        table = self.table
+        out = array("i")
+        get = table.slots.get
+        for oids in row_oid_chunks(snap, ROWS_CHUNK):
+            if cancelled():
+                return None
+            # (C loops only, one look-up per row where its id has a slot already -- most rows, as
+            # refs share tips; None, no object: -1; an array made of a list: extending one by an
+            # iterator converts each item the slow way)
+            got = list(map(get, oids, repeat(-1)))
+            if -1 in got:  # (ids seen first here, or rows naming no object)
+                miss = list(compress(range(len(got)), map(eq, got, repeat(-1))))
+                new = list(map(oids.__getitem__, miss))
+                with self.lock:
+                    base = len(table)
+                    table.add(new)
+                if stream is not None and len(table) > base:
+                    self._stream(stream, base, len(table))
+                for k, s in zip(miss, map(get, new, repeat(-1)), strict=True):
+                    got[k] = s
+            out.extend(array("i", got))
+            time.sleep(0)
+        return out
 
     def know_times(self, slots, cancelled: Callable[[], bool] = lambda: False, read: bool = True) -> bool:
         """Make the committer time of each of ``slots`` known: from the commit-graph for the commits it
