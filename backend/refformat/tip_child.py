@@ -303,11 +303,11 @@ def dates_of(odb, oids: list[bytes]) -> bytes:
     """The first answer: for each id, 1 and its committer time when it is a commit, else 0 (what the
     date order needs: ``TipTable.sort_time``), marshalled; the objects read in pack order, a chunk at a
     time and column-wise (``date_columns``)."""
-    is_commit, times = dates_columns(odb, oids)
+    is_commit, times = commit_dates(odb, oids)
     return marshal.dumps((bytes(is_commit), times.tobytes()))
 
 
-def dates_columns(odb, oids: list[bytes]) -> tuple[bytearray, array]:
+def commit_dates(odb, oids: list[bytes]) -> tuple[bytearray, array]:
     """``dates_of``'s two columns, not marshalled (a streamed child dates its ids block by block)."""
     n = len(oids)
     is_commit = bytearray(n)
@@ -403,7 +403,7 @@ def main() -> int:
         todo = block[: max(0, dated - len(oids))]
         oids += block
         if todo:
-            got = dates_columns(odb, todo)
+            got = commit_dates(odb, todo)
             is_commit += got[0]
             times += got[1]
     if len(head) < 8 or (dated != ALL and dated > len(oids)):
