@@ -46,12 +46,11 @@ def build_app(args: argparse.Namespace, meter=None, first_open_fatal: bool = Fal
     from .tui.app import RefscopeApp
 
     # The switch interval is the slice of the GIL a thread keeps while another waits for it. Workers that
-    # index, scan or sort a big snapshot are CPU-bound: at the default 5 ms the UI thread waits up to 5 ms
-    # for every hand-back (a worker's pure Python runs that long); but at 1 ms a frame being painted --
-    # tens of ms of Python -- is cut into 1 ms slices, each waiting for a worker's next C call to end,
-    # and one frame took 80-130 ms while the index was built. 2 ms kept every wait under the frame
-    # budget in the 1M-ref benchmark (tests/bench/bench_tui_tips.py), where 1, 3 and 5 ms did not.
-    # This process runs only the TUI, so the global setting is ours to choose.
+    # index, scan or sort a big snapshot are CPU-bound: a long slice makes the UI thread wait that long
+    # for every hand-back, a short one cuts a frame being painted (tens of ms of Python) into many
+    # slices, each waiting for a worker's next C call to end. The value is the one that kept frames
+    # within budget in tests/bench/bench_tui_tips.py on 1M refs. This process runs only the TUI, so the
+    # global setting is ours to choose.
     sys.setswitchinterval(0.002)
     path = args.path
     if args.demo:
