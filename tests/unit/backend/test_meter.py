@@ -361,8 +361,13 @@ def test_nested_measures_are_exact(tmp_path: Path, outer_children: bool, inner_c
         os.close(fd)
 
 
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def _open_fds() -> set[int]:
+    """This process's descriptors. Tests compare sets, not counts: a file an earlier test left to the
+    collector (or a thread of its ending) may close meanwhile, which is no leak of ours."""
+    import gc
+
+    gc.collect()
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
 
 
 def test_no_fd_leak_over_2000_measures(tmp_path: Path) -> None:
@@ -377,7 +382,7 @@ def test_no_fd_leak_over_2000_measures(tmp_path: Path) -> None:
         with measure("y", children=True):
             pass
     assert m.report.syscalls_total == 1
-    assert _open_fds() == before
+    assert _open_fds() <= before
 
 
 def test_threads_release_their_counters() -> None:
@@ -400,14 +405,11 @@ def test_threads_release_their_counters() -> None:
         t = threading.Thread(target=work)
         t.start()
         t.join()
-    import gc
-
-    gc.collect()
     # A finished thread's counters are retired, not closed on the spot (closing costs RCU grace periods):
     # at most _RETIRED_MAX wait at any time, and handing them off releases every one of them.
-    assert _open_fds() - before <= keeper.RETIRED_MAX
+    assert len(_open_fds() - before) <= keeper.RETIRED_MAX
     keeper.hand_off_retired()
-    assert _open_fds() == before
+    assert _open_fds() <= before
 
 
 def test_empty_measure_counts_nothing() -> None:
