@@ -42,23 +42,28 @@ def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool]
     between two boundaries sorted together (a chunk's size, whatever the dates' spread)."""
     n = len(rows)
     m = 1 << max(1, n.bit_length())
-    neg = array("q")
+    whole = isinstance(rows, range) and rows.start == 0 and rows.step == 1 and len(per_row) == n
+    # each slot's time, negated, times m (a row's key is that plus its position): 64-bit cells (close
+    # together in memory, unlike a list's ints), or Python ints when a time far in the future leaves them
+    cells = max(times, default=0) <= ((1 << 63) - 1) // m
+    negm: array | list[int] = array("q") if cells else []
     for lo in range(0, len(times), ROWS_CHUNK):
-        neg.extend(array("q", list(map(neg_, times[lo : lo + ROWS_CHUNK]))))
-    neg.append(0)  # (index -1)
+        part = list(map(mul, map(neg_, times[lo : lo + ROWS_CHUNK]), repeat(m)))
+        negm.extend(array("q", part) if cells else part)
+    negm.append(0)  # (index -1)
     runs = []
     for lo in range(0, n, ROWS_CHUNK):
         if cancelled():
             return None
         hi = min(lo + ROWS_CHUNK, n)
-        ks = map(mul, map(neg.__getitem__, map(per_row.__getitem__, rows[lo:hi])), repeat(m))
-        runs.append(sorted(map(add, ks, range(lo, hi))))
+        # (every row shown: row i is slot per_row[i], and no look-up of the row in ``rows``)
+        slots = per_row[lo:hi] if whole else map(per_row.__getitem__, rows[lo:hi])
+        runs.append(sorted(map(add, map(negm.__getitem__, slots), range(lo, hi))))
         time.sleep(0)
     step = max(1, ROWS_CHUNK // max(1, len(runs)))
     cuts = sorted(x for run in runs for x in run[step - 1 :: step])[:: max(1, len(runs))]
     out = array("I")
     mask = m - 1
-    take = rows.__getitem__
     for cut in [*cuts, None]:
         if cancelled():
             return None
@@ -68,7 +73,9 @@ def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool]
             piece += run[:end]
             del run[:end]
         piece.sort()
-        out.extend(map(take, map(and_, piece, repeat(mask))))
+        got = map(and_, piece, repeat(mask))  # (positions in ``rows``)
+        # (an array made of a list: extending one by an iterator converts each item the slow way)
+        out.extend(array("I", list(got if whole else map(rows.__getitem__, got))))
         del piece
         time.sleep(0)
     return out

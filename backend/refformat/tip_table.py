@@ -65,14 +65,16 @@ class TipTable:
             self.slots[oid] = s  # (last: a reader that finds the slot finds its cells)
         return s
 
-    def add(self, oids) -> None:
-        """Slots for those of ``oids`` that have none (nothing known yet), made in bulk."""
+    def add(self, oids) -> dict[bytes, int]:
+        """Slots for those of ``oids`` that have none (nothing known yet), made in bulk; {id: slot} of
+        the ones made here (a small dict: the caller finds their slots without a look-up in ``slots``,
+        whose keys are spread over the heap)."""
         slots = self.slots
         fresh = dict.fromkeys(oids)
         fresh.pop(None, None)
         new = list(filterfalse(slots.__contains__, fresh))  # (first-seen order, C loops only)
         if not new:
-            return
+            return {}
         m = len(new)
         base = len(self.oids)
         self.oids.extend(new)
@@ -83,7 +85,9 @@ class TipTable:
         for col in (self.committer, self.author, self.pos):
             col.extend(array("i", [-1]) * m)
         self.subject.extend([None] * m)
-        slots.update(zip(new, range(base, base + m), strict=True))  # (last: a reader finds its cells)
+        made = dict(zip(new, range(base, base + m), strict=True))
+        slots.update(made)  # (last: a reader finds its cells)
+        return made
 
     def _person(self, ident: Ident | None) -> tuple[int, int]:
         if ident is None:

@@ -192,11 +192,12 @@ class TipFacts(ChildReads):
                 new = list(map(oids.__getitem__, miss))
                 with self.lock:
                     base = len(table)
-                    table.add(new)
+                    made = table.add(new)
                 if stream is not None and len(table) > base:
                     self._stream(stream, base, len(table))
-                for k, s in zip(miss, map(get, new, repeat(-1)), strict=True):
-                    got[k] = s
+                # (an id another thread gave a slot meanwhile, or None, is not in ``made``)
+                for k, o, s in zip(miss, new, map(made.get, new), strict=True):
+                    got[k] = get(o, -1) if s is None else s
             out.extend(array("i", got))
             time.sleep(0)
         return out

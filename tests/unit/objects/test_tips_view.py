@@ -167,15 +167,17 @@ def test_times_from_the_commit_graph_sort_as_the_objects(
     assert list(read.order(snap, range(len(snap)), "date")) == order
 
 
-def test_date_order_of_chunks_is_one_sort(monkeypatch: pytest.MonkeyPatch) -> None:
-    # ties, rows naming no object (slot -1) and a subset of the rows: the chunked order is one stable
-    # sort by descending time
+@pytest.mark.parametrize("shown", ["some", "every"])
+def test_date_order_of_chunks_is_one_sort(monkeypatch: pytest.MonkeyPatch, shown: str) -> None:
+    # ties, rows naming no object (slot -1), a time as far in the future as 64 bits hold, and a subset
+    # of the rows or every row (a range: its own path): the chunked order is one stable sort by
+    # descending time
     from array import array
 
     monkeypatch.setattr(row_order, "ROWS_CHUNK", 3)
-    times = array("q", [5, 9, 5, 0, 7, 9, 1])
-    per_row = array("i", [k % 8 - 1 for k in range(40)])
-    rows = [k for k in range(40) if k % 5 != 2]
+    times = array("q", [5, 9, 5, 0, (1 << 63) - 1, 7, 9, 1])
+    per_row = array("i", [k % 9 - 1 for k in range(40)])
+    rows = [k for k in range(40) if k % 5 != 2] if shown == "some" else range(40)
     got = list(row_order.date_order(times, per_row, rows))
     when = [0, *times]  # (slot -1: date 0)
     assert got == sorted(rows, key=lambda r: -when[per_row[r] + 1])
