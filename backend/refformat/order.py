@@ -57,33 +57,37 @@ def versioncmp(a: bytes, b: bytes) -> int:
 
 
 _RUNS = re.compile(rb"(\d+)")
+_MOST_ZEROS = (1 << 32) - 1
 
 
-def version_key(s: bytes) -> tuple:
-    """A key that orders as ``versioncmp`` does, so that a sort by version is one C-level sort: the
-    bytes outside digit runs as themselves (ints), each digit run as a token whose first item stands
-    where its first digit would (every byte of 0x30-0x39 is a digit, so against any other byte it
-    compares as a digit does): ``0x31, length, digits`` for an integer part (the longer run is the
-    larger number), ``0x30, -zeros, 1`` for a run of zeros alone and ``0x30, -zeros, 0, rest`` for a
-    fractional part, whose rest is compared byte by byte together with the byte after it (strverscmp
-    compares that byte as it is with the other's digit: in ``01a`` against ``012``, ``a`` against ``2``)."""
+def version_key(s: bytes) -> bytes:
+    """A key whose byte order is ``versioncmp``'s, so that a sort by version is one C-level sort, and a
+    million of them fit in little memory (bytes, not tuples): the bytes outside digit runs as
+    themselves, each digit run as a token whose first byte stands where its first digit would (every
+    byte of 0x30-0x39 is a digit, so against any other byte it compares as a digit does):
+    ``1, length, digits`` for an integer part (the longer run is the larger number), ``0, ~zeros, 1``
+    for a run of zeros alone and ``0, ~zeros, 0, rest`` for a fractional part, whose rest is compared
+    byte by byte together with the byte after it (strverscmp compares that byte as it is with the
+    other's digit: in ``01a`` against ``012``, ``a`` against ``2``). Lengths are 4 bytes, big-endian;
+    more zeros come first. Two keys are aligned token for token up to their first difference, and a
+    rest with its byte after never is a proper prefix of another (it ends at a byte that is no digit
+    where the other's has a digit), so the concatenation orders as the tokens do. No byte and no token
+    begins with NUL, so a caller may end a key with NUL and more to break ties."""
     parts = _RUNS.split(_cstr(s))
-    key: list = list(parts[0])
+    key = bytearray(parts[0])
     for i in range(1, len(parts), 2):
         run = parts[i]
         after = parts[i + 1]
         if run[0] != 0x30:
-            key += (0x31, len(run), run)
-            key += after
+            key += b"1" + len(run).to_bytes(4, "big") + run + after
             continue
         rest = run.lstrip(b"0")
+        zeros = (_MOST_ZEROS - (len(run) - len(rest))).to_bytes(4, "big")
         if not rest:
-            key += (0x30, len(rest) - len(run), 1)
-            key += after
+            key += b"0" + zeros + b"\x01" + after
             continue
-        key += (0x30, len(rest) - len(run), 0, rest + (after[:1] or b"\0"))
-        key += after[1:]
-    return tuple(key)
+        key += b"0" + zeros + b"\x00" + rest + (after[:1] or b"\0") + after[1:]
+    return bytes(key)
 
 
 def _digit(s: bytes, i: int) -> bool:

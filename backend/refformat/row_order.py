@@ -1,34 +1,55 @@
 """The orders of the TUI's rows other than by name: by version (``--sort=version:refname``) and newest
 first by committer date (``--sort=-committerdate``), both as git orders them, equal ones by name.
 
-A date order of a million rows is computed in a worker while the UI thread paints: no step of it is one
-C call over every row (the UI would wait for the GIL that long), and none is Python code per row.
+An order of a million rows is computed in a worker while the UI thread paints: no step of it is one C
+call over every row (the UI would wait for the GIL that long), and it can be cancelled between chunks
+(the next ``S`` supersedes it).
 """
 
 from __future__ import annotations
 
+import struct
+import sys
 import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable
-from functools import cmp_to_key
 from itertools import repeat
-from operator import add, and_, mul
+from operator import add, and_, itemgetter, mul
 from operator import neg as neg_
 
-from .order import versioncmp
+from .order import version_key
 
 ROWS_CHUNK = 1 << 13  # rows sorted at once, between cancellation checks
 
 
-def version_order(snap, rows: list[int]) -> list[int]:
-    """``rows`` (in name order) as ``--sort=version:refname`` orders their names (equal ones by name)."""
-    names = {i: snap.name_at(i) for i in rows}
+_TIE = struct.Struct(">xI")  # NUL, then a row's position: after a version key, unique and in order
 
-    def cmp(a: int, b: int) -> int:
-        return versioncmp(names[a], names[b]) or (a > b) - (a < b)
 
-    return sorted(rows, key=cmp_to_key(cmp))
+def version_order(snap, rows, cancelled: Callable[[], bool] = lambda: False) -> array | None:
+    """``rows`` (in name order) as ``--sort=version:refname`` orders their names (equal ones by name);
+    None when cancelled. Each name's ``order.version_key`` (the CLI's, checked against versioncmp) ends
+    with its position, a chunk at a time, each chunk sorted, and the chunks merged as ``date_order``'s
+    are: one bytes object per row, no tuple."""
+    n = len(rows)
+    runs = []
+    for lo in range(0, n, ROWS_CHUNK):
+        if cancelled():
+            return None
+        hi = min(lo + ROWS_CHUNK, n)
+        keys = map(version_key, map(snap.name_at, rows[lo:hi]))
+        runs.append(sorted(map(add, keys, map(_TIE.pack, range(lo, hi)))))
+        time.sleep(0)
+    return _merged(runs, rows, _tie_positions, cancelled)
+
+
+def _tie_positions(piece: list[bytes]) -> array:
+    """The positions ``version_order`` ended its keys with."""
+    got = array("I")
+    got.frombytes(b"".join(map(itemgetter(slice(-4, None)), piece)))
+    if sys.byteorder == "little":
+        got.byteswap()
+    return got
 
 
 def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool] = lambda: False):
@@ -36,10 +57,8 @@ def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool]
     0), equal times in the order of ``rows``; None when cancelled.
 
     Each row is one int, its time negated times ``m`` plus its position in ``rows`` (unique, so a sort
-    of them is stable, and the position is the low bits). No C call over every row -- the UI would
-    wait for the GIL that long -- and no Python code per row: the keys are sorted a chunk at a time,
-    each sorted chunk cut by bisection at boundaries sampled from all of them, and the pieces that fall
-    between two boundaries sorted together (a chunk's size, whatever the dates' spread)."""
+    of them is stable, and the position is the low bits), sorted a chunk at a time and merged
+    (``_merged``)."""
     n = len(rows)
     m = 1 << max(1, n.bit_length())
     whole = isinstance(rows, range) and rows.start == 0 and rows.step == 1 and len(per_row) == n
@@ -60,22 +79,31 @@ def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool]
         slots = per_row[lo:hi] if whole else map(per_row.__getitem__, rows[lo:hi])
         runs.append(sorted(map(add, map(negm.__getitem__, slots), range(lo, hi))))
         time.sleep(0)
+    return _merged(runs, None if whole else rows, lambda piece: map(and_, piece, repeat(m - 1)), cancelled)
+
+
+def _merged(runs: list[list], rows, positions, cancelled: Callable[[], bool]) -> array | None:
+    """The sorted ``runs`` (each of unique items) as one order: ``rows[p]`` for each item's position
+    ``p`` (``positions`` of a piece of items gives theirs; ``rows`` None: the positions themselves).
+
+    No C call over every row -- the UI would wait for the GIL that long -- and no Python code per row:
+    each run is cut by bisection at boundaries sampled from all of them, and the pieces that fall
+    between two boundaries are sorted together (a run's size, whatever the keys' spread)."""
     step = max(1, ROWS_CHUNK // max(1, len(runs)))
     cuts = sorted(x for run in runs for x in run[step - 1 :: step])[:: max(1, len(runs))]
     out = array("I")
-    mask = m - 1
     for cut in [*cuts, None]:
         if cancelled():
             return None
         piece = []
-        for run in runs:  # (each run gives up what it hands over: its ints are freed a piece at a
+        for run in runs:  # (each run gives up what it hands over: its items are freed a piece at a
             end = len(run) if cut is None else bisect_right(run, cut)  # time, not all at the end)
             piece += run[:end]
             del run[:end]
         piece.sort()
-        got = map(and_, piece, repeat(mask))  # (positions in ``rows``)
+        got = positions(piece)
         # (an array made of a list: extending one by an iterator converts each item the slow way)
-        out.extend(array("I", list(got if whole else map(rows.__getitem__, got))))
+        out.extend(array("I", list(got if rows is None else map(rows.__getitem__, got))))
         del piece
         time.sleep(0)
     return out

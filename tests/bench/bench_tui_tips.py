@@ -4,7 +4,8 @@
     .venv/bin/python tests/bench/bench_tui_tips.py DIR
 
 Prints: the first screen with dates and subjects from process start; sorting every row by committer date
-right after the index is built (the background scan running) and again once the scan is over; the
+right after the index is built (the background scan running), by version once the scan is over, and by
+date again; the
 filters ``>90d``, ``merged``, ``!merged >90d`` and ``refs/heads/ >1y`` (in the date order); the RSS and
 its peak; the CPU time of the child processes that read the tips (``refformat/tip_child.py``). For each step: wall and CPU time (every thread of the process: on a loaded machine CPU is the
 figure to compare), the worst event-loop lag meanwhile (how late a 5 ms timer fires, i.e. how long a
@@ -121,7 +122,13 @@ async def bench(path: str, out: dict) -> None:
             await asyncio.sleep(
                 0.01
             )  # (not ``wait_for_complete``: it raises for a superseded, cancelled worker)
-        # the same sort once the scan has read everything (S from version again, the view unfiltered)
+        # S from name: every row by version (``--sort=version:refname``)
+        screen.sort = "name"
+        before = reflist.view
+        screen.action_cycle_sort()
+        await lagging(app, lambda: reflist.view is not before and idle(), out, "version_sort")
+        out["version_sort_first_row"] = reflist._name_at(0).decode()
+        # the same date sort once the scan has read everything (S from version again, the view unfiltered)
         screen.sort = "version"
         before = reflist.view
         screen.action_cycle_sort()

@@ -205,7 +205,7 @@ class RefListing(Screen):
             self.post_message(FilterProgress(generation, 0, 1))
             with app.meter.measure("sort") as m:
                 if sort == "version":
-                    got = version_order(snapshot, list(view))
+                    got = version_order(snapshot, view, lambda: worker.is_cancelled)
                 else:
                     got = self.facts.order(snapshot, view, sort, lambda: worker.is_cancelled)
             reports.append(m.report)

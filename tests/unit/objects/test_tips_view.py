@@ -109,6 +109,33 @@ def test_date_order_is_gits(tips: Path) -> None:
     assert [snap.name_at(i) for i in version] == want
 
 
+@pytest.mark.parametrize("chunk", [2, 3, 1 << 13])
+def test_version_order_is_gits(
+    tmp_path: Path, git_bin: str, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # versions git orders by their digit runs (longer runs, leading zeros, fractional parts, ties of
+    # equal versions broken by name), sorted a chunk at a time and merged; a subset of the rows too
+    from tests.support.git import init_repo
+
+    monkeypatch.setattr(row_order, "ROWS_CHUNK", chunk)
+    path = init_repo(tmp_path / "r")
+    git(path, "commit", "-q", "--allow-empty", "-m", "c")
+    names = ["v1.2", "v1.10", "v1.9", "v01.2", "v1.02", "v1.002", "v10", "v9", "v1.2a", "v1.2-rc1", "v0",
+             "v00", "v000", "x", "v1.2.3", "v1.2.10", "va", "v1.0", "v1.00"]  # fmt: skip
+    for name in names:
+        git(path, "tag", name)
+    repo = discover(str(path))
+    snap = open_store(repo).snapshot()
+    want = git(path, "for-each-ref", "--sort=version:refname", "--format=%(refname)").split()
+    got = row_order.version_order(snap, range(len(snap)))
+    assert [snap.name_at(i) for i in got] == want
+    some = [i for i in range(len(snap)) if i % 3]
+    got = row_order.version_order(snap, some)
+    shown = {snap.name_at(i) for i in some}
+    assert [snap.name_at(i) for i in got] == [w for w in want if w in shown]
+    assert row_order.version_order(snap, range(len(snap)), lambda: True) is None  # (cancelled)
+
+
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_row_oids_are_each_rows(tmp_path: Path, git_bin: str, fmt: str, monkeypatch) -> None:
     # the bulk path (files: sliced from packed-refs, loose refs among them; reftable: its batches)
