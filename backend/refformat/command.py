@@ -13,7 +13,7 @@ import os
 from ..errors import RefscopeError
 from ..model import HASH_HEXSZ
 from .context import Columns, context, listed_for
-from .run import NO_FILTERS, Filters, Plan, for_each_ref
+from .run import NO_FILTERS, Filters, Plan, for_each_ref, streams
 
 _LEFT: list = []  # what a run keeps for the process's ``os._exit`` to drop (``for_each_ref``'s ``keep``)
 _RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
@@ -65,6 +65,15 @@ def run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]
             gc.enable()
 
 
+def _not_a_commit(key: str, text: str) -> str:
+    """git's words for a filter's revision that is no commit: ``--merged`` and ``--no-merged`` are read
+    by parse_opt_merge_filter, ``--contains`` and ``--no-contains`` by parse_opt_commits, which word it
+    differently."""
+    if key in ("contains", "no_contains"):
+        return f"no such commit {text}"
+    return f"option `{key.replace('_', '-')}' must point to a commit"
+
+
 def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]], count: int | None,
          omit_empty: bool, escape) -> None:  # fmt: skip
     from ..objects.commitgraph import open_commit_graph
@@ -86,12 +95,13 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         for arg in walks:
             bases[arg] = _base_commit(snap, hexsz, check, arg)
         for key in ("merged", "no_merged", "contains", "no_contains"):
-            for oid in named.get(key, ()):
+            for oid, text in zip(named.get(key, ()), revs.get(key, ()), strict=True):
                 if check.commit_of(oid) is None:
-                    raise RefscopeError(None, f"option `{key.replace('_', '-')}' must point to a commit")
+                    raise RefscopeError(None, _not_a_commit(key, text))
         named = {k: tuple(check.commit_of(o) if k != "points_at" else o for o in v) for k, v in named.items()}
     ctx = context(repo, snap)
     filters = Filters(**named)
+    streamed = streams(p, filters)  # before the filters are applied apart
     refs = None
     if (filters.merged or filters.no_merged) and not (
         filters.points_at or filters.contains or filters.no_contains
@@ -113,6 +123,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         escape=escape,
         bases=bases,
         keep=_LEFT,
+        streamed=streamed,
     )
     chunk: list[bytes] = []
     size = 0

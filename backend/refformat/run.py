@@ -27,8 +27,9 @@ DEFAULT_FORMAT = b"%(objectname) %(objecttype)\t%(refname)"
 _RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
 
 
-class Plan(namedtuple("Plan", "format atoms keys")):
-    """A parsed ``--format`` and ``--sort``: checked before any ref is read, so a bad key costs nothing."""
+class Plan(namedtuple("Plan", "format atoms keys sorted", defaults=(True,))):
+    """A parsed ``--format`` and ``--sort``: checked before any ref is read, so a bad key costs nothing.
+    ``sorted``: a ``--sort`` was given (git's own refname order is not one: see ``streams``)."""
 
     __slots__ = ()
 
@@ -37,7 +38,7 @@ def plan(fmt: bytes | None, sort: list[str]) -> Plan:
     atoms: list[Atom] = []
     f = parse_format(DEFAULT_FORMAT if fmt is None else fmt, atoms)
     keys = parse_sort(sort or ["refname"], atoms)
-    return Plan(f, atoms, keys)
+    return Plan(f, atoms, keys, bool(sort))
 
 
 def shortener(exists: Callable[[bytes], bool]) -> Callable[[bytes], bytes]:
@@ -71,6 +72,17 @@ class Filters(namedtuple("Filters", "points_at merged no_merged contains no_cont
 NO_FILTERS = Filters()
 
 
+def streams(p: Plan, filters: Filters) -> bool:
+    """Does git print each ref as it finds it (ref-filter.c's can_do_iterative_format: no ``--sort``,
+    no ``--merged``/``--no-merged``, no ``%(ahead-behind)``)? Only then are the refs past ``--count``
+    never evaluated. Otherwise git gathers them all and sorts, and sorting two or more refs computes
+    every atom of every one (populate_value), so an atom git cannot make for any ref (a date it cannot
+    show, a missing object) fails the run even when that ref would not be printed."""
+    return not (
+        p.sorted or filters.merged or filters.no_merged or any(a.name == "ahead-behind" for a in p.atoms)
+    )
+
+
 def for_each_ref(
     p: Plan,
     refs: Iterable[Ref] | Columns | Listing,
@@ -86,6 +98,7 @@ def for_each_ref(
     escape: Callable[[bytes], bytes] | None = None,
     bases: dict[str, bytes] | None = None,
     keep: list | None = None,
+    streamed: bool | None = None,
 ) -> Iterator[bytes]:
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
     terminal: through the display function; the format's own text is the user's and stays as written);
@@ -93,7 +106,11 @@ def for_each_ref(
     ``Columns`` (names and ids alone) may go the bulk way (``bulk``), a chunk of many lines at a time;
     as a ``Listing`` (``Columns`` to come), a sort by tip keys forks its tip reader on the listing's text.
     ``keep``: a list that takes the run's big structures (a million refs' names, ids and groups), for a
-    caller that leaves by ``os._exit``: freeing them object by object costs a good part of a second."""
+    caller that leaves by ``os._exit``: freeing them object by object costs a good part of a second.
+    ``streamed``: ``streams(p, filters)`` as the caller worked it out before it applied filters itself
+    (None: worked out here)."""
+    if streamed is None:
+        streamed = streams(p, filters)
     objects = Objects(odb)
     numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
     shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
@@ -113,7 +130,8 @@ def for_each_ref(
             keep.append((refs, names, oids))
         filters = NO_FILTERS
         if bulky:
-            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count, keep, finish)
+            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count, keep, finish,
+                             read_all=not streamed)  # fmt: skip
             if out is not None:
                 yield from out
                 return
@@ -122,8 +140,8 @@ def for_each_ref(
         refs = refs_of(*refs)
     selected = _filter(list(refs), objects, filters, commit_graph)
     by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]
-    if by_name and count is not None:
-        selected = selected[:count]  # the listing is in name order already: nothing else to read
+    if by_name and count is not None and streamed:
+        selected = selected[:count]  # the listing is in name order already and git reads no further
     ev.prefetch(selected)
     strs, nums = ev.table(selected)
     walked = [k for k, a in enumerate(p.atoms) if a.name == "ahead-behind"]

@@ -252,7 +252,7 @@ def parse_sort(keys: list[str], atoms: list[Atom]) -> list[tuple[int, bool, bool
     """(atom index, reverse, version) per ``--sort`` key, primary first: git makes the LAST key given the
     primary one."""
     out = []
-    for key in reversed(keys):
+    for key in keys:  # interned in the order given, as git adds them to used_atom: the order it fails in
         reverse = key.startswith("-")
         body = key[1:] if reverse else key
         version = False
@@ -262,6 +262,7 @@ def parse_sort(keys: list[str], atoms: list[Atom]) -> list[tuple[int, bool, bool
                 body = body[len(prefix) :]
                 break
         if not body:
-            raise FormatError(f"malformed field name: {key}")
+            raise FormatError(f"malformed field name: {body}")  # git names the atom: "-" and "v:" are gone
         out.append((intern(atoms, body), reverse, version))
+    out.reverse()
     return out
