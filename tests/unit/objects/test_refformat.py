@@ -350,9 +350,9 @@ def test_cli_list_speaks_for_each_ref(tmp_path, fmt):
         (
             ["--merged=main~1"],
             1,
-            "refscope: unsupported revision syntax: main~1 (a ref name or a full object id)",
+            "refscope: unsupported revision syntax: main~1 (a ref name or an object id)",
         ),
-        (["--points-at=nosuch"], 1, "refscope: malformed object name nosuch"),
+        (["--points-at=nosuch"], 1, "refscope: malformed object name 'nosuch'"),
         (["--sort=-nosuch"], 1, "refscope: unknown field name: nosuch"),
     ],
 )
