@@ -96,7 +96,9 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
          omit_empty: bool, escape) -> None:  # fmt: skip
     from ..objects.commitgraph import open_commit_graph
     from ..objects.odb import Odb, objects_dir
+    from .settings import settings
 
+    config = settings(repo.config)  # git reads it first: a bad value fails every format
     hexsz = HASH_HEXSZ[repo.hash_name]
     odb = Odb.of(repo)
     directory = objects_dir(repo)
@@ -142,6 +144,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         bases=bases,
         keep=_LEFT,
         streamed=streamed,
+        settings=config,
     )
     chunk: list[bytes] = []
     size = 0

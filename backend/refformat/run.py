@@ -20,6 +20,7 @@ from .context import Columns, Listing, columns_of, refs_of
 from .fields import object_headers
 from .order import sort_order
 from .reach import Graph
+from .settings import DEFAULTS, Settings
 from .spec import NUMBER_ATOMS, TIME_ATOMS, Atom, Format, parse_format, parse_sort
 from .values import Evaluator, Objects
 
@@ -41,11 +42,17 @@ def plan(fmt: bytes | None, sort: list[str]) -> Plan:
     return Plan(f, atoms, keys, bool(sort))
 
 
-def shortener(exists: Callable[[bytes], bool]) -> Callable[[bytes], bytes]:
-    """refs_shorten_unambiguous_ref in strict mode (core.warnAmbiguousRefs, on by default): the shortest
-    rule's name that no other rule resolves."""
+def shortener(
+    exists: Callable[[bytes], bool], strict: Callable[[], bool] = lambda: True
+) -> Callable[[bytes], bytes]:
+    """refs_shorten_unambiguous_ref: the shortest rule's name that no other rule resolves (strict mode,
+    core.warnAmbiguousRefs on, git's default), or none of the rules before its own (off); ``strict()``
+    is asked at the first name shortened, as git reads the setting."""
+    mode: list[bool] = []
 
     def shorten(name: bytes) -> bytes:
+        if not mode:
+            mode.append(strict())
         for i in range(len(_RULES) - 1, 0, -1):
             prefix, _, suffix = _RULES[i].partition(b"%s")
             if (
@@ -55,7 +62,8 @@ def shortener(exists: Callable[[bytes], bool]) -> Callable[[bytes], bytes]:
             ):
                 continue
             short = name[len(prefix) : len(name) - len(suffix)]
-            if any(j != i and exists(rule.replace(b"%s", short)) for j, rule in enumerate(_RULES)):
+            rules = _RULES if mode[0] else _RULES[:i]
+            if any(j != i and exists(rule.replace(b"%s", short)) for j, rule in enumerate(rules)):
                 continue
             return short
         return name
@@ -99,6 +107,7 @@ def for_each_ref(
     bases: dict[str, bytes] | None = None,
     keep: list | None = None,
     streamed: bool | None = None,
+    settings: Settings = DEFAULTS,
 ) -> Iterator[bytes]:
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
     terminal: through the display function; the format's own text is the user's and stays as written);
@@ -108,15 +117,19 @@ def for_each_ref(
     ``keep``: a list that takes the run's big structures (a million refs' names, ids and groups), for a
     caller that leaves by ``os._exit``: freeing them object by object costs a good part of a second.
     ``streamed``: ``streams(p, filters)`` as the caller worked it out before it applied filters itself
-    (None: worked out here)."""
+    (None: worked out here). ``settings``: the repository's core.abbrev and core.warnAmbiguousRefs."""
     if streamed is None:
         streamed = streams(p, filters)
     objects = Objects(odb)
     numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
     shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
     shown.update(k for k, _, version in p.keys if version or not numeric[k])
-    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
-                   abbrev=odb.abbrev, numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
+    abbrev = odb.abbrev
+    if settings.abbrev >= 0:  # core.abbrev: the length %(objectname:short) starts from (short=N: its own)
+        abbrev = lambda oid, n, default=settings.abbrev: odb.abbrev(oid, default if n < 0 else n)  # noqa: E731
+    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {},
+                   shorten=shortener(exists, settings.strict), abbrev=abbrev,
+                   numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
     bulky = bulk.fits(p.format, p.atoms, p.keys, omit_empty, escape is not None)
     finish = None
     if isinstance(refs, Listing):
