@@ -205,7 +205,7 @@ def _lines(
             yield head + glue.join(rows[lo : lo + step]) + tail
         return
     if not cols:
-        lines = [head + tail] * n
+        lines = [texts[0] + b"\n"] * n  # one text, both head and tail: not twice
     else:
         template = b"%s".join(t.replace(b"%", b"%%") for t in texts[:-1]) + b"%s" + tail.replace(b"%", b"%%")
         lines = list(map(template.__mod__, zip(*cols, strict=True)))

@@ -115,8 +115,13 @@ def _no_arg(atom: Atom) -> None:
         raise FormatError(f"%({atom.name}) does not take arguments")
 
 
+# parsers that name their own atom in git's error, not the atom as written (err_bad_arg(err, "contents",
+# arg)): %(*contents:x) is refused as %(contents)
+_SELF_NAMED = frozenset({"objectsize", "subject", "contents"})
+
+
 def _bad_arg(atom: Atom, shown: str | None = None) -> FormatError:
-    head = atom.text.partition(":")[0]
+    head = atom.name if atom.name in _SELF_NAMED else atom.text.partition(":")[0]
     return FormatError(f"unrecognized %({head}) argument: {atom.arg if shown is None else shown}")
 
 

@@ -88,6 +88,12 @@ CASES = [
     ["--format=%(refname)", "--sort=-"],
     ["--format=%(refname)", "--sort=version:"],
     ["--format=%(refname)", "--sort=-v:"],
+    ["--format=%41", "--sort=-*objecttype"],  # a format of text alone, sorted: the text once per line
+    ["--format=x%%", "--sort=refname", "--count=2"],
+    ["--format=%(*contents:x)"],  # git's contents, subject and objectsize parsers name themselves
+    ["--format=%(*subject:x)"],
+    ["--format=%(*objectsize:x)"],
+    ["--format=%(*refname:x)"],
 ]
 
 
