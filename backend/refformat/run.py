@@ -21,7 +21,7 @@ from .fields import object_headers
 from .order import sort_order
 from .reach import Graph
 from .settings import DEFAULTS, Settings
-from .spec import NUMBER_ATOMS, TIME_ATOMS, Atom, Format, parse_format, parse_sort
+from .spec import Atom, Format, parse_format, parse_sort, sorts_as_number
 from .values import Evaluator, Objects
 
 DEFAULT_FORMAT = b"%(objectname) %(objecttype)\t%(refname)"
@@ -121,7 +121,7 @@ def for_each_ref(
     if streamed is None:
         streamed = streams(p, filters)
     objects = Objects(odb)
-    numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
+    numeric = [sorts_as_number(a) for a in p.atoms]
     shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
     shown.update(k for k, _, version in p.keys if version or not numeric[k])
     abbrev = odb.abbrev

@@ -34,6 +34,16 @@ TIME_ATOMS = frozenset({"authordate", "committerdate", "taggerdate", "creatordat
 NUMBER_ATOMS = frozenset({"objectsize", "numparent"})
 
 
+def sorts_as_number(a: Atom) -> bool:
+    """Does git compare this atom's values as numbers (FIELD_ULONG / FIELD_TIME)? The sizes and counts,
+    a date without a format, and ``%(contents:size)`` (its parser makes the atom a number)."""
+    return (
+        a.name in NUMBER_ATOMS
+        or (a.name in TIME_ATOMS and a.arg is None)
+        or (a.name == "contents" and a.arg == "size")
+    )
+
+
 class Atom(namedtuple("Atom", "text deref name arg")):
     """One ``%(…)`` field: ``text`` as written inside the parentheses (what git deduplicates on),
     ``deref`` for a leading ``*``, the atom ``name`` and its ``arg`` after the first colon (or None)."""

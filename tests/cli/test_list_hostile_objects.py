@@ -7,7 +7,8 @@ Where git succeeds the output is byte for byte git's; where git dies refscope ex
 line (``refscope:`` for ``fatal:``/``error:``) and prints nothing. The cases include what an audit found
 different: a date only sorted by (git formats it all the same, and dies where it cannot), ``--count``
 with an explicit ``--sort`` or a ``--merged`` (git evaluates every ref before it sorts, so a ref past the
-count still fails the run), ``%(*symref)`` of a plain ref, ``--sort=-`` and ``--contains`` of a blob.
+count still fails the run), ``%(*symref)`` of a plain ref, ``--sort=-`` and ``--contains`` of a blob, a
+sorted format without atoms, ``%(*contents:x)``'s error, ``--sort=contents:size`` (a number to git).
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ CASES = [
     ["--format=%(*subject:x)"],
     ["--format=%(*objectsize:x)"],
     ["--format=%(*refname:x)"],
+    ["--format=%(refname) %(contents:size)", "--sort=-contents:size"],  # a number, as git compares it
+    ["--format=%(refname)", "--sort=contents:size", "--sort=-objectsize"],
 ]
 
 
