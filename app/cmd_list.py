@@ -42,17 +42,14 @@ def run(argv: list[str]) -> int:
         return 2
     count = None
     if "--count" in opts.values:
-        text = opts.values["--count"]
-        if not text.lstrip("-").isdigit():
+        from refscope.backend.refformat.count import CountError, parse_count
+
+        try:
+            count = parse_count(opts.values["--count"])  # git: 0 is no limit
+        except CountError as err:
             import sys
 
-            sys.stderr.write(f"refscope: option `count' expects a numerical value\n{USAGE}\n")
-            return 2
-        count = int(text) or None  # git: 0 is no limit
-        if count is not None and count < 0:
-            import sys
-
-            sys.stderr.write(f"refscope: invalid --count argument: `{text}'\n{USAGE}\n")
+            sys.stderr.write(f"refscope: {err}\n{USAGE}\n")
             return 2
     plan = None
     if foreach:

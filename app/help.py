@@ -71,8 +71,8 @@ options:
                  is the primary one, ties in refname order
   --count N      at most N refs (after sorting; 0: all)
   --points-at O  refs pointing at object O (or at a tag chain that reaches it)
-  --merged C     refs whose commit is reachable from C (HEAD when left out: a full object id or a ref
-                 name; as git, the argument after it is taken as C)
+  --merged C     refs whose commit is reachable from C (HEAD when left out: an object id, full or
+                 abbreviated, or a ref name; as git, the argument after it is taken as C)
   --no-merged C  refs whose commit is not reachable from C
   --contains C   refs from whose commit C is reachable
   --no-contains C  refs from whose commit C is not reachable

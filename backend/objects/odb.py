@@ -244,6 +244,9 @@ def _neighbours(table, raw: bytes) -> list[bytes]:
     return out
 
 
+_NOT_HEX = str.maketrans("", "", "0123456789abcdef")  # what ``str.translate`` leaves of a name but hex
+
+
 def objects_dir(repo) -> str:
     """The repository's object directory: ``GIT_OBJECT_DIRECTORY`` when set, as git reads it, else the
     common dir's ``objects``."""
@@ -450,6 +453,40 @@ class Odb:
             if common != hexsz and common >= length:
                 length = common + 1
         return hexoid[:length]
+
+    def with_prefix(self, prefix: bytes, limit: int = 2) -> list[bytes]:
+        """Up to ``limit`` distinct hex ids of the objects whose names start with the lower-case hex
+        ``prefix`` (an abbreviated name, as get_short_oid looks it up: every pack index and midx, every
+        loose directory); two are enough to tell a unique name from an ambiguous one."""
+        hexsz = self.rawsz * 2
+        raw = bytes.fromhex((prefix + b"0" * (hexsz - len(prefix))).decode("ascii"))
+        found: dict[bytes, None] = {}
+
+        def scan(table) -> None:
+            i, _ = table.bisect(raw)
+            while i < table.count and len(found) < limit:
+                name = table.name(i).hex().encode()
+                if not name.startswith(prefix):
+                    return
+                found[name] = None
+                i += 1
+
+        for ps in self._packsets():
+            if ps.midx is not None:
+                scan(ps.midx)
+            for _, index in ps.indexes:
+                scan(index)
+        hexs = prefix.decode("ascii")
+        for d in self.dirs:
+            try:
+                names = os.listdir(os.path.join(d, hexs[:2]))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                hexname = len(name) == hexsz - 2 and not name.translate(_NOT_HEX)
+                if hexname and name.startswith(hexs[2:]) and len(found) < limit:
+                    found[(hexs[:2] + name).encode()] = None
+        return list(found)[:limit]
 
     def info(self, hexoid: bytes) -> tuple[str, int] | None:
         """(type name, size) of the object ``hexoid``, inflating no more than a delta's header."""

@@ -58,13 +58,16 @@ def by_name(atoms: list[Atom], keys) -> bool:
 
 
 def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[bytes], oids: list[bytes],
-          ev, limit: int | None, keep: list | None = None, finish=None) -> list[bytes] | None:  # fmt: skip
+          ev, limit: int | None, keep: list | None = None, finish=None, *,
+          read_all: bool = True) -> list[bytes] | None:  # fmt: skip
     """The output (chunks of whole lines) for the refs ``names``/``oids``; None when a tip's object is
     missing or refused (``tipreads.tip_columns``): the per-ref path then reports it as git does. ``keep``
     takes the groups and columns (see ``run.for_each_ref``); ``finish``: a child's reads begun on the
-    listing's text (``tipreads.tip_columns_of_text``; a sort by tip keys without a limit only)."""
+    listing's text (``tipreads.tip_columns_of_text``; a sort by tip keys without a limit only).
+    ``read_all``: every ref's tip is evaluated even past ``limit``, as git does when it sorts
+    (``run.streams``)."""
     if by_name(atoms, keys):
-        return _in_name_order(f, atoms, names, oids, ev, keys[0][1], limit)
+        return _in_name_order(f, atoms, names, oids, ev, keys[0][1], limit, read_all)
     if finish is None and limit is None:
         finish = tipreads.tip_columns_early(ev, oids)  # a child reads tips while the refs are grouped
     groups: defaultdict[bytes, list[bytes]] = defaultdict(list)
@@ -225,9 +228,17 @@ def _joined(parts: list, n: int) -> list[bytes]:
 
 
 def _in_name_order(f: Format, atoms: list[Atom], names: list[bytes], oids: list[bytes], ev, reverse: bool,
-                   limit: int | None) -> list[bytes] | None:  # fmt: skip
+                   limit: int | None, read_all: bool) -> list[bytes] | None:  # fmt: skip
     """``--sort=refname`` (or ``-refname``): the refs as listed; each ref's prefix and suffix looked up
-    through the first ref that had its id (one dict pass over the ids)."""
+    through the first ref that had its id (one dict pass over the ids). With ``read_all`` and a limit,
+    every tip is evaluated first, so that one git cannot evaluate fails here as it fails git's sort."""
+    if (
+        limit is not None
+        and read_all
+        and len(names) > 1
+        and tipreads.tip_columns(ev, list(dict.fromkeys(oids))) is None
+    ):
+        return None
     if limit is not None:
         names, oids = (names[:limit], oids[:limit]) if not reverse else (names[-limit:], oids[-limit:])
     if not names:

@@ -1,9 +1,10 @@
 """``refscope list`` with for-each-ref's options: the revisions the filters name, the object database,
 the context, then ``run.for_each_ref`` to fd 1.
 
-A revision is what refscope can name without a revision parser: a full object id, ``HEAD``, or a ref
-name as git's rev-parse rules complete it (``main``, ``tags/v1``, ``origin``...). Anything else (``HEAD~2``,
-an abbreviated id) is refused in one line rather than guessed.
+A revision is what refscope can name without a revision parser: a full object id, ``HEAD``, a ref
+name as git's rev-parse rules complete it (``main``, ``tags/v1``, ``origin``...), or an abbreviated
+object id no ref name takes (get_oid_basic's order: refs first, then get_short_oid). Anything else
+(``HEAD~2``, ``main^{}``) is refused in one line rather than guessed.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import os
 from ..errors import RefscopeError
 from ..model import HASH_HEXSZ
 from .context import Columns, context, listed_for
-from .run import NO_FILTERS, Filters, Plan, for_each_ref
+from .run import NO_FILTERS, Filters, Plan, for_each_ref, streams
 
 _LEFT: list = []  # what a run keeps for the process's ``os._exit`` to drop (``for_each_ref``'s ``keep``)
 _RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
 
 
-def resolve_rev(snap, hexsz: int, text: str) -> bytes:
-    """The object id ``text`` names."""
+def resolve_rev(snap, hexsz: int, text: str, odb=None) -> bytes:
+    """The object id ``text`` names; an abbreviated id only with ``odb`` to look it up in."""
     raw = os.fsencode(text)
     if len(raw) == hexsz and not raw.lower().translate(None, b"0123456789abcdef"):
         return raw.lower()
@@ -29,15 +30,21 @@ def resolve_rev(snap, hexsz: int, text: str) -> bytes:
             oid = snap.resolve(rule.replace(b"%s", raw))
             if oid is not None:
                 return oid
+    if odb is not None and 4 <= len(raw) < hexsz and not raw.lower().translate(None, b"0123456789abcdef"):
+        found = odb.with_prefix(raw.lower())
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise RefscopeError(None, f"short object ID {text} is ambiguous")
     if raw and (b"~" in raw or b"^" in raw or b":" in raw or b"@{" in raw):
-        raise RefscopeError(None, f"unsupported revision syntax: {text} (a ref name or a full object id)")
+        raise RefscopeError(None, f"unsupported revision syntax: {text} (a ref name or an object id)")
     raise RefscopeError(None, f"malformed object name {text}")
 
 
-def _base_commit(snap, hexsz: int, graph, arg: str) -> bytes:
+def _base_commit(snap, hexsz: int, graph, arg: str, odb) -> bytes:
     """The commit ``%(ahead-behind:arg)`` counts against, refused in git's words when there is none."""
     try:
-        commit = graph.commit_of(resolve_rev(snap, hexsz, arg))
+        commit = graph.commit_of(resolve_rev(snap, hexsz, arg, odb))
     except RefscopeError as err:
         if "unsupported revision syntax" in str(err):
             raise
@@ -65,15 +72,37 @@ def run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]
             gc.enable()
 
 
+def _resolved(snap, hexsz: int, text: str, odb, key: str) -> bytes:
+    """``resolve_rev`` for the option ``key``: git's --points-at (parse_opt_object_name) quotes the name
+    it cannot find, the reachability options do not."""
+    try:
+        return resolve_rev(snap, hexsz, text, odb)
+    except RefscopeError as err:
+        if key == "points_at" and err.what == f"malformed object name {text}":
+            raise RefscopeError(None, f"malformed object name '{text}'") from None
+        raise
+
+
+def _not_a_commit(key: str, text: str) -> str:
+    """git's words for a filter's revision that is no commit: ``--merged`` and ``--no-merged`` are read
+    by parse_opt_merge_filter, ``--contains`` and ``--no-contains`` by parse_opt_commits, which word it
+    differently."""
+    if key in ("contains", "no_contains"):
+        return f"no such commit {text}"
+    return f"option `{key.replace('_', '-')}' must point to a commit"
+
+
 def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str]], count: int | None,
          omit_empty: bool, escape) -> None:  # fmt: skip
     from ..objects.commitgraph import open_commit_graph
     from ..objects.odb import Odb, objects_dir
+    from .settings import settings
 
+    config = settings(repo.config)  # git reads it first: a bad value fails every format
     hexsz = HASH_HEXSZ[repo.hash_name]
     odb = Odb.of(repo)
     directory = objects_dir(repo)
-    named = {k: tuple(resolve_rev(snap, hexsz, v) for v in vs) for k, vs in revs.items()}
+    named = {k: tuple(_resolved(snap, hexsz, v, odb, k) for v in vs) for k, vs in revs.items()}
     graph = None
     walks = [a.arg for a in p.atoms if a.name == "ahead-behind"]
     bases: dict[str, bytes] = {}
@@ -84,14 +113,15 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         graph = open_commit_graph(directory, odb.rawsz)
         check = Graph(Objects(odb), graph)
         for arg in walks:
-            bases[arg] = _base_commit(snap, hexsz, check, arg)
+            bases[arg] = _base_commit(snap, hexsz, check, arg, odb)
         for key in ("merged", "no_merged", "contains", "no_contains"):
-            for oid in named.get(key, ()):
+            for oid, text in zip(named.get(key, ()), revs.get(key, ()), strict=True):
                 if check.commit_of(oid) is None:
-                    raise RefscopeError(None, f"option `{key.replace('_', '-')}' must point to a commit")
+                    raise RefscopeError(None, _not_a_commit(key, text))
         named = {k: tuple(check.commit_of(o) if k != "points_at" else o for o in v) for k, v in named.items()}
     ctx = context(repo, snap)
     filters = Filters(**named)
+    streamed = streams(p, filters)  # before the filters are applied apart
     refs = None
     if (filters.merged or filters.no_merged) and not (
         filters.points_at or filters.contains or filters.no_contains
@@ -113,6 +143,8 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         escape=escape,
         bases=bases,
         keep=_LEFT,
+        streamed=streamed,
+        settings=config,
     )
     chunk: list[bytes] = []
     size = 0

@@ -82,6 +82,23 @@ def _fields(when: int, tz: int) -> tuple[int, int, int, int, int, int, int, int]
     return y, m, d, rest // 3600, rest // 60 % 60, rest % 60, (days + 4) % 7, tz
 
 
+# a time in [_SAFE_LO, _SAFE_HI] with a zone of at most four digits is shown in every mode (the zone moves
+# it by at most 99 hours and 99 minutes): what the readers check before skipping ``check``
+ZONE4_SECONDS = (99 * 60 + 99) * 60
+SAFE_LO = ZONE4_SECONDS
+SAFE_HI = _TIME_T_MAX - ZONE4_SECONDS
+
+
+def check(when: int, tz: int) -> None:
+    """Raise what ``show(when, tz, "default")`` raises, making no text: git formats a date atom for
+    every ref it sorts or prints, even one only sorted by (``--sort=committerdate`` formats the default
+    date and dies on a time gm_time_t refuses), so a reader that keeps only the number must still fail
+    where git does."""
+    t = when + _tz_seconds(tz)
+    if t < 0 or t > _TIME_T_MAX:
+        _fields(when, tz)
+
+
 def now() -> int:
     text = os.environ.get("GIT_TEST_DATE_NOW")
     if text is not None:

@@ -12,6 +12,7 @@ from operator import add
 
 from ..errors import RefscopeError
 from . import dates
+from .dates import SAFE_HI, SAFE_LO
 
 
 class Value:
@@ -201,6 +202,8 @@ def dates_reader(plan, other):
             w = commit_when(content, key)
             if w is None:
                 return none
+            if not unix and not (SAFE_LO <= w[0] <= SAFE_HI and -9999 <= w[1] <= 9999):
+                dates.check(w[0], w[1])  # the sorted-by date is formatted by git all the same
             if both:
                 return b"%d" % w[0], 0, b"", w[0]
             return (b"%d" % w[0], 0) if unix else (b"", w[0])
@@ -219,6 +222,7 @@ def dates_reader(plan, other):
             if w is None:
                 out += (b"", 0)
             elif number:
+                dates.check(w[0], w[1])  # git formats the date it only sorts by: it fails where that fails
                 out += (b"", w[0])
             elif arg == "unix":
                 out += (b"%d" % w[0], 0)
@@ -269,6 +273,8 @@ def dates_columns(plan, other):
         if shapes == ["unix"]:
             return [digits, [0] * n]
         nums = list(map(int, digits))
+        if min(nums) < SAFE_LO or max(nums) > SAFE_HI:  # a time git may refuse to show: one by one
+            return slow(kinds, contents)
         return [[b""] * n, nums] if shapes == ["number"] else [digits, [0] * n, [b""] * n, nums]
 
     return columns

@@ -20,15 +20,17 @@ from .context import Columns, Listing, columns_of, refs_of
 from .fields import object_headers
 from .order import sort_order
 from .reach import Graph
-from .spec import NUMBER_ATOMS, TIME_ATOMS, Atom, Format, parse_format, parse_sort
+from .settings import DEFAULTS, Settings
+from .spec import Atom, Format, parse_format, parse_sort, sorts_as_number
 from .values import Evaluator, Objects
 
 DEFAULT_FORMAT = b"%(objectname) %(objecttype)\t%(refname)"
 _RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
 
 
-class Plan(namedtuple("Plan", "format atoms keys")):
-    """A parsed ``--format`` and ``--sort``: checked before any ref is read, so a bad key costs nothing."""
+class Plan(namedtuple("Plan", "format atoms keys sorted", defaults=(True,))):
+    """A parsed ``--format`` and ``--sort``: checked before any ref is read, so a bad key costs nothing.
+    ``sorted``: a ``--sort`` was given (git's own refname order is not one: see ``streams``)."""
 
     __slots__ = ()
 
@@ -37,14 +39,20 @@ def plan(fmt: bytes | None, sort: list[str]) -> Plan:
     atoms: list[Atom] = []
     f = parse_format(DEFAULT_FORMAT if fmt is None else fmt, atoms)
     keys = parse_sort(sort or ["refname"], atoms)
-    return Plan(f, atoms, keys)
+    return Plan(f, atoms, keys, bool(sort))
 
 
-def shortener(exists: Callable[[bytes], bool]) -> Callable[[bytes], bytes]:
-    """refs_shorten_unambiguous_ref in strict mode (core.warnAmbiguousRefs, on by default): the shortest
-    rule's name that no other rule resolves."""
+def shortener(
+    exists: Callable[[bytes], bool], strict: Callable[[], bool] = lambda: True
+) -> Callable[[bytes], bytes]:
+    """refs_shorten_unambiguous_ref: the shortest rule's name that no other rule resolves (strict mode,
+    core.warnAmbiguousRefs on, git's default), or none of the rules before its own (off); ``strict()``
+    is asked at the first name shortened, as git reads the setting."""
+    mode: list[bool] = []
 
     def shorten(name: bytes) -> bytes:
+        if not mode:
+            mode.append(strict())
         for i in range(len(_RULES) - 1, 0, -1):
             prefix, _, suffix = _RULES[i].partition(b"%s")
             if (
@@ -54,7 +62,8 @@ def shortener(exists: Callable[[bytes], bool]) -> Callable[[bytes], bytes]:
             ):
                 continue
             short = name[len(prefix) : len(name) - len(suffix)]
-            if any(j != i and exists(rule.replace(b"%s", short)) for j, rule in enumerate(_RULES)):
+            rules = _RULES if mode[0] else _RULES[:i]
+            if any(j != i and exists(rule.replace(b"%s", short)) for j, rule in enumerate(rules)):
                 continue
             return short
         return name
@@ -69,6 +78,17 @@ class Filters(namedtuple("Filters", "points_at merged no_merged contains no_cont
 
 
 NO_FILTERS = Filters()
+
+
+def streams(p: Plan, filters: Filters) -> bool:
+    """Does git print each ref as it finds it (ref-filter.c's can_do_iterative_format: no ``--sort``,
+    no ``--merged``/``--no-merged``, no ``%(ahead-behind)``)? Only then are the refs past ``--count``
+    never evaluated. Otherwise git gathers them all and sorts, and sorting two or more refs computes
+    every atom of every one (populate_value), so an atom git cannot make for any ref (a date it cannot
+    show, a missing object) fails the run even when that ref would not be printed."""
+    return not (
+        p.sorted or filters.merged or filters.no_merged or any(a.name == "ahead-behind" for a in p.atoms)
+    )
 
 
 def for_each_ref(
@@ -86,6 +106,8 @@ def for_each_ref(
     escape: Callable[[bytes], bytes] | None = None,
     bases: dict[str, bytes] | None = None,
     keep: list | None = None,
+    streamed: bool | None = None,
+    settings: Settings = DEFAULTS,
 ) -> Iterator[bytes]:
     """The lines ``git for-each-ref`` prints, each with its LF; ``escape``: how atom values are shown (a
     terminal: through the display function; the format's own text is the user's and stays as written);
@@ -93,13 +115,21 @@ def for_each_ref(
     ``Columns`` (names and ids alone) may go the bulk way (``bulk``), a chunk of many lines at a time;
     as a ``Listing`` (``Columns`` to come), a sort by tip keys forks its tip reader on the listing's text.
     ``keep``: a list that takes the run's big structures (a million refs' names, ids and groups), for a
-    caller that leaves by ``os._exit``: freeing them object by object costs a good part of a second."""
+    caller that leaves by ``os._exit``: freeing them object by object costs a good part of a second.
+    ``streamed``: ``streams(p, filters)`` as the caller worked it out before it applied filters itself
+    (None: worked out here). ``settings``: the repository's core.abbrev and core.warnAmbiguousRefs."""
+    if streamed is None:
+        streamed = streams(p, filters)
     objects = Objects(odb)
-    numeric = [a.name in NUMBER_ATOMS or (a.name in TIME_ATOMS and a.arg is None) for a in p.atoms]
+    numeric = [sorts_as_number(a) for a in p.atoms]
     shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
     shown.update(k for k, _, version in p.keys if version or not numeric[k])
-    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {}, shorten=shortener(exists),
-                   abbrev=odb.abbrev, numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
+    abbrev = odb.abbrev
+    if settings.abbrev >= 0:  # core.abbrev: the length %(objectname:short) starts from (short=N: its own)
+        abbrev = lambda oid, n, default=settings.abbrev: odb.abbrev(oid, default if n < 0 else n)  # noqa: E731
+    ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {},
+                   shorten=shortener(exists, settings.strict), abbrev=abbrev,
+                   numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
     bulky = bulk.fits(p.format, p.atoms, p.keys, omit_empty, escape is not None)
     finish = None
     if isinstance(refs, Listing):
@@ -113,7 +143,8 @@ def for_each_ref(
             keep.append((refs, names, oids))
         filters = NO_FILTERS
         if bulky:
-            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count, keep, finish)
+            out = bulk.lines(p.format, p.atoms, p.keys, numeric, names, oids, ev, count, keep, finish,
+                             read_all=not streamed)  # fmt: skip
             if out is not None:
                 yield from out
                 return
@@ -122,8 +153,8 @@ def for_each_ref(
         refs = refs_of(*refs)
     selected = _filter(list(refs), objects, filters, commit_graph)
     by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]
-    if by_name and count is not None:
-        selected = selected[:count]  # the listing is in name order already: nothing else to read
+    if by_name and count is not None and streamed:
+        selected = selected[:count]  # the listing is in name order already and git reads no further
     ev.prefetch(selected)
     strs, nums = ev.table(selected)
     walked = [k for k, a in enumerate(p.atoms) if a.name == "ahead-behind"]
@@ -174,7 +205,7 @@ def _lines(
             yield head + glue.join(rows[lo : lo + step]) + tail
         return
     if not cols:
-        lines = [head + tail] * n
+        lines = [texts[0] + b"\n"] * n  # one text, both head and tail: not twice
     else:
         template = b"%s".join(t.replace(b"%", b"%%") for t in texts[:-1]) + b"%s" + tail.replace(b"%", b"%%")
         lines = list(map(template.__mod__, zip(*cols, strict=True)))

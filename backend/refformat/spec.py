@@ -34,6 +34,16 @@ TIME_ATOMS = frozenset({"authordate", "committerdate", "taggerdate", "creatordat
 NUMBER_ATOMS = frozenset({"objectsize", "numparent"})
 
 
+def sorts_as_number(a: Atom) -> bool:
+    """Does git compare this atom's values as numbers (FIELD_ULONG / FIELD_TIME)? The sizes and counts,
+    a date without a format, and ``%(contents:size)`` (its parser makes the atom a number)."""
+    return (
+        a.name in NUMBER_ATOMS
+        or (a.name in TIME_ATOMS and a.arg is None)
+        or (a.name == "contents" and a.arg == "size")
+    )
+
+
 class Atom(namedtuple("Atom", "text deref name arg")):
     """One ``%(…)`` field: ``text`` as written inside the parentheses (what git deduplicates on),
     ``deref`` for a leading ``*``, the atom ``name`` and its ``arg`` after the first colon (or None)."""
@@ -115,8 +125,13 @@ def _no_arg(atom: Atom) -> None:
         raise FormatError(f"%({atom.name}) does not take arguments")
 
 
+# parsers that name their own atom in git's error, not the atom as written (err_bad_arg(err, "contents",
+# arg)): %(*contents:x) is refused as %(contents)
+_SELF_NAMED = frozenset({"objectsize", "subject", "contents"})
+
+
 def _bad_arg(atom: Atom, shown: str | None = None) -> FormatError:
-    head = atom.text.partition(":")[0]
+    head = atom.name if atom.name in _SELF_NAMED else atom.text.partition(":")[0]
     return FormatError(f"unrecognized %({head}) argument: {atom.arg if shown is None else shown}")
 
 
@@ -252,7 +267,7 @@ def parse_sort(keys: list[str], atoms: list[Atom]) -> list[tuple[int, bool, bool
     """(atom index, reverse, version) per ``--sort`` key, primary first: git makes the LAST key given the
     primary one."""
     out = []
-    for key in reversed(keys):
+    for key in keys:  # interned in the order given, as git adds them to used_atom: the order it fails in
         reverse = key.startswith("-")
         body = key[1:] if reverse else key
         version = False
@@ -262,6 +277,7 @@ def parse_sort(keys: list[str], atoms: list[Atom]) -> list[tuple[int, bool, bool
                 body = body[len(prefix) :]
                 break
         if not body:
-            raise FormatError(f"malformed field name: {key}")
+            raise FormatError(f"malformed field name: {body}")  # git names the atom: "-" and "v:" are gone
         out.append((intern(atoms, body), reverse, version))
+    out.reverse()
     return out

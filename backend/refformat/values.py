@@ -267,8 +267,9 @@ class Evaluator:
             if arg is None and not deref:
                 return lambda ref: Value(ref.name)
             return lambda ref: Value(self._show_ref(ref.name, arg) + tail)
-        if name == "symref":
-            return lambda ref: EMPTY if ref.target is None else Value(self._show_ref(ref.target, arg) + tail)
+        if name == "symref":  # get_symref's "" is still given the tail: ``%(*symref)`` of a plain ref is ^{}
+            empty = Value(tail) if deref else EMPTY
+            return lambda ref: empty if ref.target is None else Value(self._show_ref(ref.target, arg) + tail)
         if name == "objectname" and not deref:
             if arg is None:
                 return lambda ref: Value(ref.oid)

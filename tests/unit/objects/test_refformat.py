@@ -344,15 +344,15 @@ def test_cli_list_speaks_for_each_ref(tmp_path, fmt):
             "refscope: --json cannot be combined with for-each-ref's options",
         ),
         (["--count=-1"], 2, "refscope: invalid --count argument: `-1'"),
-        (["--count=x"], 2, "refscope: option `count' expects a numerical value"),
+        (["--count=x"], 2, "refscope: option `count' expects an integer value with an optional k/m/g suffix"),
         (["--format=%(nosuch)"], 1, "refscope: unknown field name: nosuch"),
         (["--merged=nosuch"], 1, "refscope: malformed object name nosuch"),
         (
             ["--merged=main~1"],
             1,
-            "refscope: unsupported revision syntax: main~1 (a ref name or a full object id)",
+            "refscope: unsupported revision syntax: main~1 (a ref name or an object id)",
         ),
-        (["--points-at=nosuch"], 1, "refscope: malformed object name nosuch"),
+        (["--points-at=nosuch"], 1, "refscope: malformed object name 'nosuch'"),
         (["--sort=-nosuch"], 1, "refscope: unknown field name: nosuch"),
     ],
 )

@@ -1,0 +1,67 @@
+"""The configuration ``refscope list --format`` reads as ``git for-each-ref`` does: ``core.abbrev``
+(a length, ``auto``, ``no``, past the id's length, below git's minimum of 4, not a number) for
+``%(objectname:short)`` and the other ``:short`` ids, and ``core.warnAmbiguousRefs`` (off: a short name
+need only be unambiguous under the rules before its own; not a boolean: git fails only a format that
+shortens a name). Names that collide under git's rules (a branch and a tag ``x``, ``heads/y``,
+``tags/x``, a branch ``origin`` beside the remote), both ref formats, against git's own output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import refscope
+from tests.support.git import git, init_repo, run_git
+
+FORMATS = [
+    "%(refname) %(refname:short) %(symref:short)",
+    "%(objectname:short) %(tree:short) %(*objectname:short) %(objectname:short=5)",
+    "%(refname)",
+]
+SETTINGS = [
+    [],
+    ["core.abbrev", "12"],
+    ["core.abbrev", "auto"],
+    ["core.abbrev", "no"],
+    ["core.abbrev", "4"],
+    ["core.abbrev", "100"],
+    ["core.abbrev", "3"],
+    ["core.warnAmbiguousRefs", "false"],
+    ["core.warnAmbiguousRefs", "maybe"],
+]
+
+
+@pytest.fixture(scope="module", params=[("files", "sha1"), ("reftable", "sha256")], ids="-".join)
+def repo(request, tmp_path_factory) -> Path:
+    fmt, hash_name = request.param
+    repo = init_repo(tmp_path_factory.mktemp(f"{fmt}-{hash_name}") / "r", fmt, hash_name)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    for name in ("x", "heads/y", "tags/x", "origin"):
+        git(repo, "branch", name)
+    git(repo, "tag", "-a", "x", "-m", "a tag x")
+    git(repo, "update-ref", "refs/remotes/origin/main", "main")
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    git(repo, "update-ref", "refs/remotes/x/HEAD", "main")
+    git(repo, "update-ref", "refs/z", "main")
+    return repo
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: "=".join(s) or "unset")
+def test_config_reads_as_gits(repo, setting) -> None:
+    if setting:
+        git(repo, "config", *setting)
+    try:
+        for fmt in FORMATS:
+            args = [f"--format={fmt}"]
+            theirs = run_git(repo, "for-each-ref", *args)
+            ours = refscope("list", *args, cwd=repo)
+            if theirs.returncode == 0:
+                assert (ours.returncode, ours.stderr, ours.stdout) == (0, b"", theirs.stdout), (setting, fmt)
+                continue
+            first = theirs.stderr.decode().splitlines()[0]
+            assert (ours.returncode, ours.stdout) == (1, b""), (setting, fmt)
+            assert ours.stderr.decode() == "refscope: " + first.split(": ", 1)[1] + "\n", (setting, fmt)
+    finally:
+        if setting:
+            git(repo, "config", "--unset", setting[0])
