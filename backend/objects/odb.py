@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
+from collections.abc import Iterator
 from itertools import compress
 
 from ..errors import CorruptStore
@@ -435,19 +436,7 @@ class Odb:
                 seen += _neighbours(ps.midx, raw)
             for _, index in ps.indexes:
                 seen += _neighbours(index, raw)
-        hexs = hexoid.decode("ascii")
-        for d in self.dirs:
-            try:
-                names = os.listdir(os.path.join(d, hexs[:2]))
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            want = hexs[2:length]
-            for name in names:
-                if len(name) == hexsz - 2 and name.startswith(want):
-                    try:
-                        seen.append(bytes.fromhex(hexs[:2] + name))
-                    except ValueError:
-                        continue
+        seen += map(bytes.fromhex, self._loose_names(hexoid[:length].decode("ascii")))
         for other in seen:
             common = _common_hex(other, raw)
             if common != hexsz and common >= length:
@@ -476,17 +465,24 @@ class Odb:
                 scan(ps.midx)
             for _, index in ps.indexes:
                 scan(index)
-        hexs = prefix.decode("ascii")
+        for name in self._loose_names(prefix.decode("ascii")):
+            if len(found) >= limit:
+                break
+            found[name.encode()] = None
+        return list(found)[:limit]
+
+    def _loose_names(self, hexs: str) -> Iterator[str]:
+        """The hex ids of the loose objects whose names start with ``hexs`` (two hex digits or more),
+        in every objects directory; a file there whose name is no id is not one."""
+        hexsz = self.rawsz * 2
         for d in self.dirs:
             try:
                 names = os.listdir(os.path.join(d, hexs[:2]))
             except (FileNotFoundError, NotADirectoryError):
                 continue
             for name in names:
-                hexname = len(name) == hexsz - 2 and not name.translate(_NOT_HEX)
-                if hexname and name.startswith(hexs[2:]) and len(found) < limit:
-                    found[(hexs[:2] + name).encode()] = None
-        return list(found)[:limit]
+                if len(name) == hexsz - 2 and name.startswith(hexs[2:]) and not name.translate(_NOT_HEX):
+                    yield hexs[:2] + name
 
     def info(self, hexoid: bytes) -> tuple[str, int] | None:
         """(type name, size) of the object ``hexoid``, inflating no more than a delta's header."""
