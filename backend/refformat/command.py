@@ -96,9 +96,11 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
          omit_empty: bool, escape) -> None:  # fmt: skip
     from ..objects.commitgraph import open_commit_graph
     from ..objects.odb import Odb, objects_dir
+    from .replace import refuse_replaced
     from .settings import settings
 
     config = settings(repo.config)  # git reads it first: a bad value fails every format
+    refuse_replaced(repo, snap, p.atoms, any(revs.values()))
     hexsz = HASH_HEXSZ[repo.hash_name]
     odb = Odb.of(repo)
     directory = objects_dir(repo)

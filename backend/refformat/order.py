@@ -8,6 +8,7 @@ in C), or as versions; ``-`` reverses one key; when every key ties, the refnames
 from __future__ import annotations
 
 import re
+from functools import cmp_to_key
 
 _S_N, _S_I, _S_F, _S_Z = 0, 3, 6, 9
 _CMP, _LEN = 2, 3
@@ -26,10 +27,12 @@ def _cls(c: int) -> int:
     return (c == 0x30) + (0x30 <= c <= 0x39)
 
 
-def versioncmp(a: bytes, b: bytes) -> int:
-    """versioncmp without ``versionsort.suffix`` (the caller refuses that setting)."""
-    a = _cstr(a) + b"\0\0"
-    b = _cstr(b) + b"\0\0"
+def versioncmp(a: bytes, b: bytes, suffixes: tuple[bytes, ...] = ()) -> int:
+    """versioncmp.c's versioncmp; ``suffixes``: ``versionsort.suffix`` in config order (prerelease
+    suffixes: a name with one around the first difference sorts first, two by the suffixes' order)."""
+    s1, s2 = _cstr(a), _cstr(b)
+    a = s1 + b"\0\0"
+    b = s2 + b"\0\0"
     i = 0
     c1, c2 = a[0], b[0]
     state = _S_N + _cls(c1)
@@ -41,6 +44,10 @@ def versioncmp(a: bytes, b: bytes) -> int:
         c1, c2 = a[i], b[i]
         state += _cls(c1)
     diff = c1 - c2
+    if suffixes:
+        swapped = _swap_prereleases(s1, s2, i, suffixes)
+        if swapped is not None:
+            return swapped
     kind = _RESULT[state * 3 + _cls(c2)]
     if kind == _CMP:
         return diff
@@ -54,6 +61,28 @@ def versioncmp(a: bytes, b: bytes) -> int:
             return 1
         p2 += 1
     return -1 if _digit(b, p2) else diff
+
+
+def _swap_prereleases(s1: bytes, s2: bytes, off: int, suffixes: tuple[bytes, ...]) -> int | None:
+    """versioncmp.c's swap_prereleases: per name, the configured suffix that contains the first
+    difference ``off`` or ends right before it (the earliest-starting one, then the longest); None when
+    neither name has one or both the same (the rest of the comparison decides)."""
+    m1 = [-1, off, -1]  # suffix_match: conf_pos, start, len
+    m2 = [-1, off, -1]
+    for pos, suffix in enumerate(suffixes):
+        n = len(suffix)
+        start = off - n if n < off else 0
+        for name, m in ((s1, m1), (s2, m2)):  # find_better_matching_suffix
+            end = m[1] if m[2] < n else m[1] - 1
+            for i in range(start, end + 1):
+                if name.startswith(suffix, i):
+                    m[:] = [pos, i, n]
+                    break
+    if m1[0] == m2[0]:  # neither, or the same suffix in both
+        return None
+    if m1[0] >= 0 and m2[0] >= 0:
+        return m1[0] - m2[0]
+    return -1 if m1[0] >= 0 else 1
 
 
 _RUNS = re.compile(rb"(\d+)")
@@ -104,16 +133,25 @@ def _cmp(a, b) -> int:
 
 
 def sort_order(
-    n: int, strs: list, nums: list, keys: list[tuple[int, bool, bool]], numeric: list[bool]
+    n: int,
+    strs: list,
+    nums: list,
+    keys: list[tuple[int, bool, bool]],
+    numeric: list[bool],
+    suffixes: tuple[bytes, ...] = (),
 ) -> list[int]:
     """The order of ``n`` refs listed in name order, by ``keys`` (atom index, reverse, version; primary
     first) over the value columns (``strs`` the bytes, ``nums`` the numbers, per atom): one stable sort
     per key, least significant first, so ties keep name order as git's final refname comparison does,
-    and each key is a C-level lookup."""
+    and each key is a C-level lookup. With ``suffixes`` (versionsort.suffix) a version key has no
+    such key: it is sorted by versioncmp itself."""
     order = list(range(n))
     for k, reverse, version in reversed(keys):
         col = strs[k]
-        if version:
+        if version and suffixes:
+            by = cmp_to_key(lambda x, y, col=col: versioncmp(col[x], col[y], suffixes))
+            order.sort(key=by, reverse=reverse)
+        elif version:
             order.sort(key=list(map(version_key, col)).__getitem__, reverse=reverse)
         elif numeric[k]:
             order.sort(key=nums[k].__getitem__, reverse=reverse)

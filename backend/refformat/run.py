@@ -164,7 +164,7 @@ def for_each_ref(
         wanted = [(bases or {})[p.atoms[k].arg] for k in walked]
         for k, col in zip(walked, columns(Graph(objects, commit_graph), wanted, selected), strict=True):
             strs[k] = col
-    order = None if by_name else sort_order(len(selected), strs, nums, p.keys, numeric)
+    order = None if by_name else sort_order(len(selected), strs, nums, p.keys, numeric, settings.suffixes)
     if count is not None:
         order = list(range(min(count, len(selected)))) if order is None else order[:count]
     yield from _lines(p.format, strs, order, omit_empty, escape)

@@ -1,11 +1,13 @@
 """The configuration ``git for-each-ref`` reads before it lists (git_default_config): ``core.abbrev``,
-the length of ``%(objectname:short)`` and ``%(tree:short)``..., and ``core.warnAmbiguousRefs``, whether
-``%(refname:short)`` must be unambiguous under every rule or only under the rules before its own. Read
+the length of ``%(objectname:short)`` and ``%(tree:short)``..., ``core.warnAmbiguousRefs``, whether
+``%(refname:short)`` must be unambiguous under every rule or only under the rules before its own, and
+``versionsort.suffix``, the prerelease suffixes of a ``version:`` sort. Read
 once per run, and refused in git's words where git refuses the value (git dies on it whatever the
 format)."""
 
 from __future__ import annotations
 
+import os
 from collections import namedtuple
 
 from ..config import Config, parse_bool, parse_int
@@ -14,10 +16,11 @@ from ..errors import ConfigError
 MINIMUM_ABBREV = 4
 
 
-class Settings(namedtuple("Settings", "abbrev strict")):
+class Settings(namedtuple("Settings", "abbrev strict suffixes", defaults=((),))):
     """``abbrev``: the default abbreviation (-1: git's automatic length from the object count; a
     length at least MINIMUM_ABBREV, possibly past the id's length: then the whole id); ``strict()``:
-    refs_shorten_unambiguous_ref's strict mode."""
+    refs_shorten_unambiguous_ref's strict mode; ``suffixes``: versionsort.suffix (else the deprecated
+    versionsort.prereleaseSuffix), the prerelease suffixes of ``version:`` sorts, in config order."""
 
     __slots__ = ()
 
@@ -39,7 +42,8 @@ def settings(config: Config) -> Settings:
             abbrev = parse_int(value, "core.abbrev", (1 << 31) - 1)
             if abbrev < MINIMUM_ABBREV:
                 raise ConfigError(None, f"abbrev length out of range: {abbrev}")
-    return Settings(abbrev, lambda: _strict(config))
+    suffixes = config.get_all("versionsort.suffix") or config.get_all("versionsort.prereleasesuffix")
+    return Settings(abbrev, lambda: _strict(config), tuple(os.fsencode(s) for s in suffixes if s))
 
 
 def _strict(config: Config) -> bool:

@@ -65,3 +65,30 @@ def test_config_reads_as_gits(repo, setting) -> None:
     finally:
         if setting:
             git(repo, "config", "--unset", setting[0])
+
+
+TAGS = ["v1.0", "v1.0-rc1", "v1.0-rc2", "v1.0-beta", "v1.0-alpha2", "v1.0.rc3", "v1.0-bfoo", "v1.0.1", "v1.10",
+        "v1.2", "v2.0-pre", "v2.0", "v2.0-rc1"]  # fmt: skip
+SUFFIXES = [
+    [],
+    [("versionsort.suffix", "-rc")],
+    [("versionsort.suffix", "-rc"), ("versionsort.suffix", "-beta"), ("versionsort.suffix", "-alpha")],
+    [("versionsort.prereleaseSuffix", "-rc")],
+    [("versionsort.suffix", ".rc"), ("versionsort.suffix", "-b")],
+    [("versionsort.suffix", "-b"), ("versionsort.suffix", "-bfoo"), ("versionsort.suffix", "0")],
+]
+
+
+@pytest.mark.parametrize("suffixes", SUFFIXES, ids=lambda s: ",".join(v for _, v in s) or "none")
+def test_version_sort_takes_gits_prerelease_suffixes(tmp_path, suffixes) -> None:
+    repo = init_repo(tmp_path / "r")
+    for tag in TAGS:
+        git(repo, "tag", tag)
+    for key, value in suffixes:
+        git(repo, "config", "--add", key, value)
+    for sort in ("--sort=version:refname", "--sort=-v:refname", "--sort=v:refname:lstrip=2"):
+        args = ["--format=%(refname)", sort, "refs/tags"]
+        theirs = run_git(repo, "for-each-ref", *args)
+        assert theirs.returncode == 0, theirs.stderr
+        ours = refscope("list", *args, cwd=repo)
+        assert (ours.returncode, ours.stderr, ours.stdout) == (0, b"", theirs.stdout), (suffixes, sort)
