@@ -14,11 +14,12 @@ import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable
+from functools import cmp_to_key, partial
 from itertools import repeat
 from operator import add, and_, itemgetter, mul
 from operator import neg as neg_
 
-from .order import version_key
+from .order import version_key, versioncmp
 
 ROWS_CHUNK = 1 << 13  # rows sorted at once, between cancellation checks
 
@@ -26,21 +27,28 @@ ROWS_CHUNK = 1 << 13  # rows sorted at once, between cancellation checks
 _TIE = struct.Struct(">xI")  # NUL, then a row's position: after a version key, unique and in order
 
 
-def version_order(snap, rows, cancelled: Callable[[], bool] = lambda: False) -> array | None:
-    """``rows`` (in name order) as ``--sort=version:refname`` orders their names (equal ones by name);
-    None when cancelled. Each name's ``order.version_key`` (the CLI's, checked against versioncmp) ends
-    with its position, a chunk at a time, each chunk sorted, and the chunks merged as ``date_order``'s
-    are: one bytes object per row, no tuple."""
+def version_order(
+    snap, rows, cancelled: Callable[[], bool] = lambda: False, suffixes: tuple[bytes, ...] = ()
+) -> array | None:
+    """``rows`` (in name order) as ``--sort=version:refname`` orders their names (equal ones by name;
+    ``suffixes``: versionsort.suffix); None when cancelled. Each name's ``order.version_key`` (the
+    CLI's, checked against versioncmp) ends with its position, a chunk at a time, each chunk sorted,
+    and the chunks merged as ``date_order``'s are: one bytes object per row, no tuple. With prerelease
+    suffixes no such key exists: the names are compared by versioncmp itself (slower), the same way."""
     n = len(rows)
     runs = []
+    by = cmp_to_key(partial(versioncmp, suffixes=suffixes)) if suffixes else None
     for lo in range(0, n, ROWS_CHUNK):
         if cancelled():
             return None
         hi = min(lo + ROWS_CHUNK, n)
-        keys = map(version_key, map(snap.name_at, rows[lo:hi]))
-        runs.append(sorted(map(add, keys, map(_TIE.pack, range(lo, hi)))))
+        names = map(snap.name_at, rows[lo:hi])
+        if by is None:
+            runs.append(sorted(map(add, map(version_key, names), map(_TIE.pack, range(lo, hi)))))
+        else:
+            runs.append(sorted(zip(map(by, names), range(lo, hi), strict=True)))
         time.sleep(0)
-    return _merged(runs, rows, _tie_positions, cancelled)
+    return _merged(runs, rows, _tie_positions if by is None else partial(map, itemgetter(1)), cancelled)
 
 
 def _tie_positions(piece: list[bytes]) -> array:

@@ -42,8 +42,14 @@ def settings(config: Config) -> Settings:
             abbrev = parse_int(value, "core.abbrev", (1 << 31) - 1)
             if abbrev < MINIMUM_ABBREV:
                 raise ConfigError(None, f"abbrev length out of range: {abbrev}")
+    return Settings(abbrev, lambda: _strict(config), version_suffixes(config))
+
+
+def version_suffixes(config: Config) -> tuple[bytes, ...]:
+    """versionsort.suffix (else the deprecated versionsort.prereleaseSuffix), in config order: what a
+    ``version:`` sort -- the CLI's, the TUI's -- swaps prereleases by."""
     suffixes = config.get_all("versionsort.suffix") or config.get_all("versionsort.prereleasesuffix")
-    return Settings(abbrev, lambda: _strict(config), tuple(os.fsencode(s) for s in suffixes if s))
+    return tuple(os.fsencode(s) for s in suffixes if s)
 
 
 def _strict(config: Config) -> bool:

@@ -245,7 +245,9 @@ class TipFacts(ChildReads):
         commit (the objects' reading goes on in the background scan), else the object's. No Python
         object per row, and no C call over every row (the UI would wait for the GIL that long)."""
         if key == "version":
-            return version_order(snap, rows, cancelled)
+            from .settings import version_suffixes
+
+            return version_order(snap, rows, cancelled, version_suffixes(self.repo.config))
         per_row = self.row_slots(snap, cancelled)
         if per_row is None:
             return None

@@ -204,7 +204,7 @@ class RefListing(Screen):
 
             self.post_message(FilterProgress(generation, 0, 1))
             with app.meter.measure("sort") as m:
-                if sort == "version":
+                if self.facts is None:  # (no repository: no objects, and no config's prerelease suffixes)
                     got = version_order(snapshot, view, lambda: worker.is_cancelled)
                 else:
                     got = self.facts.order(snapshot, view, sort, lambda: worker.is_cancelled)

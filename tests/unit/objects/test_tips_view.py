@@ -136,6 +136,37 @@ def test_version_order_is_gits(
     assert row_order.version_order(snap, range(len(snap)), lambda: True) is None  # (cancelled)
 
 
+@pytest.mark.parametrize("suffixes", [["-rc"], ["-rc", "-beta", "-alpha"], ["-b", "-bfoo", "0"]])
+def test_version_order_takes_the_prerelease_suffixes(
+    tmp_path: Path, git_bin: str, suffixes: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # versionsort.suffix as git's for-each-ref takes it (no byte key then: versioncmp itself), chunked
+    from tests.support.git import init_repo
+
+    monkeypatch.setattr(row_order, "ROWS_CHUNK", 3)
+    path = init_repo(tmp_path / "r")
+    git(path, "commit", "-q", "--allow-empty", "-m", "c")
+    for tag in [
+        "v1.0",
+        "v1.0-rc1",
+        "v1.0-rc2",
+        "v1.0-beta",
+        "v1.0-alpha2",
+        "v1.0-bfoo",
+        "v1.0.1",
+        "v2.0-rc1",
+    ]:
+        git(path, "tag", tag)
+    for suffix in suffixes:
+        git(path, "config", "--add", "versionsort.suffix", suffix)
+    repo = discover(str(path))
+    snap = open_store(repo).snapshot()
+    want = git(path, "for-each-ref", "--sort=version:refname", "--format=%(refname)").split()
+    assert [snap.name_at(i) for i in TipFacts(repo).order(snap, range(len(snap)), "version")] == want
+    plain = row_order.version_order(snap, range(len(snap)))  # (without them: another order)
+    assert [snap.name_at(i) for i in plain] != want
+
+
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_row_oids_are_each_rows(tmp_path: Path, git_bin: str, fmt: str, monkeypatch) -> None:
     # the bulk path (files: sliced from packed-refs, loose refs among them; reftable: its batches)
