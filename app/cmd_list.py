@@ -42,7 +42,8 @@ def run(argv: list[str]) -> int:
         return 2
     count = None
     if "--count" in opts.values:
-        from refscope.backend.refformat.count import CountError, parse_count
+        from refscope.backend.errors import CountError
+        from refscope.backend.refformat.count import parse_count
 
         try:
             count = parse_count(opts.values["--count"])  # git: 0 is no limit

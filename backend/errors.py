@@ -214,6 +214,11 @@ class FormatError(RefscopeError):
         super().__init__(None, what)
 
 
+class CountError(ValueError):
+    """A ``--count`` git refuses (``refformat.count``); the message is git's (a usage error: exit 2, as
+    git's 129)."""
+
+
 class UnsupportedDate(FormatError):
     """A date format git knows that refscope does not print (``human``, ``format:``, ``-local``)."""
 

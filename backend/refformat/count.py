@@ -4,12 +4,10 @@ then for-each-ref's own refusal of a negative count; every refusal in git's word
 
 from __future__ import annotations
 
+from ..errors import CountError
+
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-
-
-class CountError(ValueError):
-    """A ``--count`` git refuses; the message is git's (a usage error: exit 2, as git's 129)."""
 
 
 def _strtoimax(s: str) -> tuple[int, str] | None:
