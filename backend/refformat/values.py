@@ -366,7 +366,8 @@ class Evaluator:
         if kind == "commit":
             if name == "tree":
                 return Value(self._oid(heads[0], atom.arg))
-            parents = () if oid in getattr(self.objects.odb, "grafted", ()) else heads[1]  # shallow: none
+            if name in ("parent", "numparent"):  # a shallow boundary: git sees no parent
+                parents = () if oid in getattr(self.objects.odb, "grafted", ()) else heads[1]
             if name == "parent":
                 return Value(b" ".join(self._oid(p, atom.arg) for p in parents))
             if name == "numparent":
