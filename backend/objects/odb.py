@@ -262,6 +262,9 @@ class Odb:
         self.dirs = object_dirs(objects_dir, env)
         self._sets: list[_PackSet] | None = None
         self._count: int | None = None
+        # commits git takes as parentless: a shallow repository's boundary (``shallow``), set by the caller
+        # that knows the repository (``refformat.command``); the walks and %(parent) read it
+        self.grafted: frozenset[bytes] = frozenset()
 
     def _packsets(self) -> list[_PackSet]:
         if self._sets is None:

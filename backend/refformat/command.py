@@ -83,6 +83,18 @@ def _resolved(snap, hexsz: int, text: str, odb, key: str) -> bytes:
         raise
 
 
+def shallow_commits(repo) -> frozenset[bytes]:
+    """The commits of ``shallow`` (a shallow clone's boundary), which git reads as having no parents
+    (and, with any, uses no commit-graph)."""
+    from ..fileio import read_prefix
+
+    try:
+        data = read_prefix(os.path.join(repo.commondir, "shallow"), 1 << 30)
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(line.strip().lower() for line in data.split(b"\n") if line.strip())
+
+
 def _not_a_commit(key: str, text: str) -> str:
     """git's words for a filter's revision that is no commit: ``--merged`` and ``--no-merged`` are read
     by parse_opt_merge_filter, ``--contains`` and ``--no-contains`` by parse_opt_commits, which word it
@@ -103,6 +115,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
     refuse_replaced(repo, snap, p.atoms, any(revs.values()))
     hexsz = HASH_HEXSZ[repo.hash_name]
     odb = Odb.of(repo)
+    odb.grafted = shallow_commits(repo)
     directory = objects_dir(repo)
     named = {k: tuple(_resolved(snap, hexsz, v, odb, k) for v in vs) for k, vs in revs.items()}
     graph = None
@@ -112,7 +125,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         from .reach import Graph
         from .values import Objects
 
-        graph = open_commit_graph(directory, odb.rawsz)
+        graph = None if odb.grafted else open_commit_graph(directory, odb.rawsz)  # git: none when shallow
         check = Graph(Objects(odb), graph)
         for arg in walks:
             bases[arg] = _base_commit(snap, hexsz, check, arg, odb)

@@ -110,6 +110,8 @@ class Graph:
             if got is None or got[0] != "commit":
                 raise RefscopeError(None, f"unable to parse commit {node.decode()}")
             _, parents = object_headers("commit", got[1], node, b"")
+            if node in getattr(self.objects.odb, "grafted", ()):  # a shallow boundary: git walks no further
+                parents = ()
             hit = tuple(self.node(p) for p in parents)
         self._parents[node] = hit
         return hit

@@ -366,10 +366,12 @@ class Evaluator:
         if kind == "commit":
             if name == "tree":
                 return Value(self._oid(heads[0], atom.arg))
+            if name in ("parent", "numparent"):  # a shallow boundary: git sees no parent
+                parents = () if oid in getattr(self.objects.odb, "grafted", ()) else heads[1]
             if name == "parent":
-                return Value(b" ".join(self._oid(p, atom.arg) for p in heads[1]))
+                return Value(b" ".join(self._oid(p, atom.arg) for p in parents))
             if name == "numparent":
-                return Value(str(len(heads[1])).encode(), len(heads[1]))
+                return Value(str(len(parents)).encode(), len(parents))
             who = (b"author", b"committer")
         elif kind == "tag":
             if name == "tag":
