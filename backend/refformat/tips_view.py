@@ -276,11 +276,14 @@ class TipFacts(ChildReads):
         if self._graph is None:
             from ..objects.commitgraph import open_commit_graph
             from ..objects.odb import Odb
+            from .command import shallow_commits
             from .reach import Graph
             from .values import Objects
 
             odb = Odb(self.objects_dir, self.repo.hash_name)
-            self._graph = Graph(Objects(odb), open_commit_graph(self.objects_dir, odb.rawsz))
+            odb.grafted = shallow_commits(self.repo)  # (a shallow clone's boundary: walked no further)
+            graph = None if odb.grafted else open_commit_graph(self.objects_dir, odb.rawsz)  # (git: none)
+            self._graph = Graph(Objects(odb), graph)
         return self._graph
 
     def resolve(self, snap, text: str | bytes) -> bytes:

@@ -98,6 +98,38 @@ def test_merged_naming_no_commit_is_one_line(
     assert e.value.what == line
 
 
+@pytest.mark.parametrize("graph", [False, True], ids=["no-graph", "graph"])
+def test_merged_in_a_shallow_clone_is_gits(tmp_path: Path, git_bin: str, graph: bool) -> None:
+    # the boundary commits of ``shallow`` have no parents, as git reads them (the clone lacks theirs:
+    # a walk past them failed), and a commit-graph is not used there, as git uses none
+    from tests.support.git import init_repo
+
+    origin = init_repo(tmp_path / "origin")
+    for i in range(6):
+        git(origin, "commit", "-q", "--allow-empty", "-m", f"c{i}")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth=3", "--single-branch", "--no-tags", f"file://{origin}", str(clone))
+    git(clone, "branch", "b1", "main~1")
+    git(clone, "branch", "b2", "main~2")  # (the boundary)
+    if graph:
+        git(clone, "commit-graph", "write", "--reachable")
+    repo = discover(str(clone))
+    snap = open_store(repo).snapshot()
+    from refscope.app.tui.models.filtering import parse
+
+    names = [r.name for r in snap]
+    for base in ("main", "b2"):
+        test = tip_filters.tester(TipFacts(repo), snap, parse(f"merged:{base}").conditions, b"main")
+        got = [n for n, ok in zip(names, test(list(range(len(names)))), strict=True) if ok]
+        assert got == git(clone, "for-each-ref", f"--merged={base}", "--format=%(refname)").split(), base
+    facts = TipFacts(repo)
+    left, right = git(clone, "rev-list", "--left-right", "--count", "b2...main").split()
+    assert facts.ahead_behind(facts.resolve(snap, "b2"), facts.resolve(snap, "main")) == (
+        int(left),
+        int(right),
+    )
+
+
 def test_date_order_is_gits(tips: Path) -> None:
     repo = discover(str(tips))
     snap = open_store(repo).snapshot()
