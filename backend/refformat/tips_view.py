@@ -286,6 +286,19 @@ class TipFacts(ChildReads):
             self._graph = Graph(Objects(odb), graph)
         return self._graph
 
+    def replaced(self, snap) -> str | None:
+        """One line when git would show these refs' tips through replace refs (``refformat.replace``),
+        which this reader does not follow: the columns then show the objects themselves."""
+        from .replace import replacing
+
+        base = replacing(self.repo, snap)
+        if base is None:
+            return None
+        return (
+            f"replace refs ({base.decode('utf-8', 'replace')}*): the columns, sorts and filters read the"
+            " objects themselves, where git reads their replacements"
+        )
+
     def resolve(self, snap, text: str | bytes) -> bytes:
         """The commit ``text`` (a ref name as git resolves it, or a full id; bytes as the store holds
         them) names; RefscopeError if none."""

@@ -549,3 +549,20 @@ async def test_children_started_early_are_reaped_when_the_tips_are_few(
         assert len(screen.facts.table) < rows and started
         assert all(c.proc.returncode is not None for c in started) and not screen.facts._spare
         assert screen.facts.child_read == 0
+
+
+async def test_replace_refs_are_said_once(tips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # git shows a replaced tip through its replacement, which this reader does not follow: a notice says
+    # so, once; with replacements off (as git then) nothing is said
+    git(tips, "replace", "-f", git(tips, "rev-parse", "main").decode().strip(), "main~1")
+    for off in (False, True):
+        if off:
+            monkeypatch.setenv("GIT_NO_REPLACE_OBJECTS", "1")
+        app = make_app(tips)
+        async with app.run_test(size=SMALL) as pilot:
+            await tips_loaded(pilot, app)
+            said = [n for n in notices(app) if "replace refs" in n]
+            assert said == ([] if off else [
+                "replace refs (refs/replace/*): the columns, sorts and filters read the objects themselves,"
+                " where git reads their replacements"
+            ])  # fmt: skip

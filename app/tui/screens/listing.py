@@ -359,6 +359,9 @@ class RefListing(Screen):
         worker = get_current_worker()
         facts = self.facts
         cancelled = lambda: worker.is_cancelled  # noqa: E731
+        line = facts.replaced(snapshot)
+        if line is not None:  # (said once: the scan runs once per app)
+            self.app.call_from_thread(self.notify, line, severity="warning", timeout=8, markup=False)
         if facts.row_slots(snapshot, cancelled) is None:
             return
         total = len(facts.table)
