@@ -291,7 +291,10 @@ class TipFacts(ChildReads):
         which this reader does not follow: the columns then show the objects themselves."""
         from .replace import replacing
 
-        base = replacing(self.repo, snap)
+        try:
+            base = replacing(self.repo, snap)
+        except RefscopeError as err:  # (core.useReplaceRefs not a boolean: git dies on it; said here)
+            return err.what
         if base is None:
             return None
         return (

@@ -325,3 +325,19 @@ def test_stand_aside_waits_for_the_work_the_user_waits_for(tips: Path) -> None:
         facts.stand_aside(lambda: True)  # (a cancelled waiter does not wait)
     assert done.wait(10)
     waiter.join()
+
+
+def test_replaced_says_a_bad_use_replace_refs_in_one_line(tmp_path: Path, git_bin: str) -> None:
+    # git dies on the value; the TUI's scan goes on and says git's line (the notice), no exception
+    from tests.support.git import init_repo, run_git
+
+    path = init_repo(tmp_path / "r")
+    git(path, "commit", "-q", "--allow-empty", "-m", "c")
+    repo = discover(str(path))
+    snap = open_store(repo).snapshot()
+    assert TipFacts(repo).replaced(snap) is None
+    git(path, "config", "core.useReplaceRefs", "maybe")
+    theirs = run_git(path, "for-each-ref", "--format=%(subject)")
+    repo = discover(str(path))
+    line = TipFacts(repo).replaced(open_store(repo).snapshot())
+    assert theirs.stderr.decode().strip() == f"fatal: {line}"
