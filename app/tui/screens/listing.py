@@ -44,10 +44,9 @@ _frozen = False
 
 
 def freeze_once() -> None:
-    """Move what the process holds once the first view is up (the app, its widgets, the snapshot's
-    index) out of the cycle collector's reach: the scans and sorts that follow make objects by the
-    million, and each full collection walked the app's every object again, a stop of the UI each time.
-    Once: objects frozen are never collected, so later ones stay collectable."""
+    """Move what the process holds once the first view is up out of the cycle collector's reach: the
+    scans and sorts make objects by the million, and each full collection walked the app's every object
+    again, a stop of the UI. Once: frozen objects are never collected, later ones stay collectable."""
     global _frozen
     if not _frozen:
         _frozen = True
@@ -295,8 +294,7 @@ class RefListing(Screen):
         self.apply_filter(event.value)
 
     def apply_filter(self, text: str) -> None:
-        """A new pattern: a prefix on an indexed snapshot is two binary searches right here; anything
-        else (a scan, or a snapshot still being indexed) goes to the ``prepare`` worker."""
+        """A new pattern: a prefix on an indexed snapshot is two binary searches here, the rest a worker's."""
         app = self.app
         self.pattern = filtering.parse(text)
         mode = self.pattern.mode
@@ -359,8 +357,7 @@ class RefListing(Screen):
         worker = get_current_worker()
         facts = self.facts
         cancelled = lambda: worker.is_cancelled  # noqa: E731
-        line = facts.replaced(snapshot)
-        if line is not None:  # (said once: the scan runs once per app)
+        if (line := facts.replaced(snapshot)) is not None:  # (said once: the scan runs once per app)
             self.app.call_from_thread(self.notify, line, severity="warning", timeout=8, markup=False)
         if facts.row_slots(snapshot, cancelled) is None:
             return
