@@ -1,9 +1,10 @@
 """The orders of the TUI's rows other than by name: by version (``--sort=version:refname``) and newest
 first by committer date (``--sort=-committerdate``), both as git orders them, equal ones by name.
 
-An order of a million rows is computed in a worker while the UI thread paints: no step of it is one C
-call over every row (the UI would wait for the GIL that long), and it can be cancelled between chunks
-(the next ``S`` supersedes it).
+An order of a million rows is computed in a worker while the UI thread paints, and the UI must not wait
+for the GIL meanwhile: the date order is one numpy sort, which lets go of it; the version order's keys
+are bytes, so it is sorted a chunk at a time, with no C call over every row, and can be cancelled between
+chunks (the next ``S`` supersedes it).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable
 from functools import cmp_to_key, partial
-from itertools import repeat
-from operator import add, and_, itemgetter, mul
-from operator import neg as neg_
+from operator import add, itemgetter
 
 from .order import version_key, versioncmp
 
@@ -62,32 +61,39 @@ def _tie_positions(piece: list[bytes]) -> array:
 
 def date_order(times: array, per_row: array, rows, cancelled: Callable[[], bool] = lambda: False):
     """``rows`` ordered newest first by ``times[per_row[row]]`` (slot -1, a row naming no object: date
-    0), equal times in the order of ``rows``; None when cancelled.
+    0), equal times in the order of ``rows``, as an ``array("I")``; None when cancelled.
 
-    Each row is one int, its time negated times ``m`` plus its position in ``rows`` (unique, so a sort
-    of them is stable, and the position is the low bits), sorted a chunk at a time and merged
-    (``_merged``)."""
-    n = len(rows)
-    m = 1 << max(1, n.bit_length())
-    whole = isinstance(rows, range) and rows.start == 0 and rows.step == 1 and len(per_row) == n
-    # each slot's time, negated, times m (a row's key is that plus its position): 64-bit cells (close
-    # together in memory, unlike a list's ints), or Python ints when a time far in the future leaves them
-    cells = max(times, default=0) <= ((1 << 63) - 1) // m
-    negm: array | list[int] = array("q") if cells else []
-    for lo in range(0, len(times), ROWS_CHUNK):
-        part = list(map(mul, map(neg_, times[lo : lo + ROWS_CHUNK]), repeat(m)))
-        negm.extend(array("q", part) if cells else part)
-    negm.append(0)  # (index -1)
-    runs = []
-    for lo in range(0, n, ROWS_CHUNK):
-        if cancelled():
-            return None
-        hi = min(lo + ROWS_CHUNK, n)
-        # (every row shown: row i is slot per_row[i], and no look-up of the row in ``rows``)
-        slots = per_row[lo:hi] if whole else map(per_row.__getitem__, rows[lo:hi])
-        runs.append(sorted(map(add, map(negm.__getitem__, slots), range(lo, hi))))
-        time.sleep(0)
-    return _merged(runs, None if whole else rows, lambda piece: map(and_, piece, repeat(m - 1)), cancelled)
+    One stable sort of the negated times by numpy: it lets go of the GIL while it gathers and sorts, so
+    the UI paints meanwhile, and at a million rows it takes a fraction of what the chunked sort and
+    merge of Python ints took (``version_order`` still needs those: its keys are bytes)."""
+    import numpy as np
+
+    if cancelled():
+        return None
+    when = np.zeros(len(times) + 1, np.int64)  # (the last cell: slot -1)
+    when[: len(times)] = np.frombuffer(times, np.int64)
+    slots = np.frombuffer(per_row, np.int32)
+    whole = isinstance(rows, range) and rows.start == 0 and rows.step == 1 and len(per_row) == len(rows)
+    if whole:
+        keys = when[slots]
+    else:
+        at = _positions(np, rows)
+        keys = when[slots[at]]
+    np.negative(keys, out=keys)
+    order = np.argsort(keys, kind="stable")
+    if cancelled():
+        return None
+    got = order if whole else at[order]
+    return array("I", got.astype(np.uint32).tobytes())
+
+
+def _positions(np, rows):
+    """``rows`` (a range, an array of row numbers or a list) as a numpy array of indexes."""
+    if isinstance(rows, range):
+        return np.arange(rows.start, rows.stop, rows.step, dtype=np.int64)
+    if isinstance(rows, array):
+        return np.frombuffer(rows, np.dtype(rows.typecode)).astype(np.int64)
+    return np.fromiter(rows, np.int64, len(rows))
 
 
 def _merged(runs: list[list], rows, positions, cancelled: Callable[[], bool]) -> array | None:

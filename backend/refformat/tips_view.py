@@ -18,7 +18,7 @@ import time
 from array import array
 from collections.abc import Callable, Iterable
 from itertools import compress, repeat
-from operator import eq, is_not, mul
+from operator import eq, is_not
 
 from ..errors import CorruptStore, RefscopeError
 from ..model import HASH_HEXSZ
@@ -31,7 +31,6 @@ from .tip_table import READ, UNKNOWN, TipTable, row_oid_chunks
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
 ROWS_CHUNK = 1 << 12  # rows handled between cancellation checks and lock hand-overs
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
-_ONLY_COMMITS = bytes([0, 1]) + bytes(254)  # a kind code -> 1 for a commit, else 0
 
 
 def show_ident_date(ident, mode: str) -> str:
@@ -243,7 +242,7 @@ class TipFacts(ChildReads):
 
         The date order needs each row's committer time only: the commit-graph's when it holds the
         commit (the objects' reading goes on in the background scan), else the object's. No Python
-        object per row, and no C call over every row (the UI would wait for the GIL that long)."""
+        object per row; the one pass over every row is numpy's (``row_order.date_order``)."""
         if key == "version":
             from .settings import version_suffixes
 
@@ -256,17 +255,7 @@ class TipFacts(ChildReads):
         need = range(len(table)) if whole else sorted({per_row[i] for i in rows} - {-1})
         if not self.know_times(need, cancelled):
             return None
-        # ``TipTable.sort_time`` of every slot by C loops, a chunk at a time: a commit's time, 0 for
-        # the rest and for NO_TIME (below every real time)
-        times = array("q")
-        for lo in range(0, len(table), ROWS_CHUNK):
-            if cancelled():
-                return None
-            only_commits = table.kind[lo : lo + ROWS_CHUNK].translate(_ONLY_COMMITS)
-            got = map(max, map(mul, table.ctime[lo : lo + ROWS_CHUNK], only_commits), repeat(0))
-            times.extend(array("q", list(got)))
-            time.sleep(0)
-        return date_order(times, per_row, rows, cancelled)
+        return date_order(sort_times(table), per_row, rows, cancelled)
 
     # -- reachability --------------------------------------------------------------------------------------
     def graph(self):
@@ -334,6 +323,17 @@ class TipFacts(ChildReads):
         left = self.merged_nodes(a)
         right = self.merged_nodes(b)  # (HEAD's branch: cached across cursor moves)
         return len(left - right), len(right - left)
+
+
+def sort_times(table: TipTable) -> array:
+    """``TipTable.sort_time`` of every slot, by numpy over copies of the columns (a writer may append to
+    them meanwhile): a commit's time, 0 for the rest and for NO_TIME (below every real time)."""
+    import numpy as np
+
+    ctime = np.frombuffer(table.ctime[:], np.int64)
+    kind = np.frombuffer(table.kind[:], np.uint8)
+    m = min(len(ctime), len(kind))
+    return array("q", np.where(kind[:m] == 1, np.maximum(ctime[:m], 0), 0).tobytes())
 
 
 def read_into(table: TipTable, odb, slots) -> None:
