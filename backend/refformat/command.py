@@ -1,10 +1,8 @@
 """``refscope list`` with for-each-ref's options: the revisions the filters name, the object database,
 the context, then ``run.for_each_ref`` to fd 1.
 
-A revision is what refscope can name without a revision parser: a full object id, ``HEAD``, a ref
-name as git's rev-parse rules complete it (``main``, ``tags/v1``, ``origin``...), or an abbreviated
-object id no ref name takes (get_oid_basic's order: refs first, then get_short_oid). Anything else
-(``HEAD~2``, ``main^{}``) is refused in one line rather than guessed.
+The revisions the options name are read by ``revision.resolve_rev`` (ids, ref names, ``~``, ``^`` and
+``^{type}``); what it does not read is refused in one line rather than guessed.
 """
 
 from __future__ import annotations
@@ -14,31 +12,10 @@ import os
 from ..errors import RefscopeError
 from ..model import HASH_HEXSZ
 from .context import Columns, context, listed_for
+from .revision import resolve_rev
 from .run import NO_FILTERS, Filters, Plan, for_each_ref, streams
 
 _LEFT: list = []  # what a run keeps for the process's ``os._exit`` to drop (``for_each_ref``'s ``keep``)
-_RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
-
-
-def resolve_rev(snap, hexsz: int, text: str, odb=None) -> bytes:
-    """The object id ``text`` names; an abbreviated id only with ``odb`` to look it up in."""
-    raw = os.fsencode(text)
-    if len(raw) == hexsz and not raw.lower().translate(None, b"0123456789abcdef"):
-        return raw.lower()
-    if raw and b"~" not in raw and b"^" not in raw and b":" not in raw and b"@{" not in raw:
-        for rule in _RULES:
-            oid = snap.resolve(rule.replace(b"%s", raw))
-            if oid is not None:
-                return oid
-    if odb is not None and 4 <= len(raw) < hexsz and not raw.lower().translate(None, b"0123456789abcdef"):
-        found = odb.with_prefix(raw.lower())
-        if len(found) == 1:
-            return found[0]
-        if found:
-            raise RefscopeError(None, f"short object ID {text} is ambiguous")
-    if raw and (b"~" in raw or b"^" in raw or b":" in raw or b"@{" in raw):
-        raise RefscopeError(None, f"unsupported revision syntax: {text} (a ref name or an object id)")
-    raise RefscopeError(None, f"malformed object name {text}")
 
 
 def _base_commit(snap, hexsz: int, graph, arg: str, odb) -> bytes:

@@ -20,12 +20,12 @@ from .context import Columns, Listing, columns_of, refs_of
 from .fields import object_headers
 from .order import sort_order
 from .reach import Graph
+from .revision import RULES
 from .settings import DEFAULTS, Settings
 from .spec import Atom, Format, parse_format, parse_sort, sorts_as_number
 from .values import Evaluator, Objects
 
 DEFAULT_FORMAT = b"%(objectname) %(objecttype)\t%(refname)"
-_RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
 
 
 class Plan(namedtuple("Plan", "format atoms keys sorted", defaults=(True,))):
@@ -53,8 +53,8 @@ def shortener(
     def shorten(name: bytes) -> bytes:
         if not mode:
             mode.append(strict())
-        for i in range(len(_RULES) - 1, 0, -1):
-            prefix, _, suffix = _RULES[i].partition(b"%s")
+        for i in range(len(RULES) - 1, 0, -1):
+            prefix, _, suffix = RULES[i].partition(b"%s")
             if (
                 not name.startswith(prefix)
                 or not name.endswith(suffix)
@@ -62,7 +62,7 @@ def shortener(
             ):
                 continue
             short = name[len(prefix) : len(name) - len(suffix)]
-            rules = _RULES if mode[0] else _RULES[:i]
+            rules = RULES if mode[0] else RULES[:i]
             if any(j != i and exists(rule.replace(b"%s", short)) for j, rule in enumerate(rules)):
                 continue
             return short

@@ -69,8 +69,12 @@ def merged_base(facts, snap, c: Condition, head_branch: str | bytes) -> bytes:
         shown = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
         why = err.what
         if why.startswith("malformed object name"):
-            if c.ref:
-                why = f"no ref or object id {shown}"
+            if c.ref:  # (a ref name holds neither: a base, then suffixes that name nothing)
+                why = (
+                    f"no such revision {shown}"
+                    if "~" in shown or "^" in shown
+                    else f"no ref or object id {shown}"
+                )
             else:  # (HEAD itself: unborn, or detached at no commit)
                 why = "HEAD has no commit" if shown == "HEAD" else f"HEAD's branch {shown} has no commit"
         raise BadFilter(None, f"filter {c.term}: {why}") from None

@@ -292,15 +292,16 @@ class TipFacts(ChildReads):
         )
 
     def resolve(self, snap, text: str | bytes) -> bytes:
-        """The commit ``text`` (a ref name as git resolves it, or a full id; bytes as the store holds
-        them) names; RefscopeError if none."""
-        from .command import resolve_rev
+        """The commit ``text`` (a revision as ``revision.resolve_rev`` reads it; bytes as the store
+        holds them) names; RefscopeError if none."""
+        from .revision import resolve_rev
 
         if isinstance(text, bytes):
             text = text.decode("utf-8", "surrogateescape")
-        oid = resolve_rev(snap, HASH_HEXSZ[self.repo.hash_name], text)
-        with self._walk_lock:
-            commit = self.graph().commit_of(oid)
+        with self._walk_lock:  # (the graph's object database: a shallow clone's boundary is its)
+            graph = self.graph()
+            oid = resolve_rev(snap, HASH_HEXSZ[self.repo.hash_name], text, graph.objects.odb)
+            commit = graph.commit_of(oid)
         if commit is None:
             raise RefscopeError(None, f"{text} does not point to a commit")
         return commit

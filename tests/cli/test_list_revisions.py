@@ -2,7 +2,8 @@
 ``--contains``, ``--no-contains``, ``%(ahead-behind:...)``) named as git names them: full and abbreviated
 object ids (upper case too, packed and loose objects), a ref name that looks like hex (refs come first,
 as in get_oid_basic), prefixes too short, matching nothing or ambiguous, each against ``git
-for-each-ref``'s own output and errors. Where git fails refscope exits 1 with one of git's lines: its
+for-each-ref``'s own output and errors, and with the suffixes get_oid reads (``~n``, ``^n``,
+``^{type}``). Where git fails refscope exits 1 with one of git's lines: its
 last (``malformed object name ...``, quoted for ``--points-at`` as git quotes it) or, for an ambiguous
 prefix, its first (``short object ID ... is ambiguous``)."""
 
@@ -37,6 +38,12 @@ def repo(request, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     tag = git(repo, "rev-parse", "ann").decode().strip()
     free = next(f"{n:04x}" for n in range(1 << 16) if f"{n:04x}" not in prefixes)
     git(repo, "branch", "beef", "old")  # a ref name that is also hex: the ref wins
+    tree = git(repo, "rev-parse", "HEAD^{tree}").decode().strip()
+    merge = git(repo, "commit-tree", "-p", "HEAD", "-p", "old", "-m", "m", tree).decode().strip()
+    git(repo, "branch", "mrg", merge)  # two parents, for ^2
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"b\n").decode().strip()
+    git(repo, "tag", "bt", blob)
+    git(repo, "tag", "-a", "nest", "-m", "a tag of a tag", "ann")
     return repo, {"head": head, "old": old, "tag": tag, "shared": shared, "free": free}
 
 
@@ -57,9 +64,27 @@ def _cases(names: dict[str, str]) -> list[list[str]]:
     return out
 
 
-def test_revisions_resolve_as_gits(repo) -> None:
+# suffixes git's get_oid reads: beyond the history or the parents, on objects they do not apply to, and
+# malformed ones (git's own messages either way)
+SUFFIXED = ["HEAD~1", "HEAD~2", "HEAD~3", "HEAD~", "HEAD~0", "HEAD~01", "HEAD~+1", "HEAD~x", "HEAD^", "HEAD^^",
+            "HEAD^0", "HEAD^2", "HEAD^{}", "HEAD^{commit}", "HEAD^{object}", "HEAD^{tag}", "HEAD^{tree}",
+            "HEAD^{bogus}", "HEAD^-1", "@~1", "@^{}", "mrg^2", "mrg^1~1", "mrg^3", "mrg~1^2", "mrg^2^{tree}",
+            "ann^{}", "ann^{commit}", "ann^{tag}", "ann^{tag}~1", "ann~1", "ann^0", "ann^{tree}", "ann^{blob}",
+            "nest^{}", "nest^{tag}", "nest~0", "bt^{}", "bt^{blob}", "bt^0", "bt~1", "old~1", "nosuch~1",
+            "HEAD~99999999999999999999", "~1", "^"]  # fmt: skip
+
+
+def _suffixed(names: dict[str, str]) -> list[list[str]]:
+    revs = [*SUFFIXED, names["head"][:7] + "~1", names["tag"] + "^{}"]
+    return [
+        [f"--{key}={rev}"] for rev in revs for key in ("points-at", "merged", "no-merged", "contains")
+    ] + [[f"--format=%(refname) %(ahead-behind:{rev})"] for rev in revs]
+
+
+@pytest.mark.parametrize("cases", [_cases, _suffixed], ids=["bases", "suffixes"])
+def test_revisions_resolve_as_gits(repo, cases) -> None:
     path, names = repo
-    for args in _cases(names):
+    for args in cases(names):
         args = ["--format=%(refname)", *args]
         theirs = run_git(path, "for-each-ref", *args)
         ours = refscope("list", *args, cwd=path)

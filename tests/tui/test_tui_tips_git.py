@@ -141,6 +141,13 @@ async def test_merged_filters_equal_gits(tips: Path) -> None:
         assert await filtered(pilot, app, "merged") == git_lines(tips, fmt, "--merged=main")
         assert await filtered(pilot, app, "!merged") == git_lines(tips, fmt, "--no-merged=main")
         assert await filtered(pilot, app, "merged:mid") == git_lines(tips, fmt, "--merged=mid")
+        for rev in (
+            "main~1",
+            "main^",
+            "mid~1^0",
+            "main^{commit}~2",
+        ):  # (revision suffixes, as git reads them)
+            assert await filtered(pilot, app, f"merged:{rev}") == git_lines(tips, fmt, f"--merged={rev}"), rev
         assert await filtered(pilot, app, "refs/heads/ !merged") == git_lines(
             tips, fmt, "--no-merged=main", "refs/heads/"
         )
@@ -231,7 +238,9 @@ async def test_filter_bar_shows_the_pattern_once(tips: Path, text: str, bar: str
         ("merged:nosuch", "filter merged:nosuch: no ref or object id nosuch"),
         ("refs/heads/ !merged:nosuch", "filter !merged:nosuch: no ref or object id nosuch"),
         ("merged:refs/tags/tblob", "does not point to a commit"),
-        ("merged:no~1", "filter merged:no~1: unsupported revision syntax"),
+        ("merged:no~1", "filter merged:no~1: no such revision no~1"),
+        ("merged:main~99", "filter merged:main~99: no such revision main~99"),
+        ("merged:main@{1}", "filter merged:main@{1}: unsupported revision syntax"),
     ],
 )
 async def test_bad_merged_ref_is_a_filter_error(tips: Path, text: str, line: str) -> None:

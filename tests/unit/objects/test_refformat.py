@@ -348,9 +348,9 @@ def test_cli_list_speaks_for_each_ref(tmp_path, fmt):
         (["--format=%(nosuch)"], 1, "refscope: unknown field name: nosuch"),
         (["--merged=nosuch"], 1, "refscope: malformed object name nosuch"),
         (
-            ["--merged=main~1"],
+            ["--merged=main@{1}"],
             1,
-            "refscope: unsupported revision syntax: main~1 (a ref name or an object id)",
+            "refscope: unsupported revision syntax: main@{1} (reflogs, paths and ^{/text} are not read)",
         ),
         (["--points-at=nosuch"], 1, "refscope: malformed object name 'nosuch'"),
         (["--sort=-nosuch"], 1, "refscope: unknown field name: nosuch"),
