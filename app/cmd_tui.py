@@ -52,6 +52,9 @@ def build_app(args: argparse.Namespace, meter=None, first_open_fatal: bool = Fal
     # within budget in tests/bench/bench_tui_tips.py on 1M refs. This process runs only the TUI, so the
     # global setting is ours to choose.
     sys.setswitchinterval(0.002)
+    from refscope.backend.heap import fix_mmap_threshold
+
+    fix_mmap_threshold()  # (the big arrays' memory goes back when freed: see backend/heap.py)
     path = args.path
     if args.demo:
         path = demo_repo(args.demo, args.demo_dir)

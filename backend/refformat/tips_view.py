@@ -30,6 +30,7 @@ from .tip_table import READ, UNKNOWN, TipTable, row_oid_chunks
 
 REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the history)
 ROWS_CHUNK = 1 << 12  # rows handled between cancellation checks and lock hand-overs
+GROUP_CHUNK = 1 << 15  # rows whose ids numpy takes at once (``row_ids.group_rows``)
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
 
 
@@ -175,7 +176,45 @@ class TipFacts(ChildReads):
             return out
 
     def _find_slots(self, snap, cancelled: Callable[[], bool], stream) -> array | None:
-        """``row_slots``'s pass over the rows, new ids streamed to the children (``stream``)."""
+        """``row_slots``'s pass over the rows: the rows grouped by their ids by numpy
+        (``row_ids.group_rows``) and one slot found per group; or, when the children are fed the new
+        ids while the pass goes on (``stream``: they date the commits, so the date order waits for them)
+        or numpy declines the rows, a look-up per row."""
+        if stream is None:
+            from .row_ids import group_rows
+
+            hexsz = HASH_HEXSZ[self.repo.hash_name]
+            grouped = group_rows(row_oid_chunks(snap, GROUP_CHUNK), len(snap), hexsz, cancelled)
+            if cancelled():
+                return None
+            if grouped is not None:
+                return self._slots_of_groups(*grouped)
+        return self._look_up_slots(snap, cancelled, stream)
+
+    def _slots_of_groups(self, ids: list[bytes], group) -> array:
+        """Each row's slot, given the distinct ids and each row's index among them (-1: none); the ids
+        given slots ``ROWS_CHUNK`` at a time (one C call over every id would hold the GIL a frame long)."""
+        import numpy as np
+
+        table = self.table
+        got: list[int] = []
+        for lo in range(0, len(ids), ROWS_CHUNK):
+            part = ids[lo : lo + ROWS_CHUNK]
+            with self.lock:
+                made = table.add(part)
+            mine = list(map(made.get, part))
+            if None in mine:  # (ids with a slot already: the visible rows', read first)
+                get = table.slots.get
+                mine = [get(o, -1) if s is None else s for o, s in zip(part, mine, strict=True)]
+            got += mine
+            time.sleep(0)
+        slots = np.array([*got, -1], np.int32)  # (the last: group -1)
+        out = array("i")
+        out.frombytes(slots[group].data.cast("B"))
+        return out
+
+    def _look_up_slots(self, snap, cancelled: Callable[[], bool], stream) -> array | None:
+        """``_find_slots`` a look-up per row, new ids streamed to the children (``stream``)."""
         table = self.table
         out = array("i")
         get = table.slots.get
