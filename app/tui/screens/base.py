@@ -13,10 +13,11 @@ from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from ..widgets.filter_input import FilterInput
 from ..widgets.rows import RowsView
+from ..widgets.text_line import TextLine
 
 
 def short_path(gitdir: str) -> Shown:
@@ -70,12 +71,12 @@ class ViewScreen(Screen):
         self._search_target: RowsView | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(self._title_text), id="view-title")
+        yield TextLine(Text(self._title_text), id="view-title")
         yield from self.compose_body()
         yield FilterInput(
             placeholder="search: text (substring) · * ? [ git glob · ! negates", id="view-search"
         )
-        yield Static("", id="view-status")
+        yield TextLine("", id="view-status")
         yield Footer()
 
     # ---- search ---------------------------------------------------------------------------------------
@@ -149,10 +150,10 @@ class ViewScreen(Screen):
         yield from ()
 
     def set_title(self, text: str | Text) -> None:
-        self.query_one("#view-title", Static).update(text if isinstance(text, Text) else Text(text))
+        self.query_one("#view-title", TextLine).set_text(text if isinstance(text, Text) else Text(text))
 
     def set_status(self, text: str | Text) -> None:
-        self.query_one("#view-status", Static).update(text if isinstance(text, Text) else Text(text))
+        self.query_one("#view-status", TextLine).set_text(text if isinstance(text, Text) else Text(text))
 
     def show_failure(self, failure: Any) -> None:
         """A job of this view raised (``..workers``): the status line says what, in place of the progress

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from refscope.backend.errors import RefscopeError
 from rich.text import Text
-from textual.widgets import Label, ProgressBar
+from textual.widgets import ProgressBar
 
 from ..messages import CommitProgress
 from ..widgets.queue import QueuePanel
+from ..widgets.text_line import TextLine
 from ..workers import failure_line, work
 from .dialogs import CommitPlan, ConfirmCommit
 from .dialogs import Message as MessageDialog
@@ -234,7 +235,7 @@ class QueueTransaction(RefListing):
         self.query_one("#commit-progress", ProgressBar).update(progress=step + done)
         n = self._committing
         what = "edit" if self._committing_edits else "deletion"
-        self.query_one("#commit-phase", Label).update(
+        self.query_one("#commit-phase", TextLine).set_text(
             Text(f"committing {n:,} {what}{'s' if n != 1 else ''} ({self.app.engine}): {phase}…")
         )
 

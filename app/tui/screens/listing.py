@@ -21,7 +21,7 @@ from rich.text import Text
 from textual import on
 from textual.actions import SkipAction
 from textual.screen import Screen
-from textual.widgets import Input, Label, ProgressBar
+from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..messages import FilterProgress, SnapshotUpdate
@@ -30,6 +30,7 @@ from ..widgets.headline import HeadLine
 from ..widgets.queue import QueuePanel
 from ..widgets.ref_list import RefList
 from ..widgets.status import StatusLine
+from ..widgets.text_line import ProgressLine, TextLine
 from ..workers import work
 
 SORTS = ("name", "version", "date")  # what ``S`` cycles through
@@ -116,11 +117,11 @@ class RefListing(Screen):
 
     def update_count(self) -> None:
         if self.filter_error is not None:
-            self.query_one("#count", Label).update(Text(self.filter_error, "bold red"))
+            self.query_one("#count", TextLine).set_text(Text(self.filter_error, "bold red"))
             return
         total = self.app.ref_count()
         if self.ref_list.preview is not None or total is None:
-            self.query_one("#count", Label).update(Text("counting…"))
+            self.query_one("#count", TextLine).set_text(Text("counting…"))
             return
         shown = len(self.ref_list.view)
         kind = "" if not self.pattern.filtered else f" ({self.pattern.label})"
@@ -128,7 +129,7 @@ class RefListing(Screen):
         scan = self.tips_scanned
         if scan is not None and scan[0] < scan[1]:
             extra += f" · tips {100 * scan[0] // max(1, scan[1])}%"
-        self.query_one("#count", Label).update(Text(f"{shown:,} of {total:,} shown{kind}{extra}"))
+        self.query_one("#count", TextLine).set_text(Text(f"{shown:,} of {total:,} shown{kind}{extra}"))
 
     def _show_view(self, snapshot, view, keep: bytes | None = None, at: int | None = None) -> None:
         self.ref_list.facts = self.facts
@@ -261,9 +262,9 @@ class RefListing(Screen):
 
     def on_filter_progress(self, message: FilterProgress) -> None:
         if message.generation == self.generation and message.total:
-            bar = self.query_one("#filter-progress", ProgressBar)
+            bar = self.query_one("#filter-progress", ProgressLine)
             bar.display = True
-            bar.update(total=message.total, progress=message.done)
+            bar.set_progress(message.done, message.total)
 
     # -- filtering --------------------------------------------------------------------------------------
     # A burst of keys (typed fast, pasted, sent by tmux) reaches the app before the widget that had focus
@@ -298,7 +299,7 @@ class RefListing(Screen):
         app = self.app
         self.pattern = filtering.parse(text)
         mode = self.pattern.mode
-        self.query_one("#filter-label", Label).update(f"/ {mode}" if mode else "/")
+        self.query_one("#filter-label", TextLine).set_text(f"/ {mode}" if mode else "/")
         self.filter_error = None
         self.generation += 1
         if app.snapshot is None:
@@ -319,7 +320,7 @@ class RefListing(Screen):
             self._show_view(app.snapshot, view, keep=keep)
             return
         if self.ref_list.preview is None:
-            self.query_one("#count", Label).update(Text("scanning…"))
+            self.query_one("#count", TextLine).set_text(Text("scanning…"))
         self.prepare(app.snapshot, self.pattern, self.generation, keep, self.sort)
 
     # -- sorting and the tip columns ----------------------------------------------------------------------

@@ -22,7 +22,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, Label, ProgressBar, Static
+from textual.widgets import Footer, ProgressBar
 from textual.worker import get_current_worker
 
 from ..models import filtering
@@ -33,6 +33,7 @@ from ..widgets.ops import OpsPanel
 from ..widgets.queue import QueuePanel
 from ..widgets.ref_list import RefList
 from ..widgets.status import StatusLine
+from ..widgets.text_line import ProgressLine, TextLine
 from ..workers import Failure, failure_line, work
 from .commit import COMMIT_LOCKED, COMMIT_TOTAL, QueueTransaction
 from .editing import Editing
@@ -79,7 +80,7 @@ def make_view(app, name: str):
     return None
 
 
-class ListHeader(Static):
+class ListHeader(TextLine):
     """The column titles, laid out as the list's rows are (``columns.layout`` with the list's needs)."""
 
     DEFAULT_CSS = "ListHeader { height: 1; color: $text-muted; text-style: bold; background: $surface; }"
@@ -88,11 +89,11 @@ class ListHeader(Static):
     list_width: int = 0  # the list's content width (without its scrollbar), once known
 
     def on_resize(self) -> None:
-        self.update(columns.header(self.list_width or self.size.width, needs=self.needs))
+        self.set_text(columns.header(self.list_width or self.size.width, needs=self.needs))
 
     def set_layout(self, needs: columns.Needs, width: int) -> None:
         self.needs, self.list_width = needs, width
-        self.update(columns.header(width or self.size.width, needs=needs))
+        self.set_text(columns.header(width or self.size.width, needs=needs))
 
 
 class MainScreen(Marking, Editing, QueueTransaction):
@@ -133,16 +134,16 @@ class MainScreen(Marking, Editing, QueueTransaction):
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
         with Horizontal(id="filter-bar"):
-            yield Label("/", id="filter-label")
+            yield TextLine("/", id="filter-label")
             yield FilterInput(placeholder=filtering.PLACEHOLDER, id="filter")
-            yield ProgressBar(total=100, show_eta=False, show_percentage=True, id="filter-progress")
-            yield Label("", id="count")
+            yield ProgressLine(id="filter-progress")
+            yield TextLine("", id="count")
         yield HeadLine(id="head-line")
         yield ListHeader(id="list-header")
         yield RefList(queue=self.app.queue, id="refs")
-        yield Label("", id="detail")
+        yield TextLine("", id="detail")
         with Horizontal(id="commit-bar"):
-            yield Label("", id="commit-phase")
+            yield TextLine("", id="commit-phase")
             yield ProgressBar(total=COMMIT_TOTAL, show_eta=False, show_percentage=False, id="commit-progress")
         with Horizontal(id="panels"):
             yield QueuePanel(self.app.queue, id="queue")
@@ -196,15 +197,15 @@ class MainScreen(Marking, Editing, QueueTransaction):
             return
         from refscope.backend.refformat.tips_view import show_ident_date, target_oid
 
-        label = self.query_one("#detail", Label)
+        label = self.query_one("#detail", TextLine)
         ref = self.ref_list.current_ref()
         if ref is None:
-            label.update("")
+            label.set_text("")
             return
         oid = target_oid(self.ref_list.snapshot, ref)
         tip = facts.peek(oid)
         if tip is None or oid is None:
-            label.update(Text("reading…" if oid is not None else "resolves to no object", "dim"))
+            label.set_text(Text("reading…" if oid is not None else "resolves to no object", "dim"))
             return
         mode = self.ref_list.date_mode
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -218,7 +219,7 @@ class MainScreen(Marking, Editing, QueueTransaction):
             text.append(f" · committed {show_ident_date(tip.committer, mode)}")
         if tip.subject is not None:
             text.append(" · " + escape_name(tip.subject))
-        label.update(text)
+        label.set_text(text)
         head = self.head_branch
         if walk and tip.peeled_kind == "commit" and head is not None and self.ref_list.snapshot is not None:
             self.ahead_behind(self.ref_list.snapshot, ref.name, tip.peeled, head, text)
@@ -248,7 +249,7 @@ class MainScreen(Marking, Editing, QueueTransaction):
             line.append(f" · ahead/behind {short}: {printable(counts)}", "red")
         else:
             line.append(f" · {counts[0]} ahead, {counts[1]} behind {short}", "bold")
-        self.query_one("#detail", Label).update(line)
+        self.query_one("#detail", TextLine).set_text(line)
 
     def on_ref_list_layout_changed(self, message: RefList.LayoutChanged) -> None:
         self.query_one(ListHeader).set_layout(message.needs, self.ref_list.scrollable_content_region.width)

@@ -10,7 +10,8 @@ from refscope.backend.display import escape_name
 from refscope.backend.errors import RefscopeError
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import Static
+
+from .text_line import TextLine
 
 
 def head_text(snapshot) -> Text:
@@ -35,7 +36,7 @@ def head_text(snapshot) -> Text:
     return text
 
 
-class HeadLine(Static, can_focus=True):
+class HeadLine(TextLine, can_focus=True):
     DEFAULT_CSS = """
     HeadLine { height: 1; padding: 0 0 0 2; background: $surface; color: $text; }
     HeadLine:focus { background: $accent 70%; text-style: bold; }
@@ -48,4 +49,4 @@ class HeadLine(Static, can_focus=True):
     name_bytes = b"HEAD"
 
     def show(self, snapshot) -> None:
-        self.update(head_text(snapshot))
+        self.set_text(head_text(snapshot))

@@ -6,7 +6,8 @@ import os
 
 from refscope.backend.display import escape_name, printable
 from rich.text import Text
-from textual.widgets import Static
+
+from .text_line import TextLine
 
 
 def human_bytes(n: int) -> str:
@@ -33,7 +34,7 @@ def storage_summary(snapshot) -> str:
     return f"packed-refs {human_bytes(packed)} · {loose:,} loose"
 
 
-class StatusLine(Static):
+class StatusLine(TextLine):
     """One line, rebuilt from plain Text on every change (the repo path is never parsed as markup)."""
 
     DEFAULT_CSS = """
@@ -50,7 +51,7 @@ class StatusLine(Static):
         text = self._build(repo, snapshot, count, engine, live, error, compact=False)
         if width and text.cell_len > width:
             text = self._build(repo, snapshot, count, engine, live, error, compact=True)
-        self.update(text)
+        self.set_text(text)
 
     _last: dict | None = None
 
