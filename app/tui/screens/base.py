@@ -13,9 +13,9 @@ from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from ..widgets.filter_input import FilterInput
+from ..widgets.key_footer import KeyFooter
 from ..widgets.rows import RowsView
 from ..widgets.text_line import TextLine
 
@@ -77,7 +77,7 @@ class ViewScreen(Screen):
             placeholder="search: text (substring) · * ? [ git glob · ! negates", id="view-search"
         )
         yield TextLine("", id="view-status")
-        yield Footer()
+        yield KeyFooter()
 
     # ---- search ---------------------------------------------------------------------------------------
     @property

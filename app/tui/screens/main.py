@@ -22,13 +22,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, ProgressBar
+from textual.widgets import ProgressBar
 from textual.worker import get_current_worker
 
 from ..models import filtering
 from ..widgets import columns
 from ..widgets.filter_input import FilterInput
 from ..widgets.headline import HeadLine
+from ..widgets.key_footer import KeyFooter
 from ..widgets.ops import OpsPanel
 from ..widgets.queue import QueuePanel
 from ..widgets.ref_list import RefList
@@ -148,7 +149,7 @@ class MainScreen(Marking, Editing, QueueTransaction):
         with Horizontal(id="panels"):
             yield QueuePanel(self.app.queue, id="queue")
             yield OpsPanel(id="ops")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     _detail_timer = None
 
