@@ -13,6 +13,17 @@ from __future__ import annotations
 # import; a translate plus a few substring tests run at C speed too.
 _BAD_BYTES = bytes(range(0x21)) + b"\x7f~^:?[\\*"
 
+# How git's rev-parse completes a short name, in order (refs.c ``ref_rev_parse_rules``): the first that
+# names a ref wins (``main`` is ``refs/heads/main`` unless ``refs/tags/main`` exists).
+REV_PARSE_RULES = (
+    b"%s",
+    b"refs/%s",
+    b"refs/tags/%s",
+    b"refs/heads/%s",
+    b"refs/remotes/%s",
+    b"refs/remotes/%s/HEAD",
+)
+
 
 def _byte_reason(ch: int) -> str:
     if ch == 0:

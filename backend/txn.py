@@ -22,7 +22,7 @@ from .errors import name_text as _text
 from .lockfile import protect
 from .meter import OpReport, measure
 from .model import HASH_HEXSZ
-from .refname import all_valid_and_safe, check_old_oid, check_refname, is_safe_refname
+from .refname import REV_PARSE_RULES, all_valid_and_safe, check_old_oid, check_refname, is_safe_refname
 
 ENGINES = ("native", "git")
 _BATCH = 64  # delete_many reads the values of more names than this in one pass
@@ -176,7 +176,7 @@ class Transaction:
             return None
         try:
             snap = self.snapshot
-            for rule in (b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s"):
+            for rule in REV_PARSE_RULES[1:]:  # (as given: not a hint)
                 full = rule % name
                 if snap.lookup(full) is not None:
                     return full

@@ -20,9 +20,9 @@ import re
 
 from ..errors import RefscopeError
 from ..model import TAG_CHAIN_MAX
+from ..refname import REV_PARSE_RULES as RULES
 from .fields import object_headers
 
-RULES = (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s", b"refs/remotes/%s/HEAD")
 _HEX = b"0123456789abcdef"
 _SUFFIX = re.compile(rb"\^\{(commit|tag|tree|blob|object|)\}|~([0-9]*)|\^([0-9]*)")
 _UNSUPPORTED = (b"@{", b":", b"^{/")

@@ -27,6 +27,7 @@ from ..errors import CorruptStore, TransactionRefused
 from ..errors import name_text as _t
 from ..meter import OpReport, measure
 from ..model import HASH_HEXSZ
+from ..refname import REV_PARSE_RULES
 from ..txn import take_snapshot
 from .commands import Rename
 
@@ -89,12 +90,12 @@ class UpdateTransaction:
         return self._snapshot
 
     def resolver(self):
-        """The ``resolve`` for ``commands.parse``: a value that is a ref name (git's rev-parse rules:
-        as given, ``refs/``, ``refs/tags/``, ``refs/heads/``, ``refs/remotes/``) as its oid."""
+        """The ``resolve`` for ``commands.parse``: a value that is a ref name (git's rev-parse rules,
+        ``refname.REV_PARSE_RULES``) as its oid."""
 
         def resolve(arg: bytes) -> bytes | None:
             snap = self.snapshot
-            for rule in (b"%s", b"refs/%s", b"refs/tags/%s", b"refs/heads/%s", b"refs/remotes/%s"):
+            for rule in REV_PARSE_RULES:
                 name = rule % arg
                 ref = snap.head() if name == b"HEAD" else snap.lookup(name)
                 if ref is None:
@@ -110,7 +111,8 @@ class UpdateTransaction:
 
     def _rev_parse(self, arg: bytes) -> bytes | None:
         """Any other revision (``HEAD~1``, an abbreviated object name...) as git's get_oid reads it: asked of
-        ``git rev-parse --verify`` (rare in scripts; refscope has no object database of its own)."""
+        ``git rev-parse --verify``, which reads every syntax (reflogs, paths, ``^{/text}``) and any
+        object database (rare in scripts, and the delete path never loads refscope's object reader)."""
         import subprocess
 
         from ..engines.git import git_binary

@@ -380,3 +380,17 @@ def test_revision_values(base, tmp_path: Path) -> None:
     )
     assert compare(fmt, src, tmp_path, data, "native", "revisions")
     assert not compare(fmt, src, tmp_path / "bad", b"create refs/heads/r4 no-such-rev\n", "native", None)
+
+
+def test_ref_name_values_resolved_without_git(base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value that is a ref name by any of rev-parse's rules -- ``refs/remotes/<name>/HEAD`` too --
+    is read from the snapshot, not asked of ``git rev-parse``; the result is git's."""
+    fmt, _hash, src, blob = base
+    up = copy_repo(src, tmp_path / "src")
+    git(up, "symbolic-ref", "refs/remotes/up/HEAD", "refs/heads/main")
+    git(up, "update-ref", "refs/remotes/down", objects(src, blob)["second"])
+    asked = []
+    monkeypatch.setattr(UpdateTransaction, "_rev_parse", lambda self, arg: asked.append(arg))
+    data = b"create refs/heads/r1 up\ncreate refs/heads/r2 down\ncreate refs/heads/r3 remotes/up/HEAD\n"
+    assert compare(fmt, up, tmp_path, data, "native", "remote names")
+    assert asked == []
