@@ -100,6 +100,7 @@ class ListHeader(TextLine):
 class MainScreen(Marking, Editing, QueueTransaction):
     """The first screen: every ref, one line each; its parts' keys are all bound here, in one map."""
 
+    AUTO_FOCUS = "#refs"  # (the list has the focus from the first frame: the footer is built once)
     BINDINGS = [
         # The filter's keys are priority bindings, run by the app as each key arrives (see action_filter);
         # so are the keys that open an edit dialog (the keys behind them go to its field: ``push_holding``).
