@@ -126,7 +126,7 @@ class ChildReads:
                 return self._children_failed(job, got)
             self.child_read += len(share)
             for lo in range(0, len(share), TAKE_CHUNK):
-                while self._urgent and not job.wanted:  # (a sort on the dates runs: its turn first)
+                while self.urgent() and not job.wanted:  # (a sort on the dates runs: its turn first)
                     time.sleep(0.01)
                 with self.lock:
                     table.take(got, share, lo, min(lo + TAKE_CHUNK, len(share)))

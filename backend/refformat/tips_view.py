@@ -32,6 +32,7 @@ REACH_CACHE = 4  # commits whose ancestor sets are kept (each as big as the hist
 ROWS_CHUNK = 1 << 12  # rows handled between cancellation checks and lock hand-overs
 GROUP_CHUNK = 1 << 15  # rows whose ids numpy takes at once (``row_ids.group_rows``)
 READ_CHUNK = 2048  # objects read under the lock at once (the visible rows wait at most that long)
+PAINT_GRACE = 0.15  # seconds the background work still stands aside after a ``first`` job: its result's frame
 
 
 def show_ident_date(ident, mode: str) -> str:
@@ -65,6 +66,7 @@ class TipFacts(ChildReads):
         self._reach: dict[bytes, set] = {}
         self._walk_lock = threading.Lock()  # the graph (``graph``); taken before ``lock`` when both
         self._urgent = 0  # jobs someone waits for (``first``): the background scan stands aside
+        self._urgent_until = 0.0  # (and until then: the UI paints the last one's result)
         self._urgent_lock = threading.Lock()
         self._child = None  # (``tip_children._ChildRead``) the children reading tips, while they run
         self._child_lock = threading.Lock()
@@ -76,7 +78,9 @@ class TipFacts(ChildReads):
     @contextlib.contextmanager
     def first(self):
         """Work the user waits for (a sort, a filter) runs inside: the background scan pauses between
-        two chunks meanwhile, so the two do not share the object reads, the lock and the GIL."""
+        two chunks meanwhile, so the two do not share the object reads, the lock and the GIL -- and for
+        ``PAINT_GRACE`` after, while the UI thread paints the result (a million rows' new view, with the
+        scan's work on the GIL beside it, took that frame past its budget)."""
         with self._urgent_lock:
             self._urgent += 1
         try:
@@ -84,11 +88,16 @@ class TipFacts(ChildReads):
         finally:
             with self._urgent_lock:
                 self._urgent -= 1
+                self._urgent_until = time.monotonic() + PAINT_GRACE
+
+    def urgent(self) -> bool:
+        """Work the user waits for runs, or its result is being painted: background work waits."""
+        return bool(self._urgent) or time.monotonic() < self._urgent_until
 
     def stand_aside(self, cancelled: Callable[[], bool] = lambda: False) -> None:
         """Wait while work inside ``first`` runs: for work nobody waits for that would share the GIL
         with it -- the detail line's ahead/behind walk, seconds of object reads without a commit-graph."""
-        while self._urgent and not cancelled():
+        while self.urgent() and not cancelled():
             time.sleep(0.01)
 
     # -- tips --------------------------------------------------------------------------------------------
@@ -136,7 +145,7 @@ class TipFacts(ChildReads):
                 return False
             todo = [s for s in todo if state[s] != READ]  # (none, unless the child failed)
         for lo in range(0, len(todo), READ_CHUNK):
-            while background and self._urgent and not cancelled():
+            while background and self.urgent() and not cancelled():
                 time.sleep(0.01)
             if cancelled():
                 return False

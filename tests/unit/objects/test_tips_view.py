@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -323,8 +324,12 @@ def test_stand_aside_waits_for_the_work_the_user_waits_for(tips: Path) -> None:
         waiter.start()
         assert not done.wait(0.2)
         facts.stand_aside(lambda: True)  # (a cancelled waiter does not wait)
+    ended = time.monotonic()
     assert done.wait(10)
+    # ... and for PAINT_GRACE after it ended, while the UI paints its result
+    assert time.monotonic() - ended >= tips_view.PAINT_GRACE * 0.9
     waiter.join()
+    assert not facts.urgent()
 
 
 def test_replaced_says_a_bad_use_replace_refs_in_one_line(tmp_path: Path, git_bin: str) -> None:
