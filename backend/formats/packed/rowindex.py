@@ -40,6 +40,12 @@ class RowIndex:
     __slots__ = ()
 
     # -- row index (random access by row) ------------------------------------------------------------
+    @property
+    def indexed(self) -> bool:
+        """Are the row index and the hidden rows built (a row's position then costs a binary search,
+        not a pass over the whole file)?"""
+        return self._starts is not None and self._hidden is not None
+
     def starts(self) -> array:
         """Record start offsets in name order, built once (on first need) and cached.
 

@@ -136,6 +136,26 @@ def test_prefix_ranges(big_repo: Path) -> None:
         assert [snap.name_at(i) for i in rng] == [n for n in names if n.startswith(prefix)], prefix
 
 
+@pytest.mark.parametrize("streamed", [3, 4096])
+def test_iter_names_from_any_start(big_repo: Path, monkeypatch, streamed: int) -> None:
+    """``iter_names`` is git's listing from the first name >= start whether it streams the records,
+    switches to the row index part-way (after ``streamed`` names) or reads the index; a probe of a
+    prefix (replace refs, a rename's D/F check) builds no row index."""
+    from refscope.backend.stores import files
+
+    monkeypatch.setattr(files, "STREAMED_NAMES", streamed)
+    names = [r[0] for r in git_rows(big_repo)]
+    starts = [b"", b"refs/heads/topic/0001", b"refs/heads/topic/0004", b"refs/heads/topic/01", b"refs/tags/"]
+    starts += [b"refs/replace/", b"refs/zz", names[-1], names[-1] + b"\0"]
+    for start in starts:
+        snap = open_store(discover(str(big_repo))).snapshot()
+        assert next(iter(snap.iter_names(start)), None) == next((n for n in names if n >= start), None)
+        assert not snap.packed.indexed, start
+        want = [n for n in names if n >= start]
+        assert list(snap.iter_names(start)) == want, start
+        assert list(snap.iter_names(start)) == want, start  # the row index built by now
+
+
 @pytest.mark.parametrize(
     "patterns",
     [
