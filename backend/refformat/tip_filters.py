@@ -8,7 +8,8 @@ their tip's by C-level maps.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 from ..errors import BadFilter, CorruptStore, RefscopeError
@@ -59,14 +60,15 @@ class Condition(NamedTuple):
 
 def merged_base(facts, snap, c: Condition, head_branch: str | bytes) -> bytes:
     """The commit a ``merged`` condition tests against; ``BadFilter`` (one line naming the ref) when
-    it names no commit. Damage met on the way stays what it is (a store error, not the filter's)."""
+    it names no commit. Damage of the refs met on the way stays what it is (a store error, not the
+    filter's); damage of the objects refuses the filter (``_refusing``)."""
     name = c.ref or head_branch
+    shown = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
     try:
-        return facts.resolve(snap, name)
+        oid = facts.revision(snap, name)
     except CorruptStore:
         raise
     except RefscopeError as err:
-        shown = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
         why = err.what
         if why.startswith("malformed object name"):
             if c.ref:  # (a ref name holds neither: a base, then suffixes that name nothing)
@@ -78,6 +80,24 @@ def merged_base(facts, snap, c: Condition, head_branch: str | bytes) -> bytes:
             else:  # (HEAD itself: unborn, or detached at no commit)
                 why = "HEAD has no commit" if shown == "HEAD" else f"HEAD's branch {shown} has no commit"
         raise BadFilter(None, f"filter {c.term}: {why}") from None
+    with _refusing(c.term):
+        commit = facts.commit_of(oid)
+    if commit is None:
+        raise BadFilter(None, f"filter {c.term}: {shown} does not point to a commit")
+    return commit
+
+
+@contextmanager
+def _refusing(terms: str) -> Iterator[None]:
+    """Damage met by a condition's own reads (the objects of a walk or of the tips: a corrupt pack, a
+    commit that does not parse) refuses the filter, in one line naming the damage: the refs themselves
+    are sound, so the list keeps its rows and the status line says nothing of the store."""
+    try:
+        yield
+    except BadFilter:
+        raise
+    except RefscopeError as err:
+        raise BadFilter(None, f"filter {terms}: {err}") from err
 
 
 def tester(facts, snap, conditions: tuple[Condition, ...], head_branch: str | bytes,
@@ -87,12 +107,14 @@ def tester(facts, snap, conditions: tuple[Condition, ...], head_branch: str | by
 
     ``merged`` leaves out a ref whose tip peels to no commit, negated or not (as git's --no-merged);
     an age leaves out a ref with no committer date either way. ``BadFilter`` at once when a
-    ``merged`` names no commit."""
+    ``merged`` names no commit, and when the objects read for a condition are damaged."""
     at = dates.now() if now is None else now
     reaches = []
     for c in conditions:
         if c.kind == "merged":
-            reaches.append(facts.merged_nodes(merged_base(facts, snap, c, head_branch)))
+            base = merged_base(facts, snap, c, head_branch)
+            with _refusing(c.term):
+                reaches.append(facts.merged_nodes(base))
     ages = any(c.kind == "age" for c in conditions)
     table = facts.table
     nodes: dict[int, object] = {}  # slot -> walk name of the commit it peels to (None: no commit)
@@ -111,6 +133,7 @@ def tester(facts, snap, conditions: tuple[Condition, ...], head_branch: str | by
             nodes[s] = got
         return got
 
+    terms = " ".join(c.term for c in conditions)
     verdict = bytearray(len(table) + 1)  # per slot: 0 not tested yet, 1 fails, 2 holds; [-1]: no object
 
     def holds(s: int) -> bool:
@@ -140,6 +163,12 @@ def tester(facts, snap, conditions: tuple[Condition, ...], head_branch: str | by
         verdict[-1] = 1
         slots = list(map(per_row.__getitem__, rows))
         todo = sorted({s for s in slots if s >= 0 and not verdict[s]})
+        with _refusing(terms):
+            judge(todo)
+        return bytes(map(verdict.__getitem__, slots)).translate(PASSES)
+
+    def judge(todo: list[int]) -> None:
+        """The verdicts of slots ``todo``, reading their objects."""
         if todo:
             if ages:
                 facts.know_times(todo)
@@ -150,6 +179,5 @@ def tester(facts, snap, conditions: tuple[Condition, ...], head_branch: str | by
                         facts.graph().prefetch(oids)  # (their types in bulk: only tags are inflated)
             for s in todo:
                 verdict[s] = 2 if holds(s) else 1
-        return bytes(map(verdict.__getitem__, slots)).translate(PASSES)
 
     return test

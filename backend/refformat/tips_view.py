@@ -342,17 +342,23 @@ class TipFacts(ChildReads):
     def resolve(self, snap, text: str | bytes) -> bytes:
         """The commit ``text`` (a revision as ``revision.resolve_rev`` reads it; bytes as the store
         holds them) names; RefscopeError if none."""
+        commit = self.commit_of(self.revision(snap, text))
+        if commit is None:
+            raise RefscopeError(None, f"{_text(text)} does not point to a commit")
+        return commit
+
+    def revision(self, snap, text: str | bytes) -> bytes:
+        """The object id ``text`` names (the refs read, and the objects a suffix walks)."""
         from .revision import resolve_rev
 
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", "surrogateescape")
         with self._walk_lock:  # (the graph's object database: a shallow clone's boundary is its)
-            graph = self.graph()
-            oid = resolve_rev(snap, HASH_HEXSZ[self.repo.hash_name], text, graph.objects.odb)
-            commit = graph.commit_of(oid)
-        if commit is None:
-            raise RefscopeError(None, f"{text} does not point to a commit")
-        return commit
+            odb = self.graph().objects.odb
+            return resolve_rev(snap, HASH_HEXSZ[self.repo.hash_name], _text(text), odb)
+
+    def commit_of(self, oid: bytes) -> bytes | None:
+        """The commit ``oid`` is or peels to (its objects read), None if none."""
+        with self._walk_lock:
+            return self.graph().commit_of(oid)
 
     def merged_nodes(self, commit: bytes) -> set:
         """The walk names of every commit ``commit`` reaches (``--merged=commit``), cached for the last
@@ -372,6 +378,11 @@ class TipFacts(ChildReads):
         left = self.merged_nodes(a)
         right = self.merged_nodes(b)  # (HEAD's branch: cached across cursor moves)
         return len(left - right), len(right - left)
+
+
+def _text(text: str | bytes) -> str:
+    """A revision as typed, or a name as the store holds its bytes."""
+    return text.decode("utf-8", "surrogateescape") if isinstance(text, bytes) else text
 
 
 def sort_times(table: TipTable) -> array:

@@ -263,6 +263,34 @@ async def test_bad_merged_ref_is_a_filter_error(tips: Path, text: str, line: str
     assert repo_bytes(tips) == before
 
 
+@pytest.mark.parametrize("text", ["merged", "refs/heads/ !merged >1d"])
+async def test_damaged_objects_refuse_the_filter(tips: Path, text: str) -> None:
+    """A condition whose objects are damaged (every object of the one pack corrupt: git dies on the
+    walk) refuses the filter in one line naming the pack; the refs are sound, so the list keeps its
+    rows and the status line names no store error."""
+    git(tips, "repack", "-a", "-d", "-q")
+    (pack,) = (tips / ".git/objects/pack").glob("*.pack")
+    data = bytearray(pack.read_bytes())
+    for i in range(12, len(data) - 20, 5):
+        data[i] ^= 0x5A
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+    before = repo_bytes(tips)
+    app = make_app(tips)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.screen.ref_list.preview is None)
+        kept = await filtered(pilot, app, "refs/heads/")
+        assert kept == git_lines(tips, "--format=%(refname)", "refs/heads/")
+        await filtered(pilot, app, text)
+        count = str(app.screen.query_one("#count").render())
+        terms = "merged" if text == "merged" else "!merged"
+        assert count.startswith(f"filter {terms}") and str(pack) in count and "\n" not in count
+        assert app.screen.query_one("#filter", Input).size.width >= 20  # what was typed stays in view
+        assert app.store_error is None
+        assert shown(app) == kept
+    assert repo_bytes(tips) == before
+
+
 def git_expected(repo: Path, merged: bool | None, older: int | None, newer: int | None) -> set[bytes]:
     """What git says a tip filter selects: --merged / --no-merged main (None: either), and committer
     dates (a tag's: the commit it peels to) older / newer than so many days before TIPS_NOW."""

@@ -163,11 +163,11 @@ class RefListing(TipColumns):
                 self.post_message(FilterProgress(generation, 0, 1))
             try:
                 test = self._tester(snapshot, pattern) if pattern.conditions else None
-            except BadFilter as err:  # the filter's own fault: said on its line, the rows stay
+                with app.meter.measure("filter") as m:
+                    view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress, test)
+            except BadFilter as err:  # the filter's fault or its objects' damage: on its line, rows stay
                 app.call_from_thread(self._filter_failed, generation, str(err))
                 return
-            with app.meter.measure("filter") as m:
-                view = filtering.compute(snapshot, pattern, lambda: worker.is_cancelled, progress, test)
             reports.append(m.report)
         if view is None or worker.is_cancelled:
             return
