@@ -111,6 +111,8 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
                 if check.commit_of(oid) is None:
                     raise RefscopeError(None, _not_a_commit(key, text))
         named = {k: tuple(check.commit_of(o) if k != "points_at" else o for o in v) for k, v in named.items()}
+    elif named.get("points_at") and not odb.grafted:  # (match_points_at reads no commit the graph holds)
+        graph = open_commit_graph(directory, odb.rawsz)
     ctx = context(repo, snap)
     filters = Filters(**named)
     streamed = streams(p, filters)  # before the filters are applied apart

@@ -9,10 +9,16 @@ size once, whatever the number of refs.
 
 from __future__ import annotations
 
+from binascii import unhexlify
+
 from ..errors import RefscopeError
 from ..model import TAG_CHAIN_MAX
 from .fields import object_headers
 from .values import Objects
+
+# ids looked up at once from which a map of every commit-graph id beats a binary search each (the map
+# costs a hexlify and a dict entry per commit of the graph)
+MAP_MIN = 2048
 
 
 class Graph:
@@ -26,12 +32,17 @@ class Graph:
     def _position(self, oid: bytes) -> int | None:
         if self.cg is None:
             return None
-        return self._position_map().get(oid.lower())
+        if self._positions is None:  # (a few look-ups: a binary search each, no map of the whole graph)
+            return self.cg.position(unhexlify(oid))
+        return self._positions.get(oid.lower())
 
     def positions(self, oids: list[bytes]) -> list[int | None]:
-        """The commit-graph position of each of ``oids`` (None: not there), by C-level passes."""
+        """The commit-graph position of each of ``oids`` (None: not there): by C-level passes over a
+        map of the whole graph when they are many, by a binary search each when few."""
         if self.cg is None:
             return [None] * len(oids)
+        if self._positions is None and len(oids) < MAP_MIN:
+            return list(map(self._position, oids))
         return list(map(self._position_map().get, map(bytes.lower, oids)))
 
     def prefetch(self, oids: list[bytes]) -> None:
@@ -45,7 +56,7 @@ class Graph:
         """``node(commit_of(oid))`` of each of ``oids`` (None where it is no commit), in bulk: a commit
         the graph holds is its position (one dict look-up), the others' types come from the pack
         entries' headers and only tags are inflated."""
-        got = list(map(self._position_map().get, oids)) if self.cg is not None else [None] * len(oids)
+        got = self.positions(oids)
         if None not in got:
             return got
         todo = [o for o, p in zip(oids, got, strict=True) if p is None and o not in self._kinds]
@@ -128,13 +139,45 @@ class Graph:
             todo.extend(p for p in self.parents(c) if p not in seen)
         return seen
 
+    def generation(self, node) -> int:
+        """The commit-graph's topological level of a walk name (0: unknown, a commit outside the
+        graph or a graph written without levels)."""
+        return self.cg.commit(node)[2] if isinstance(node, int) else 0
+
     def containing(self, targets: list[bytes], nodes: list) -> set:
-        """Those of the walk names ``nodes`` from which some commit of ``targets`` is reachable."""
+        """Those of the walk names ``nodes`` from which some commit of ``targets`` is reachable.
+
+        A commit the graph holds reaches none of the targets when its topological level is not above
+        every target's (a commit's level exceeds each of its ancestors'; the graph holds its commits'
+        parents, so it reaches no commit outside it), so the walk stops there, as git's does with
+        generation numbers: asking which of a thousand branches contain a new commit walks no old
+        history. Levels of 0 (a graph written without them) stop nothing."""
         known: dict = {self.node(t): True for t in targets}
+        floor = None
+        if self.cg is not None:
+            levels = [self.generation(t) for t in known if isinstance(t, int)]
+            if 0 not in levels:
+                floor = min(levels, default=None)
+        if floor is not None or (self.cg is not None and not any(isinstance(t, int) for t in known)):
+            cut = floor if floor is not None else 1 << 62  # (no target in the graph: every graph commit)
+            generation = self.generation
+            for tip in nodes:
+                if isinstance(tip, int) and tip not in known and 0 < generation(tip) <= cut:
+                    known[tip] = False
+            parents = self.parents
+
+            def next_of(node):  # (a graph commit at or below the floor is known False before it is walked)
+                for p in parents(node):
+                    if isinstance(p, int) and p not in known and 0 < generation(p) <= cut:
+                        known[p] = False
+                    yield p
+
+        else:
+            next_of = self.parents
         for tip in nodes:
             if tip in known:
                 continue
-            stack = [(tip, iter(self.parents(tip)))]
+            stack = [(tip, iter(next_of(tip)))]
             on_path = {tip}
             while stack:
                 node, it = stack[-1]
@@ -151,6 +194,6 @@ class Graph:
                     stack.clear()
                     break
                 if got is None and nxt not in on_path:
-                    stack.append((nxt, iter(self.parents(nxt))))
+                    stack.append((nxt, iter(next_of(nxt))))
                     on_path.add(nxt)
         return {t for t in nodes if known.get(t)}

@@ -8,11 +8,13 @@ them, once per object id.
 
 from __future__ import annotations
 
+import os
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, repeat
 from operator import and_, is_not
 
+from ..config import parse_bool
 from ..errors import RefscopeError
 from ..model import TAG_CHAIN_MAX, Ref
 from . import bulk, tipreads
@@ -137,7 +139,11 @@ def for_each_ref(
         if bulky and count is None and filters == NO_FILTERS and not bulk.by_name(p.atoms, p.keys):
             finish = tipreads.tip_columns_of_text(ev, text)
         refs = columns_of(text)
-    if isinstance(refs, Columns) and not filters.points_at:
+    if isinstance(refs, Columns) and filters.points_at:
+        mask = points_at_mask(*refs, filters.points_at, objects, commit_graph)
+        refs = Columns(list(compress(refs.names, mask)), list(compress(refs.oids, mask)))
+        filters = filters._replace(points_at=())
+    if isinstance(refs, Columns):
         names, oids = _filter_columns(refs, objects, filters, commit_graph)
         if keep is not None:
             keep.append((refs, names, oids))
@@ -149,8 +155,6 @@ def for_each_ref(
                 yield from out
                 return
         refs = refs_of(names, oids)
-    elif isinstance(refs, Columns):
-        refs = refs_of(*refs)
     selected = _filter(list(refs), objects, filters, commit_graph)
     by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]
     if by_name and count is not None and streamed:
@@ -217,8 +221,10 @@ def _lines(
 
 def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list[Ref]:
     if f.points_at:
-        wanted = set(f.points_at)
-        refs = [r for r in refs if _points_at(r, wanted, objects)]
+        names = [r.name for r in refs]
+        refs = list(
+            compress(refs, points_at_mask(names, [r.oid for r in refs], f.points_at, objects, commit_graph))
+        )
     if not (f.merged or f.no_merged or f.contains or f.no_contains):
         return refs
     oids_of = [r.oid for r in refs]
@@ -272,18 +278,57 @@ def _not_in(hit: set):
     return lambda x: x not in hit
 
 
-def _points_at(r: Ref, wanted: set[bytes], objects: Objects) -> bool:
-    """match_points_at: the ref's object, or any tag on the way down from it."""
-    if r.oid in wanted:
-        return True
-    oid = r.oid
+def points_at_mask(
+    names: list[bytes], oids: list[bytes], points_at, objects: Objects, commit_graph
+) -> list[bool]:
+    """match_points_at of each ref (its object, or a tag on the way down from it, is one of
+    ``points_at``), worked out once per distinct object and read as git reads it there
+    (PARSE_OBJECT_SKIP_HASH_CHECK): a commit the commit-graph holds is not read (unless
+    GIT_COMMIT_GRAPH_PARANOIA), a blob only has its type looked up, anything else is read and a tag
+    followed. The first ref whose object cannot be read fails, naming it, as git dies there."""
+    wanted = set(points_at)
+    verdict: dict[bytes, bool | None] = dict.fromkeys(wanted, True)
+    todo = [o for o in dict.fromkeys(oids) if o not in verdict]
+    if todo and commit_graph is not None and not parse_bool(os.environ.get("GIT_COMMIT_GRAPH_PARANOIA", "0")):
+        positions = Graph(objects, commit_graph).positions(todo)
+        verdict.update((o, False) for o, at in zip(todo, positions, strict=True) if at is not None)
+        todo = [o for o, at in zip(todo, positions, strict=True) if at is None]
+    if todo:
+        kinds = objects.odb.types(todo)
+        verdict.update((o, False) for o in todo if kinds.get(o) == "blob")
+        todo = [o for o in todo if kinds.get(o) != "blob"]
+        objects.prefetch(todo)  # (one pass over each pack, in offset order)
+        verdict.update((o, _tag_points_at(o, wanted, objects)) for o in todo)
+    mask = list(map(verdict.__getitem__, oids))
+    if None in mask:
+        name = names[mask.index(None)]
+        raise RefscopeError(None, f"malformed object at '{name.decode('utf-8', 'replace')}'")
+    return mask
+
+
+def _tag_points_at(oid: bytes, wanted: set[bytes], objects: Objects) -> bool | None:
+    """match_points_at past the ref's own object (read, and parsed as git parses it): does a tag on
+    the way down name one of ``wanted``. What a tag names is read only when its header says it is a
+    tag too (git follows ``tag->tagged``, parsing tags only). None: an object on the way does not
+    read or parse, or is no tag where a tag said it would be."""
+    got = objects.read(oid)
     for _ in range(TAG_CHAIN_MAX):
-        got = objects.read(oid)
         if got is None:
-            raise RefscopeError(None, f"malformed object at '{r.name.decode('utf-8', 'replace')}'")
-        if got[0] != "tag":
+            return None
+        kind, content = got
+        if kind == "commit":  # (what parse_commit_buffer refuses first, as object_headers does)
+            return None if not content.startswith(b"tree ") else False
+        if kind != "tag":
             return False
-        _, _, oid = object_headers("tag", got[1], oid, r.name)
+        try:
+            _, tagged, oid = object_headers(kind, content, oid, b"")
+        except RefscopeError:
+            return None
         if oid in wanted:
             return True
+        if tagged != b"tag":
+            return False
+        got = objects.read(oid)
+        if got is not None and got[0] != "tag":
+            return None
     return False
