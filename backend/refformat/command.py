@@ -123,6 +123,8 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         refs = _filtered_over_two(snap, patterns, p, odb, filters, graph)
         if refs is not None:
             filters = NO_FILTERS
+    elif count is not None and streamed and filters == NO_FILTERS:
+        refs = _first_refs(snap, patterns, p, count)
     lines = for_each_ref(
         p,
         listed_for(snap, patterns, p.atoms) if refs is None else refs,
@@ -150,6 +152,18 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
             chunk, size = [], 0
     if chunk:
         _write(b"".join(chunk))
+
+
+def _first_refs(snap, patterns: list[bytes], p: Plan, count: int) -> list:
+    """(--count without --sort or a filter) the first ``count`` refs, streamed from the store a ref at
+    a time (``locations``: the per-ref iteration, no batch read ahead): git prints each ref as it finds
+    it and stops there, so neither lists the rest, nor meets what is wrong in it (a dangerous name
+    further on fails git's full listing, not its first refs)."""
+    from itertools import islice
+
+    from .context import listed_refs
+
+    return list(islice(listed_refs(snap, patterns, locations=True), count))
 
 
 def _filtered_over_two(snap, patterns: list[bytes], p: Plan, odb, filters: Filters, graph) -> Columns | None:
