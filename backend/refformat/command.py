@@ -117,9 +117,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
     filters = Filters(**named)
     streamed = streams(p, filters)  # before the filters are applied apart
     refs = None
-    if (filters.merged or filters.no_merged) and not (
-        filters.points_at or filters.contains or filters.no_contains
-    ):
+    if filters != NO_FILTERS:
         refs = _filtered_over_two(snap, patterns, p, odb, filters, graph)
         if refs is not None:
             filters = NO_FILTERS
@@ -167,11 +165,11 @@ def _first_refs(snap, patterns: list[bytes], p: Plan, count: int) -> list:
 
 
 def _filtered_over_two(snap, patterns: list[bytes], p: Plan, odb, filters: Filters, graph) -> Columns | None:
-    """(--merged / --no-merged over a big packed-refs file) the refs kept, listed and filtered half here
-    and half in a forked child at the same time: listing a million refs and looking each one's tip up
-    is per-ref work, the walk from the named commits is not, and what comes back is only the refs kept.
-    The walk is done on both sides (without a commit-graph, by reading the commits: its CPU twice, its
-    wall time once). A child that fails has its half done here after all, so an error surfaces as
+    """(--merged, --contains, --points-at and the rest over a big packed-refs file) the refs kept,
+    listed and filtered half here and half in a forked child at the same time: listing a million refs
+    and looking each one's tip up is per-ref work, the walk from the named commits is not, and what
+    comes back is only the refs kept. The walk is done on both sides (without a commit-graph, by
+    reading the commits: its CPU twice, its wall time once). A child that fails has its half done here after all, so an error surfaces as
     in one process (the first half's first). None: no split (a format that needs more than the refs'
     names and ids, a small file, patterns, reftable, one core): the caller goes the one-process way."""
     from ..parallel import FAILED, Forked, may_fork

@@ -610,7 +610,8 @@ def test_columns_way_reads_odd_dates_as_git(tmp_path, monkeypatch, chunk):
     ("fork", "graph"), [("child", True), ("failed", True), ("none", True), ("child", False)]
 )
 def test_merged_over_two_processes_matches_git(tmp_path, monkeypatch, capfd, fork, graph):
-    """--merged and --no-merged (with a commit-graph or not) over a packed-refs file cut in two (every file here:
+    """--merged, --no-merged, --contains, --no-contains and --points-at (with a commit-graph or not) over
+    a packed-refs file cut in two (every file here:
     ``SPLIT_MIN`` is 0): each half listed and filtered in its own process -- a child, a child that fails
     (its half done by the parent), or no child to be had -- and the lines are git's, tips the graph does
     not hold (a commit newer than it, tags, a blob) on either side of the cut."""
@@ -635,7 +636,9 @@ def test_merged_over_two_processes_matches_git(tmp_path, monkeypatch, capfd, for
     else:
         monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(a) or real(*a, **k))
     tag = git(repo, "rev-parse", "v1.9-rc1").strip().decode()  # (a full id: no revision syntax here)
-    for rev, key in (("main", "merged"), (tag, "no_merged"), ("HEAD", "merged"), ("side", "merged")):
+    cases = [("main", "merged"), (tag, "no_merged"), ("HEAD", "merged"), ("side", "merged")]
+    cases += [("main~2", "contains"), ("side", "no_contains"), ("HEAD", "points_at"), (blob, "points_at")]
+    for rev, key in cases:
         r = discover(str(repo))
         snap = open_store(r).snapshot()
         fmt = "%(refname) %(objectname:short)"
