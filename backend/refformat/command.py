@@ -121,7 +121,7 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
         refs = _filtered_over_two(snap, patterns, p, odb, filters, graph)
         if refs is not None:
             filters = NO_FILTERS
-    elif count is not None and streamed and filters == NO_FILTERS:
+    elif count is not None and streamed:
         refs = _first_refs(snap, patterns, p, count)
     lines = for_each_ref(
         p,
@@ -169,8 +169,8 @@ def _filtered_over_two(snap, patterns: list[bytes], p: Plan, odb, filters: Filte
     listed and filtered half here and half in a forked child at the same time: listing a million refs
     and looking each one's tip up is per-ref work, the walk from the named commits is not, and what
     comes back is only the refs kept. The walk is done on both sides (without a commit-graph, by
-    reading the commits: its CPU twice, its wall time once). A child that fails has its half done here after all, so an error surfaces as
-    in one process (the first half's first). None: no split (a format that needs more than the refs'
+    reading the commits: its CPU twice, its wall time once). A child that fails has its half done here
+    after all, so an error surfaces as in one process (the first half's first). None: no split (a format that needs more than the refs'
     names and ids, a small file, patterns, reftable, one core): the caller goes the one-process way."""
     from ..parallel import FAILED, Forked, may_fork
     from .context import column_split, interval_columns, wants_columns

@@ -33,7 +33,11 @@ class Graph:
         if self.cg is None:
             return None
         if self._positions is None:  # (a few look-ups: a binary search each, no map of the whole graph)
-            return self.cg.position(unhexlify(oid))
+            try:
+                raw = unhexlify(oid)
+            except ValueError:  # (binascii.Error: not an id, so in no graph, as the map would say)
+                return None
+            return self.cg.position(raw) if len(raw) == self.cg.rawsz else None
         return self._positions.get(oid.lower())
 
     def positions(self, oids: list[bytes]) -> list[int | None]:
