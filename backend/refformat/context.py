@@ -84,7 +84,32 @@ def context(repo: Repo, snap) -> Context:
             path = worktree_path(repo, gitdir)
             if path is not None:
                 worktrees.setdefault(branch, os.fsencode(path))
-    return Context(name, worktrees, lambda n: snap.resolve(n) is not None)
+    return Context(name, worktrees, Exists(snap))
+
+
+class Exists:
+    """Does a ref name resolve (refs_ref_exists): what ``%(refname:short)`` asks of up to five other
+    names for every ref it shortens. A look-up each at first; from ``BULK_MIN`` names under ``refs/``
+    on, one set of every name the store lists (what for-each-ref lists is exactly what resolves: a
+    dangling symref, a broken or badly named ref are hidden from both), so a million refs cost a listing
+    of the store, not five million binary searches of packed-refs."""
+
+    BULK_MIN = 4096
+
+    def __init__(self, snap) -> None:
+        self.snap = snap
+        self.asked = 0
+        self.names: set[bytes] | None = None
+
+    def __call__(self, name: bytes) -> bool:
+        if name.startswith(b"refs/"):
+            if self.names is None:
+                self.asked += 1
+                if self.asked >= self.BULK_MIN:
+                    self.names = set(listed_columns(self.snap, []).names)
+            if self.names is not None:
+                return name in self.names
+        return self.snap.resolve(name) is not None
 
 
 def resolved(snap, ref):

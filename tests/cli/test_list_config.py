@@ -92,3 +92,35 @@ def test_version_sort_takes_gits_prerelease_suffixes(tmp_path, suffixes) -> None
         assert theirs.returncode == 0, theirs.stderr
         ours = refscope("list", *args, cwd=repo)
         assert (ours.returncode, ours.stderr, ours.stdout) == (0, b"", theirs.stdout), (suffixes, sort)
+
+
+@pytest.mark.parametrize("fmt", ["files", "reftable"])
+def test_short_names_over_many_refs_as_gits(tmp_path: Path, fmt: str) -> None:
+    """Past ``Exists.BULK_MIN`` names the ambiguity check of ``%(refname:short)`` asks one set of every
+    listed name instead of the store: what resolves must be what is listed. A dangling symref, a broken
+    loose ref, and a badly named packed record (files) shadow nothing, in both ways of asking."""
+    repo = init_repo(tmp_path / "r", fmt)
+    lines = [f"create refs/heads/b{i:05d} main\n" for i in range(5000)]
+    lines += [f"create refs/tags/b{i:05d} main\n" for i in range(0, 5000, 7)]  # tags x branches
+    lines += ["create refs/heads/tags/b00014 main\n", "create refs/remotes/b00021/HEAD main\n"]
+    lines += ["create refs/tags/dangling main\n", "create refs/tags/broken main\n"]
+    git(repo, "update-ref", "--stdin", input="".join(lines).encode())
+    git(repo, "symbolic-ref", "refs/heads/dangling", "refs/heads/nowhere")
+    if fmt == "files":
+        git(repo, "tag", "hidden")
+        git(repo, "pack-refs", "--all")
+        (repo / ".git/refs/heads/broken").write_bytes(b"not an id\n")
+        packed = (repo / ".git/packed-refs").read_bytes()
+        (repo / ".git/packed-refs").write_bytes(
+            packed.replace(b"refs/tags/hidden\n", b"refs/tags/hid..den\n")
+        )
+    outs = []
+    for args in (["--format=%(refname:short)"], ["--format=%(refname:short)", "refs/tags/"]):
+        theirs = run_git(repo, "for-each-ref", *args)
+        ours = refscope("list", *args, cwd=repo)
+        assert theirs.returncode == 0, theirs.stderr
+        assert (ours.returncode, ours.stdout) == (0, theirs.stdout), (args, ours.stderr)
+        outs.append(ours.stdout)
+    # the tag shortens to "dangling" (the dangling symref refs/heads/dangling does not resolve), the
+    # tag b00014 stays long (the branch tags/b00014 makes tags/b00014 ambiguous)
+    assert outs[1].endswith(b"\nbroken\ndangling\n") and b"\nrefs/tags/b00014\n" in outs[1]
