@@ -8,6 +8,7 @@ table and reflog views. Real git repositories throughout; conditions are polled 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -361,7 +362,7 @@ async def test_n_is_next_shadowed_until_a_search(tmp_path: Path, git_bin: str) -
 
 
 async def test_help_and_footer_list_the_keys(repos: dict[str, Path]) -> None:
-    console = Console(width=120, record=True)
+    console = Console(width=120, record=True, file=io.StringIO())  # (recorded, not printed)
     console.print(help_table())
     text = console.export_text()
     for keys in ("↑ ↓ j k", "PgUp PgDn", "Home End g G", "/ (views)", "n N (views)"):
@@ -371,7 +372,7 @@ async def test_help_and_footer_list_the_keys(repos: dict[str, Path]) -> None:
         await ready(pilot, app)
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        shown = Console(width=120, record=True)
+        shown = Console(width=120, record=True, file=io.StringIO())  # (recorded, not printed)
         shown.print(app.screen.query_one("#help-text").content)
         assert "Home End g G" in shown.export_text()
         await pilot.press("escape", "p")
