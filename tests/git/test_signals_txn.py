@@ -365,12 +365,14 @@ def test_signal_during_a_tui_commit(tmp_path: Path, kind: str, phase: int) -> No
     proc.stderr.close()
     assert _leftovers(repo) == []
     git(repo, "refs", "verify")
-    if phase or kind == "packed":
-        assert for_each_ref(repo) == (base.after if phase else base.before)
+    if phase:
+        assert for_each_ref(repo) == base.after
     else:
         # The handler runs in the main thread, the commit in the worker, which resumes with SIGCONT at once:
-        # with 150 locks still to take the handler always comes first, but a 300-ref table can be written and
-        # published before the main thread gets to run it. All or nothing either way.
+        # on a quiet machine the handler comes first even for a 300-ref table, but on a loaded one (a
+        # fresh-clone CI run beside benchmarks) the worker took the 150 locks left, and committed, before
+        # the main thread ran it. All or nothing either way; the CLI's signal tests, where the commit runs
+        # in the main thread, hold the release before the commit point exactly.
         assert for_each_ref(repo) in (base.before, base.after)
 
 
