@@ -170,8 +170,9 @@ def _filtered_over_two(snap, patterns: list[bytes], p: Plan, odb, filters: Filte
     and looking each one's tip up is per-ref work, the walk from the named commits is not, and what
     comes back is only the refs kept. The walk is done on both sides (without a commit-graph, by
     reading the commits: its CPU twice, its wall time once). A child that fails has its half done here
-    after all, so an error surfaces as in one process (the first half's first). None: no split (a format that needs more than the refs'
-    names and ids, a small file, patterns, reftable, one core): the caller goes the one-process way."""
+    after all, so an error surfaces as in one process (the first half's first). None: no split (a
+    format that needs more than the refs' names and ids, a small file, patterns, reftable, one core):
+    the caller goes the one-process way."""
     from ..parallel import FAILED, Forked, may_fork
     from .context import column_split, interval_columns, wants_columns
     from .run import filter_columns

@@ -148,6 +148,17 @@ class Graph:
         graph or a graph written without levels)."""
         return self.cg.commit(node)[2] if isinstance(node, int) else 0
 
+    def _level_cut(self, targets) -> int | None:
+        """The level at or below which a graph commit reaches none of the walk names ``targets``: the
+        lowest target's (every graph commit when no target is in the graph); None when the levels
+        cannot say (no graph, or a target of level 0)."""
+        if self.cg is None:
+            return None
+        levels = [self.generation(t) for t in targets if isinstance(t, int)]
+        if not levels:
+            return 1 << 62
+        return None if 0 in levels else min(levels)
+
     def containing(self, targets: list[bytes], nodes: list) -> set:
         """Those of the walk names ``nodes`` from which some commit of ``targets`` is reachable.
 
@@ -157,27 +168,22 @@ class Graph:
         generation numbers: asking which of a thousand branches contain a new commit walks no old
         history. Levels of 0 (a graph written without them) stop nothing."""
         known: dict = {self.node(t): True for t in targets}
-        floor = None
-        if self.cg is not None:
-            levels = [self.generation(t) for t in known if isinstance(t, int)]
-            if 0 not in levels:
-                floor = min(levels, default=None)
-        if floor is not None or (self.cg is not None and not any(isinstance(t, int) for t in known)):
-            cut = floor if floor is not None else 1 << 62  # (no target in the graph: every graph commit)
-            generation = self.generation
-            for tip in nodes:
-                if isinstance(tip, int) and tip not in known and 0 < generation(tip) <= cut:
-                    known[tip] = False
-            parents = self.parents
+        cut = self._level_cut(known)
+        next_of = self.parents
+        if cut is not None:
+            generation, parents = self.generation, self.parents
 
-            def next_of(node):  # (a graph commit at or below the floor is known False before it is walked)
+            def prune(node) -> None:
+                if isinstance(node, int) and node not in known and 0 < generation(node) <= cut:
+                    known[node] = False
+
+            def next_of(node):  # (a graph commit at or below the cut is known False before it is walked)
                 for p in parents(node):
-                    if isinstance(p, int) and p not in known and 0 < generation(p) <= cut:
-                        known[p] = False
+                    prune(p)
                     yield p
 
-        else:
-            next_of = self.parents
+            for tip in nodes:
+                prune(tip)
         for tip in nodes:
             if tip in known:
                 continue

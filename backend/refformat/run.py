@@ -140,9 +140,6 @@ def for_each_ref(
             finish = tipreads.tip_columns_of_text(ev, text)
         refs = columns_of(text)
     if isinstance(refs, Columns):
-        if filters.points_at:
-            mask = points_at_mask(*refs, filters.points_at, objects, commit_graph)
-            refs = Columns(list(compress(refs.names, mask)), list(compress(refs.oids, mask)))
         names, oids = _filter_columns(refs, objects, filters, commit_graph)
         if keep is not None:
             keep.append((refs, names, oids))
@@ -234,16 +231,15 @@ def _filter(refs: list[Ref], objects: Objects, f: Filters, commit_graph) -> list
 def filter_columns(cols: Columns, odb, f: Filters, commit_graph) -> Columns:
     """The refs of ``cols`` the filters of ``f`` keep, as columns: what ``for_each_ref`` does first, for
     a caller that filters parts of the refs apart (``command``)."""
-    objects = Objects(odb)
-    if f.points_at:
-        mask = points_at_mask(*cols, f.points_at, objects, commit_graph)
-        cols = Columns(list(compress(cols.names, mask)), list(compress(cols.oids, mask)))
-    return Columns(*_filter_columns(cols, objects, f, commit_graph))
+    return Columns(*_filter_columns(cols, Objects(odb), f, commit_graph))
 
 
 def _filter_columns(cols: Columns, objects: Objects, f: Filters, commit_graph) -> tuple[list, list]:
-    """``_filter`` (without --points-at) over columns: the names and ids of the refs kept."""
+    """``_filter`` over columns: the names and ids of the refs kept."""
     names, oids = cols
+    if f.points_at:
+        mask = points_at_mask(names, oids, f.points_at, objects, commit_graph)
+        names, oids = list(compress(names, mask)), list(compress(oids, mask))
     if not (f.merged or f.no_merged or f.contains or f.no_contains):
         return names, oids
     kept = _kept(oids, objects, f, commit_graph)

@@ -38,8 +38,9 @@ def test_count_reads_as_gits(repo, value) -> None:
 
 @pytest.mark.parametrize("fmt", ["files", "reftable"])
 def test_count_without_sort_streams_gits_first_refs(tmp_path, fmt) -> None:
-    """Without ``--sort`` git prints refs as it finds them and stops at the count; refscope streams the
-    first ones too instead of listing the store (symrefs, peeled tags, loose over packed, patterns)."""
+    """Without ``--sort`` git prints refs as it finds them and stops at the count; refscope's streamed
+    first refs (``command._first_refs``) are git's over symrefs, peeled tags, loose over packed and
+    patterns. (That the rest is not read is the next test's.)"""
     repo = init_repo(tmp_path / "r", fmt)
     git(repo, "commit", "-q", "--allow-empty", "-m", "second")
     for i in range(40):
