@@ -388,23 +388,25 @@ class Odb:
             add(fn([g[0] for g in got], [g[1] for g in got]))
         return ids, cols
 
+    def infos_located(self, located: Located) -> tuple[list[bytes], list[tuple[str, int] | None]]:
+        """(the ids, (type name, size) of each or None when it is not there) for the objects of
+        ``located``, in ``read_located``'s order, from the pack entries' headers (a delta's own header
+        too) and the loose objects' headers: what ``%(objecttype)`` and ``%(objectsize)`` need, with no
+        object inflated."""
+        ids: list[bytes] = []
+        out: list = []
+        for pack, offs, hexs in located.packed:
+            ids += hexs
+            out += [(TYPE_NAMES[k], n) for k, n in pack.infos(offs, self._ref_base)]
+        ids += located.elsewhere
+        out += map(self.info, located.elsewhere)
+        return ids, out
+
     def types(self, hexoids) -> dict[bytes, str | None]:
-        """{id: type name or None} for many ids at once, from the pack entries' headers: the kinds of
-        many tips without inflating one."""
-        todo = list(dict.fromkeys(hexoids))
-        self._check_lengths(todo)
-        out: dict[bytes, str | None] = {}
-        for ps in self._packsets():
-            if not todo:
-                break
-            found, todo = ps.find_many(todo, self._raw)
-            for pack, offs, hexs in found:
-                kinds = pack.types(offs, self._ref_base)
-                out.update(zip(hexs, map(TYPE_NAMES.__getitem__, kinds), strict=True))
-        for h in todo:
-            got = self.info(h)
-            out[h] = None if got is None else got[0]
-        return out
+        """{id: type name or None} for many ids at once, from the objects' headers (``infos_located``):
+        the kinds of many tips without inflating one."""
+        ids, got = self.infos_located(self.locate_many(hexoids))
+        return {h: None if i is None else i[0] for h, i in zip(ids, got, strict=True)}
 
     @classmethod
     def of(cls, repo) -> Odb:

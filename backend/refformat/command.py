@@ -142,14 +142,16 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
     )
     chunk: list[bytes] = []
     size = 0
-    for line in lines:
-        chunk.append(line)
-        size += len(line)
-        if size >= 1 << 16:
+    try:
+        for line in lines:
+            chunk.append(line)
+            size += len(line)
+            if size >= 1 << 16:
+                _write(b"".join(chunk))
+                chunk, size = [], 0
+    finally:  # what was made before a failure is printed before it, as git prints it
+        if chunk:
             _write(b"".join(chunk))
-            chunk, size = [], 0
-    if chunk:
-        _write(b"".join(chunk))
 
 
 def _first_refs(snap, patterns: list[bytes], p: Plan, count: int) -> list:

@@ -156,7 +156,7 @@ def for_each_ref(
     if by_name and count is not None and streamed:
         selected = selected[:count]  # the listing is in name order already and git reads no further
     ev.prefetch(selected)
-    strs, nums = ev.table(selected)
+    (strs, nums), failed = _table(ev, selected, streamed)
     walked = [k for k, a in enumerate(p.atoms) if a.name == "ahead-behind"]
     if walked:
         from .aheadbehind import columns
@@ -168,6 +168,24 @@ def for_each_ref(
     if count is not None:
         order = list(range(min(count, len(selected)))) if order is None else order[:count]
     yield from _lines(p.format, strs, order, omit_empty, escape)
+    if failed is not None:
+        raise failed
+
+
+def _table(ev: Evaluator, refs: list[Ref], streamed: bool) -> tuple[tuple[list, list], RefscopeError | None]:
+    """``ev.table(refs)``, and None. A run that git streams (``streams``: it prints each ref as it finds
+    it, in name order) and that fails at a ref: the table of the refs before it, and the error, raised
+    once they are printed -- the first ref that fails, the refs before it being made again (an object
+    atom can fail at a ref before one a ``*`` atom failed at)."""
+    end, failed = len(refs), None
+    while True:
+        try:
+            return ev.table(refs if end == len(refs) else refs[:end]), failed
+        except RefscopeError as err:
+            at = getattr(err, "ref_index", None)
+            if not streamed or at is None:
+                raise
+            end, failed = at, err
 
 
 def _index_of(atoms: list[Atom], text: str) -> int:

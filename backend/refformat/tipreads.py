@@ -25,7 +25,17 @@ def values_in_two(ev, refs) -> bool:
     oids = list(dict.fromkeys(ev._oids(refs)).keys() - ev._by_oid.keys())
     if len(oids) < FORK_MIN or not may_fork():
         return False
-    got = _values_over_two(ev, oids)
+    return _keep(ev, _values_over_two(ev, oids))
+
+
+def values_here(ev, refs) -> bool:
+    """``values_in_two`` in this process alone (a format whose object atoms a pass over the packs'
+    headers makes: no second process is worth its start)."""
+    return _keep(ev, ev._values_of(list(dict.fromkeys(ev._oids(refs)).keys() - ev._by_oid.keys())))
+
+
+def _keep(ev, got: tuple[list, list] | None) -> bool:
+    """Keep ``_values_of``'s ``got`` in ``ev``'s cache, per id; False when there is none."""
     if got is None:
         return False
     ids, cols = got

@@ -9,6 +9,8 @@ a C string, so a NUL ends them where it ends git's.
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from ..errors import RefscopeError
 from ..model import PACKED, TAG_CHAIN_MAX, Ref
 from . import tipreads
@@ -31,11 +33,23 @@ from .fields import (
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
+HEADER_ATOMS = frozenset({"objecttype", "objectsize"})  # what an object's header gives: git inflates no more
 
 
 def tip_atom(a: Atom) -> bool:
     """Does ``a``'s value depend on the ref's object id alone (not on its name, nor on a tag's target)?"""
     return not a.deref and a.name in NEEDS_OBJECT
+
+
+def _shown(name: bytes) -> str:
+    return name.decode("utf-8", "replace")
+
+
+def _at_ref(err: RefscopeError, i: int) -> RefscopeError:
+    """``err``, marked as met at the ``i``-th ref a table was made for (``ref_index``): a run that
+    prints each ref as git finds it prints the ones before, then fails (``run.for_each_ref``)."""
+    err.ref_index = i
+    return err
 
 
 class Objects:
@@ -51,12 +65,23 @@ class Objects:
             hit = self._cache[oid] = self.odb.read(oid)
         return hit
 
+    def info(self, oid: bytes) -> tuple[str, int] | None:
+        """(type name, size) of ``oid`` from its header (``Odb.info``), or None; from a whole read when
+        one was made."""
+        hit = self._cache.get(oid)
+        if hit is not None:
+            return hit[0], len(hit[1])
+        return self.odb.info(oid)
+
     def prefetch(self, oids) -> None:
-        """Read every one of ``oids`` not read yet, in one pass over each pack."""
+        """Read every one of ``oids`` not read yet, in one pass over each pack. An object that will
+        not read leaves them all to be read one by one (``read``), where it fails for the ref that
+        wants it."""
         cache = self._cache
         todo = [o for o in dict.fromkeys(oids) if o not in cache]
         if todo:
-            cache.update(self.odb.read_many(todo))
+            with suppress(RefscopeError, ValueError):
+                cache.update(self.odb.read_many(todo))
 
 
 class Evaluator:
@@ -77,6 +102,12 @@ class Evaluator:
             if not a.deref and a.name in NEEDS_OBJECT and a.name != "objectname"
         ]
         self._deref = [k for k, a in enumerate(atoms) if a.deref and a.name in NEEDS_OBJECT]
+        # every object atom the header gives (git's object-info asks for the type and size alone, not
+        # the content): the objects' headers are read, never their bodies, so a damaged body is not met
+        self._headers = {
+            deref: bool(which) and all(atoms[k].name in HEADER_ATOMS for k in which)
+            for deref, which in ((False, self._plain), (True, self._deref))
+        }
         self._wants_object = bool(self._plain or self._deref)
         self._by_oid: dict[bytes, list] = {}
         self._by_peeled: dict[bytes, list] = {}
@@ -111,13 +142,17 @@ class Evaluator:
             return
         if not self._deref and tipreads.values_in_two(self, refs):
             return
+        if self._headers[False] and not self._deref:
+            tipreads.values_here(self, refs)
+            return
         self.objects.prefetch(r.oid for r in refs)
         if self._deref:
             peeled = []
-            for r in refs:
-                got = self.objects.read(r.oid)
-                if got is not None and got[0] == "tag":
-                    peeled.append(r.peeled or self._peel(r.oid, got, r.name))
+            with suppress(RefscopeError, ValueError):  # (``table`` meets it again, at its ref)
+                for r in refs:
+                    got = self.objects.read(r.oid)
+                    if got is not None and got[0] == "tag":
+                        peeled.append(r.peeled or self._peel(r.oid, got, r.name))
             self.objects.prefetch(peeled)
 
     def _values_of(self, oids: list[bytes]) -> tuple[list, list] | None:
@@ -135,6 +170,14 @@ class Evaluator:
         whose object atoms are commit dates (the sort of a million refs by date) keeps of each object
         its dates alone, read as the object is inflated."""
         try:
+            if self._headers[False]:
+                ids, got = self.objects.odb.infos_located(located)
+                if None in got:
+                    return None
+                rows = [self._header_values(kind, size, False) for kind, size in got]
+                return [
+                    ([r[j][0] for r in rows], [r[j][1] or 0 for r in rows]) for j in range(len(self._plain))
+                ]
             if self._date_columns is not None:
                 _, flat = self.objects.odb.read_located_columns(located, self._date_columns)
                 if not flat:
@@ -186,19 +229,21 @@ class Evaluator:
             return strs, nums
         by_oid = self._by_oid
         read = self.objects.read
+        fetch = self.objects.info if self._headers[False] else read
         oids = self._oids(refs)
         where = {o: i for i, o in enumerate(by_oid)}
         at = list(map(where.get, oids))  # each ref's object's place in ``by_oid``
-        for r in refs if None in at else ():
+        for i, r in enumerate(refs) if None in at else ():
             oid = r.oid
             if oid in by_oid:
                 continue
-            got = read(oid)
-            if got is None:
-                raise RefscopeError(
-                    None, f"missing object {oid.decode()} for {r.name.decode('utf-8', 'replace')}"
-                )
-            by_oid[oid] = self._object_values(oid, got, False, r.name)
+            try:
+                got = fetch(oid)
+                if got is None:
+                    raise RefscopeError(None, f"missing object {oid.decode()} for {_shown(r.name)}")
+                by_oid[oid] = self._values(oid, got, False, r.name)
+            except RefscopeError as err:
+                raise _at_ref(err, i) from None
         if None in at:
             where = {o: i for i, o in enumerate(by_oid)}
             at = list(map(where.__getitem__, oids))
@@ -210,19 +255,23 @@ class Evaluator:
                 nums[k] = list(map([vs[j][1] or 0 for vs in values].__getitem__, at))
         if self._deref:
             keys = []
-            for r in refs:
+            fetch = self.objects.info if self._headers[True] else read
+            for i, r in enumerate(refs):
                 got = read(r.oid)
                 if got[0] != "tag":
                     keys.append(None)
                     continue
-                peeled = r.peeled or self._peel(r.oid, got, r.name)
-                if peeled not in self._by_peeled:
-                    pgot = read(peeled)
-                    if pgot is None:
-                        raise RefscopeError(
-                            None, f"missing object {peeled.decode()} for {r.name.decode('utf-8', 'replace')}"
-                        )
-                    self._by_peeled[peeled] = self._object_values(peeled, pgot, True, r.name)
+                try:
+                    peeled = r.peeled or self._peel(r.oid, got, r.name)
+                    if peeled not in self._by_peeled:
+                        pgot = fetch(peeled)
+                        if pgot is None:
+                            raise RefscopeError(
+                                None, f"missing object {peeled.decode()} for {_shown(r.name)}"
+                            )
+                        self._by_peeled[peeled] = self._values(peeled, pgot, True, r.name)
+                except RefscopeError as err:
+                    raise _at_ref(err, i) from None
                 keys.append(peeled)
             for j, k in enumerate(self._deref):
                 per = {o: vs[j] for o, vs in self._by_peeled.items()}
@@ -331,6 +380,22 @@ class Evaluator:
         if arg == "short":
             return self.abbrev(oid, -1)
         return self.abbrev(oid, max(int(arg[6:]), 4))
+
+    def _values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[tuple[bytes, int | None]]:
+        """(text, number) of each object atom of the object ``got``: its header (type name, size) when
+        the header is all they need (``_headers``), else (type name, content)."""
+        if self._headers[deref]:
+            return self._header_values(*got, deref)
+        return self._object_values(oid, got, deref, refname)
+
+    def _header_values(self, kind: str, size: int, deref: bool) -> list[tuple[bytes, int | None]]:
+        """(text, number) of each object atom (all ``HEADER_ATOMS``) of an object of type ``kind`` and
+        ``size`` bytes."""
+        which = self._deref if deref else self._plain
+        return [
+            (kind.encode(), None) if self.atoms[k].name == "objecttype" else (str(size).encode(), size)
+            for k in which
+        ]
 
     def _object_values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[tuple[bytes, int | None]]:
         """(text, number) of each object atom of the object ``got``."""

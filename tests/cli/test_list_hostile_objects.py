@@ -4,7 +4,8 @@ encoding and gpgsig headers, CRLF and unterminated messages, non-UTF-8 idents, t
 of tags of blobs -- every one made with ``hash-object --literally``, in both ref formats and both hashes.
 
 Where git succeeds the output is byte for byte git's; where git dies refscope exits 1 with git's last
-line (``refscope:`` for ``fatal:``/``error:``) and prints nothing. The cases include what an audit found
+line (``refscope:`` for ``fatal:``/``error:``), having printed what git printed: a run git streams (no
+``--sort``, no ``--merged``) prints the refs before the one it dies at, a sorted one nothing. The cases include what an audit found
 different: a date only sorted by (git formats it all the same, and dies where it cannot), ``--count``
 with an explicit ``--sort`` or a ``--merged`` (git evaluates every ref before it sorts, so a ref past the
 count still fails the run), ``%(*symref)`` of a plain ref, ``--sort=-`` and ``--contains`` of a blob, a
@@ -149,9 +150,11 @@ def _compare(repo: Path, args: list[str]) -> None:
         return
     last = theirs.stderr.decode("utf-8", "replace").rstrip("\n").split("\n")[-1]
     want = "refscope: " + last.split(": ", 1)[1]
-    assert (ours.returncode, ours.stdout, ours.stderr.decode("utf-8", "replace")) == (1, b"", want + "\n"), (
-        args
-    )
+    assert (ours.returncode, ours.stderr.decode("utf-8", "replace"), ours.stdout) == (
+        1,
+        want + "\n",
+        theirs.stdout,
+    ), args
 
 
 @pytest.mark.parametrize("args", CASES, ids=lambda a: " ".join(a))
