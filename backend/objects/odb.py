@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import compress
 
 from ..errors import CorruptStore
@@ -426,9 +426,21 @@ class Odb:
         self._count = total
         return total
 
-    def abbrev(self, hexoid: bytes, min_len: int = -1) -> bytes:
+    def abbreviator(self, default: int = -1) -> Callable[[bytes, int], bytes]:
+        """``abbrev`` as one run asks it of many ids: ``(hexoid, min_len)``, a ``min_len`` below 0 being
+        ``default`` (core.abbrev; -1 also: from the object count), each loose objects' directory listed
+        once for the run -- git's loose cache, filled a directory at a time and kept for the process."""
+        listed: dict[str, list[str]] = {}
+
+        def shorten(hexoid: bytes, min_len: int) -> bytes:
+            return self.abbrev(hexoid, default if min_len < 0 else min_len, listed)
+
+        return shorten
+
+    def abbrev(self, hexoid: bytes, min_len: int = -1, listed: dict[str, list[str]] | None = None) -> bytes:
         """``hexoid`` shortened as repo_find_unique_abbrev does: ``min_len`` hex digits (-1: from the
-        object count, at least 7), longer while another object shares the prefix."""
+        object count, at least 7), longer while another object shares the prefix. ``listed``: loose
+        directories' names already listed, by path (``abbreviator``)."""
         hexsz = self.rawsz * 2
         # msb(count) + 1 bits of objects expect a collision at half as many bits, four bits a digit
         length = max((max(self.approximate_count(), 1).bit_length() + 1) // 2, 7) if min_len < 0 else min_len
@@ -441,7 +453,7 @@ class Odb:
                 seen += _neighbours(ps.midx, raw)
             for _, index in ps.indexes:
                 seen += _neighbours(index, raw)
-        seen += map(bytes.fromhex, self._loose_names(hexoid[:length].decode("ascii")))
+        seen += map(bytes.fromhex, self._loose_names(hexoid[:length].decode("ascii"), listed))
         for other in seen:
             common = _common_hex(other, raw)
             if common != hexsz and common >= length:
@@ -476,15 +488,21 @@ class Odb:
             found[name.encode()] = None
         return list(found)[:limit]
 
-    def _loose_names(self, hexs: str) -> Iterator[str]:
+    def _loose_names(self, hexs: str, listed: dict[str, list[str]] | None = None) -> Iterator[str]:
         """The hex ids of the loose objects whose names start with ``hexs`` (two hex digits or more),
-        in every objects directory; a file there whose name is no id is not one."""
+        in every objects directory; a file there whose name is no id is not one. ``listed``: the
+        directories' listings by path, taken from there and kept there."""
         hexsz = self.rawsz * 2
         for d in self.dirs:
-            try:
-                names = os.listdir(os.path.join(d, hexs[:2]))
-            except (FileNotFoundError, NotADirectoryError):
-                continue
+            path = os.path.join(d, hexs[:2])
+            names = None if listed is None else listed.get(path)
+            if names is None:
+                try:
+                    names = os.listdir(path)
+                except (FileNotFoundError, NotADirectoryError):
+                    names = []
+                if listed is not None:
+                    listed[path] = names
             for name in names:
                 if len(name) == hexsz - 2 and name.startswith(hexs[2:]) and not name.translate(_NOT_HEX):
                     yield hexs[:2] + name

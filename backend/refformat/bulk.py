@@ -243,6 +243,11 @@ def _in_name_order(f: Format, atoms: list[Atom], names: list[bytes], oids: list[
         names, oids = (names[:limit], oids[:limit]) if not reverse else (names[-limit:], oids[-limit:])
     if not names:
         return []
+    if all(isinstance(piece, bytes) or _is_refname(atoms[piece]) for piece in f.pieces):
+        (head,), tails = _affixes(f, atoms, [], 1)  # the name alone: no tip is looked up, nor a line made
+        if reverse:
+            names = names[::-1]
+        return [head * len(names)] if tails is None else [head + (tails[0] + head).join(names) + tails[0]]
     first: dict[bytes, int] = {}
     at = list(map(first.setdefault, oids, counter()))
     cols = tipreads.tip_columns(ev, list(first))

@@ -126,9 +126,7 @@ def for_each_ref(
     numeric = [sorts_as_number(a) for a in p.atoms]
     shown = {k for k in p.format.pieces if not isinstance(k, bytes)}
     shown.update(k for k, _, version in p.keys if version or not numeric[k])
-    abbrev = odb.abbrev
-    if settings.abbrev >= 0:  # core.abbrev: the length %(objectname:short) starts from (short=N: its own)
-        abbrev = lambda oid, n, default=settings.abbrev: odb.abbrev(oid, default if n < 0 else n)  # noqa: E731
+    abbrev = odb.abbreviator(settings.abbrev)  # core.abbrev: where :short starts (short=N: its own)
     ev = Evaluator(p.atoms, objects, head=head, worktrees=worktrees or {},
                    shorten=shortener(exists, settings.strict), abbrev=abbrev,
                    numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
