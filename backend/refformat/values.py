@@ -10,6 +10,7 @@ a C string, so a NUL ends them where it ends git's.
 from __future__ import annotations
 
 from contextlib import suppress
+from itertools import repeat
 
 from ..errors import RefscopeError
 from ..model import PACKED, TAG_CHAIN_MAX, Ref
@@ -214,16 +215,22 @@ class Evaluator:
         strs: list[list[bytes]] = []
         nums: list[list[int]] = []
         zeros = [0] * n
+        names = None
         for k, fn in enumerate(self._fns):
             a = self.atoms[k]
             if a.name in NEEDS_OBJECT and not (a.name == "objectname" and not a.deref):
                 strs.append([])  # filled below
-            elif a.name == "refname" and a.arg is None and not a.deref:
-                strs.append([r.name for r in refs])
+                nums.append(zeros)
+                continue
+            if names is None:
+                names = [r.name for r in refs]
+            if a.name == "refname" and a.arg is None and not a.deref:
+                strs.append(names)
             elif a.name == "objectname" and a.arg is None:
                 strs.append([r.oid for r in refs])
             else:
-                strs.append([fn(r).s for r in refs])
+                col = self._name_column(a, names)
+                strs.append([fn(r).s for r in refs] if col is None else col)
             nums.append(zeros)
         if not self._wants_object:
             return strs, nums
@@ -278,6 +285,34 @@ class Evaluator:
                 per[None] = (b"", None)
                 self._spread(strs, nums, k, per, keys)
         return strs, nums
+
+    def _name_column(self, a: Atom, names: list[bytes]) -> list[bytes] | None:
+        """The values of the ref-only atom ``a`` for the refs ``names``, made by C-level passes where
+        its value is the name's alone and such passes make it (a call per ref is most of the cost of
+        ``%(HEAD)`` or ``%(refname:lstrip=2)`` at a million refs); None: made per ref (``_fns``)."""
+        if a.deref:
+            return None
+        if a.name == "HEAD":
+            if self.head is None:
+                return [b" "] * len(names)
+            return list(map((b" ", b"*").__getitem__, map(self.head.__eq__, names)))
+        if a.name == "worktreepath":
+            paths = {b: p for b, p in self.worktrees.items() if b.startswith(b"refs/heads/")}
+            return list(map(paths.get, names, repeat(b"")))
+        key, _, n = (a.arg or "").partition("=")
+        if a.name != "refname" or not n or int(n) <= 0:
+            return None
+        count = int(n)
+        if key in ("lstrip", "strip"):  # what is left past the first ``count`` slashes, if there are so many
+            return [
+                p[count] if len(p) > count else b""
+                for p in map(bytes.split, names, repeat(b"/"), repeat(count))
+            ]
+        if key == "rstrip":  # what is left before the last ``count``
+            return [
+                p[0] if len(p) > count else b"" for p in map(bytes.rsplit, names, repeat(b"/"), repeat(count))
+            ]
+        return None
 
     def _oids(self, refs: list[Ref]) -> list[bytes]:
         """The refs' object ids, one column made once for the passes that want it."""

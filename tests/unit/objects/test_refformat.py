@@ -28,6 +28,8 @@ NOW = 1700100000
 
 FORMATS = [
     "%(refname) %(refname:short) %(refname:lstrip=1) %(refname:lstrip=-1) %(refname:rstrip=1) %(refname:rstrip=-2) %(refname:strip=2)",
+    "%(refname:lstrip=2)|%(refname:lstrip=3)|%(refname:lstrip=9)|%(refname:rstrip=2)|%(refname:rstrip=3)"
+    "|%(refname:rstrip=9)|%(refname:strip=0)|%(HEAD)|%(worktreepath)|%(*refname:lstrip=2)",
     "%(objectname) %(objectname:short) %(objectname:short=4) %(objectname:short=12) %(objecttype) %(objectsize)",
     "%(*objectname) %(*objecttype) %(*objectsize) %(*objectname:short)",
     "%(tree) %(tree:short) %(parent) %(parent:short=5) %(numparent) %(object) %(type) %(tag)",
