@@ -9,6 +9,7 @@ Every id table is sorted and fanned out by its first byte; one search serves all
 from __future__ import annotations
 
 import struct
+from binascii import hexlify
 
 from ..errors import CorruptStore
 
@@ -43,6 +44,19 @@ def bisect_ids(
         else:
             return mid, True
     return lo, False
+
+
+def hex_ids(data, base: int, stride: int, width: int, lo: int, hi: int) -> list[bytes]:
+    """The ids ``lo`` to ``hi`` of a sorted table (at ``base``, ``stride`` bytes apart) in lowercase
+    hex: by one C-level call when they lie end to end (a space put between each two, then split)."""
+    if hi <= lo:
+        return []
+    if stride == width:
+        return hexlify(data[base + lo * width : base + hi * width], b" ", width).split()
+    return [
+        bytes(data[at : at + width]).hex().encode()
+        for at in range(base + lo * stride, base + hi * stride, stride)
+    ]
 
 
 def read_chunks(path: str, data, table_at: int, count: int, trailer: int) -> dict[bytes, tuple[int, int]]:

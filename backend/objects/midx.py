@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptStore
-from .chunks import bisect_ids, need, read_chunks, read_fanout
+from .chunks import bisect_ids, hex_ids, need, read_chunks, read_fanout
 
 _OOFF = struct.Struct(">II")
 _U64 = struct.Struct(">Q")
@@ -57,6 +57,10 @@ class MultiPackIndex:
     def name(self, i: int) -> bytes:
         at = self._names + i * self.rawsz
         return bytes(self.data[at : at + self.rawsz])
+
+    def hex_names(self) -> list[bytes]:
+        """Every id, in order, in lowercase hex."""
+        return hex_ids(self.data, self._names, self.rawsz, self.rawsz, 0, self.count)
 
     def bisect(self, raw: bytes) -> tuple[int, bool]:
         """(where ``raw`` is or would be inserted, whether it is there)."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import compress
 
 from ..errors import CorruptStore
 from ..fileio import map_regular, read_regular
 from ..model import HASH_RAWSZ
+from .abbrev import Abbreviator
 from .loose import path_of, read_loose
 from .midx import MultiPackIndex
 from .pack import TYPE_NAMES, Pack
@@ -220,31 +221,6 @@ def _first_bytes(hexoids: list[bytes]) -> tuple[int, int]:
     return (first, last) if first <= last else (0, 255)
 
 
-def _common_hex(a: bytes, b: bytes) -> int:
-    """The number of leading hex digits two raw ids share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x == y:
-            n += 2
-            continue
-        return n + ((x ^ y) < 16)
-    return n
-
-
-def _neighbours(table, raw: bytes) -> list[bytes]:
-    """The ids beside where ``raw`` stands in a sorted table (a pack index or a midx): the two that
-    find_abbrev_len_for_pack looks at."""
-    i, found = table.bisect(raw)
-    out = []
-    if not found and i < table.count:
-        out.append(table.name(i))
-    elif found and i + 1 < table.count:
-        out.append(table.name(i + 1))
-    if i > 0:
-        out.append(table.name(i - 1))
-    return out
-
-
 _NOT_HEX = str.maketrans("", "", "0123456789abcdef")  # what ``str.translate`` leaves of a name but hex
 
 
@@ -426,39 +402,23 @@ class Odb:
         self._count = total
         return total
 
-    def abbreviator(self, default: int = -1) -> Callable[[bytes, int], bytes]:
-        """``abbrev`` as one run asks it of many ids: ``(hexoid, min_len)``, a ``min_len`` below 0 being
-        ``default`` (core.abbrev; -1 also: from the object count), each loose objects' directory listed
-        once for the run -- git's loose cache, filled a directory at a time and kept for the process."""
-        listed: dict[str, list[str]] = {}
+    def abbreviator(self, default: int = -1) -> Abbreviator:
+        """What shortens ids for one run (``abbrev.Abbreviator``), ``default`` its start length."""
+        return Abbreviator(self, default)
 
-        def shorten(hexoid: bytes, min_len: int) -> bytes:
-            return self.abbrev(hexoid, default if min_len < 0 else min_len, listed)
-
-        return shorten
-
-    def abbrev(self, hexoid: bytes, min_len: int = -1, listed: dict[str, list[str]] | None = None) -> bytes:
-        """``hexoid`` shortened as repo_find_unique_abbrev does: ``min_len`` hex digits (-1: from the
-        object count, at least 7), longer while another object shares the prefix. ``listed``: loose
-        directories' names already listed, by path (``abbreviator``)."""
-        hexsz = self.rawsz * 2
-        # msb(count) + 1 bits of objects expect a collision at half as many bits, four bits a digit
-        length = max((max(self.approximate_count(), 1).bit_length() + 1) // 2, 7) if min_len < 0 else min_len
-        if length >= hexsz or not length:
-            return hexoid
-        raw = self._raw(hexoid)
-        seen = []
+    def id_tables(self) -> list:
+        """Every sorted table of object ids, each objects directory's multi-pack-index first, then its
+        pack indexes: what an abbreviation is checked against (find_abbrev_len_packed)."""
+        out = []
         for ps in self._packsets():
             if ps.midx is not None:
-                seen += _neighbours(ps.midx, raw)
-            for _, index in ps.indexes:
-                seen += _neighbours(index, raw)
-        seen += map(bytes.fromhex, self._loose_names(hexoid[:length].decode("ascii"), listed))
-        for other in seen:
-            common = _common_hex(other, raw)
-            if common != hexsz and common >= length:
-                length = common + 1
-        return hexoid[:length]
+                out.append(ps.midx)
+            out += [index for _, index in ps.indexes]
+        return out
+
+    def raw_id(self, hexoid: bytes) -> bytes:
+        """The raw id of ``hexoid``; ValueError when it has the wrong length or is not hex."""
+        return self._raw(hexoid)
 
     def with_prefix(self, prefix: bytes, limit: int = 2) -> list[bytes]:
         """Up to ``limit`` distinct hex ids of the objects whose names start with the lower-case hex
@@ -482,13 +442,13 @@ class Odb:
                 scan(ps.midx)
             for _, index in ps.indexes:
                 scan(index)
-        for name in self._loose_names(prefix.decode("ascii")):
+        for name in self.loose_names(prefix.decode("ascii")):
             if len(found) >= limit:
                 break
             found[name.encode()] = None
         return list(found)[:limit]
 
-    def _loose_names(self, hexs: str, listed: dict[str, list[str]] | None = None) -> Iterator[str]:
+    def loose_names(self, hexs: str, listed: dict[str, list[str]] | None = None) -> Iterator[str]:
         """The hex ids of the loose objects whose names start with ``hexs`` (two hex digits or more),
         in every objects directory; a file there whose name is no id is not one. ``listed``: the
         directories' listings by path, taken from there and kept there."""

@@ -9,10 +9,9 @@ offset is checked against the file's length before use, so a truncated or hostil
 from __future__ import annotations
 
 import struct
-from binascii import hexlify
 
 from ..errors import CorruptStore
-from .chunks import bisect_ids, read_fanout
+from .chunks import bisect_ids, hex_ids, read_fanout
 
 _V2_MAGIC = b"\377tOc"
 _U32 = struct.Struct(">I")
@@ -142,13 +141,11 @@ class PackIndex:
         of them by the hex ids it holds (a column of ref values), which then tests each of these for
         membership in its own set rather than building a table of them all (the names are turned into
         hex in one C-level call). Two processes that split their ids at a first byte make half each."""
-        w = self.rawsz
         lo, hi = self.span(first, last)
         if hi <= lo:
             return [], []
-        if self.version == 2:
-            raw = self.data[self._names + lo * w : self._names + hi * w]
-        else:
-            raw = b"".join(self.name(i) for i in range(lo, hi))
-        # one C call: the ids in hex, a space between each two (a whole number of ids: from the left)
-        return hexlify(raw, b" ", w).split(), self.offsets(lo, hi)
+        return self.hex_names(lo, hi), self.offsets(lo, hi)
+
+    def hex_names(self, lo: int = 0, hi: int | None = None) -> list[bytes]:
+        """The ids of positions ``lo`` to ``hi`` (the end by default), in lowercase hex."""
+        return hex_ids(self.data, self._names, self._stride, self.rawsz, lo, self.count if hi is None else hi)

@@ -133,7 +133,7 @@ def _tip_table(ev, ids: list[bytes], values: list) -> tuple[list, list, list]:  
     nums: list = [None] * len(ev.atoms)
     for k, a in enumerate(ev.atoms):
         if a.name == "objectname" and not a.deref:
-            strs[k] = ids if a.arg is None else [ev._oid(o, a.arg) for o in ids]
+            strs[k] = ids if a.arg is None else ev.short_ids(ids, a.arg)
             nums[k] = [0] * len(ids)
     for j, k in enumerate(ev._plain):
         strs[k], nums[k] = values[j]

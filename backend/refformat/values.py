@@ -10,10 +10,9 @@ a C string, so a NUL ends them where it ends git's.
 from __future__ import annotations
 
 from contextlib import suppress
-from itertools import repeat
 
 from ..errors import RefscopeError
-from ..model import PACKED, TAG_CHAIN_MAX, Ref
+from ..model import TAG_CHAIN_MAX, Ref
 from . import tipreads
 from .fields import (
     EMPTY,
@@ -31,6 +30,7 @@ from .fields import (
     subpos,
     wholine,
 )
+from .refatoms import flag, name_column, stripped
 from .spec import NEEDS_OBJECT, NUMBER_ATOMS, TIME_ATOMS, Atom
 
 _DATE_SOURCE = {"committerdate": b"committer", "creatordate": b"committer", "authordate": b"author"}
@@ -44,6 +44,11 @@ def tip_atom(a: Atom) -> bool:
 
 def _shown(name: bytes) -> str:
     return name.decode("utf-8", "replace")
+
+
+def _short_len(arg: str) -> int:
+    """The length ``:short`` (-1: the default) or ``:short=N`` (at least 4, as git clamps it) asks."""
+    return -1 if arg == "short" else max(int(arg[6:]), 4)
 
 
 def _at_ref(err: RefscopeError, i: int) -> RefscopeError:
@@ -229,7 +234,7 @@ class Evaluator:
             elif a.name == "objectname" and a.arg is None:
                 strs.append([r.oid for r in refs])
             else:
-                col = self._name_column(a, names)
+                col = name_column(a, names, self.head, self.worktrees)
                 strs.append([fn(r).s for r in refs] if col is None else col)
             nums.append(zeros)
         if not self._wants_object:
@@ -286,34 +291,6 @@ class Evaluator:
                 self._spread(strs, nums, k, per, keys)
         return strs, nums
 
-    def _name_column(self, a: Atom, names: list[bytes]) -> list[bytes] | None:
-        """The values of the ref-only atom ``a`` for the refs ``names``, made by C-level passes where
-        its value is the name's alone and such passes make it (a call per ref is most of the cost of
-        ``%(HEAD)`` or ``%(refname:lstrip=2)`` at a million refs); None: made per ref (``_fns``)."""
-        if a.deref:
-            return None
-        if a.name == "HEAD":
-            if self.head is None:
-                return [b" "] * len(names)
-            return list(map((b" ", b"*").__getitem__, map(self.head.__eq__, names)))
-        if a.name == "worktreepath":
-            paths = {b: p for b, p in self.worktrees.items() if b.startswith(b"refs/heads/")}
-            return list(map(paths.get, names, repeat(b"")))
-        key, _, n = (a.arg or "").partition("=")
-        if a.name != "refname" or not n or int(n) <= 0:
-            return None
-        count = int(n)
-        if key in ("lstrip", "strip"):  # what is left past the first ``count`` slashes, if there are so many
-            return [
-                p[count] if len(p) > count else b""
-                for p in map(bytes.split, names, repeat(b"/"), repeat(count))
-            ]
-        if key == "rstrip":  # what is left before the last ``count``
-            return [
-                p[0] if len(p) > count else b"" for p in map(bytes.rsplit, names, repeat(b"/"), repeat(count))
-            ]
-        return None
-
     def _oids(self, refs: list[Ref]) -> list[bytes]:
         """The refs' object ids, one column made once for the passes that want it."""
         memo = self._oids_memo
@@ -368,53 +345,28 @@ class Evaluator:
                 Value(self.worktrees.get(ref.name, b"")) if ref.name.startswith(b"refs/heads/") else EMPTY
             )
         if name == "flag":
-            return self._flag
+            return flag
         return lambda ref: EMPTY
-
-    @staticmethod
-    def _flag(ref: Ref) -> Value:
-        flags = []
-        if ref.target is not None:
-            flags.append(b"symref")
-        if ref.location is not None and ref.location.kind == PACKED:
-            flags.append(b"packed")
-        return Value(b",".join(flags))
 
     def _show_ref(self, name: bytes, arg: str | None) -> bytes:
         if arg is None:
             return name
         if arg == "short":
             return self.shorten(name)
-        key, _, n = arg.partition("=")
-        count = int(n)
-        if count < 0:
-            count = name.count(b"/") + count + 1
-        if key in ("lstrip", "strip"):
-            rest = name
-            while count > 0:
-                slash = rest.find(b"/")
-                if slash < 0:
-                    return b""
-                rest = rest[slash + 1 :]
-                count -= 1
-            return rest
-        end = len(name)
-        while count > 0:
-            if end == 0:
-                return b""
-            slash = name.rfind(b"/", 0, end)
-            end = max(slash, 0)
-            if slash < 0:
-                return b""
-            count -= 1
-        return name[:end]
+        return stripped(name, arg)
 
     def _oid(self, oid: bytes, arg: str | None) -> bytes:
         if arg is None:
             return oid
-        if arg == "short":
-            return self.abbrev(oid, -1)
-        return self.abbrev(oid, max(int(arg[6:]), 4))
+        return self.abbrev(oid, _short_len(arg))
+
+    def short_ids(self, oids: list[bytes], arg: str) -> list[bytes]:
+        """``_oid`` of each of ``oids`` (``arg``: ``short`` or ``short=N``), made for them all at once
+        when ``abbrev`` can (``objects.abbrev.Abbreviator.many``)."""
+        many = getattr(self.abbrev, "many", None)
+        if many is None:
+            return [self._oid(o, arg) for o in oids]
+        return many(oids, _short_len(arg))
 
     def _values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[tuple[bytes, int | None]]:
         """(text, number) of each object atom of the object ``got``: its header (type name, size) when
