@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from itertools import chain, islice
-from itertools import count as counter
 from operator import eq
 
 from . import tipreads
@@ -230,7 +229,7 @@ def _joined(parts: list, n: int) -> list[bytes]:
 def _in_name_order(f: Format, atoms: list[Atom], names: list[bytes], oids: list[bytes], ev, reverse: bool,
                    limit: int | None, read_all: bool) -> list[bytes] | None:  # fmt: skip
     """``--sort=refname`` (or ``-refname``): the refs as listed; each ref's prefix and suffix looked up
-    through the first ref that had its id (one dict pass over the ids). With ``read_all`` and a limit,
+    by its id (one dict pass over the ids). With ``read_all`` and a limit,
     every tip is evaluated first, so that one git cannot evaluate fails here as it fails git's sort."""
     if (
         limit is not None
@@ -248,32 +247,18 @@ def _in_name_order(f: Format, atoms: list[Atom], names: list[bytes], oids: list[
         if reverse:
             names = names[::-1]
         return [head * len(names)] if tails is None else [head + (tails[0] + head).join(names) + tails[0]]
-    first: dict[bytes, int] = {}
-    at = list(map(first.setdefault, oids, counter()))
-    cols = tipreads.tip_columns(ev, list(first))
+    cols = tipreads.tip_columns(ev, list(dict.fromkeys(oids)))
     if cols is None:
         return None
     tips, strs, _ = cols
     heads, tails = _affixes(f, atoms, strs, len(tips))
-    reps = list(map(first.__getitem__, tips))
-    head_col = list(map(_by_ref(heads, reps, len(names)).__getitem__, at))
     if reverse:
-        names = names[::-1]
-        head_col.reverse()
+        names, oids = names[::-1], oids[::-1]
+    head_col = list(map(dict(zip(tips, heads, strict=True)).__getitem__, oids))  # each ref's tip's text
     if tails is None:
         return [b"".join(head_col)]
     if all(t is tails[0] or t == tails[0] for t in tails):
         tail = tails[0]
         return [tail.join(map(bytes.__add__, head_col, names)) + tail]
-    tail_col = list(map(_by_ref(tails, reps, len(names)).__getitem__, at))
-    if reverse:
-        tail_col.reverse()
+    tail_col = list(map(dict(zip(tips, tails, strict=True)).__getitem__, oids))
     return [b"".join(map(b"".join, zip(head_col, names, tail_col, strict=True)))]
-
-
-def _by_ref(values: list[bytes], reps: list[int], n: int) -> list:
-    """``values`` (per tip) placed at each tip's first ref: a list the refs' ``at`` column indexes."""
-    out: list = [b""] * n
-    for v, r in zip(values, reps, strict=True):
-        out[r] = v
-    return out
