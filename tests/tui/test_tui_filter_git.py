@@ -89,3 +89,15 @@ def test_negation_is_the_complement(glob_repo: Path, text: str) -> None:
 def test_pull_star_selects_nothing_like_git(glob_repo: Path) -> None:
     assert git_selects(glob_repo, "refs/pull/*") == []
     assert tui_selects(glob_repo, "refs/pull/*") == []
+
+
+@pytest.mark.parametrize(
+    "text", ["refs/heads/ ", "  refs/heads/", "refs/heads/ !", "refs/heads/ !m", "! refs/heads/"]
+)
+def test_a_term_being_typed_keeps_the_name_pattern(glob_repo: Path, text: str) -> None:
+    """On the way to ``refs/heads/ !merged >1y`` the list shows what ``refs/heads/`` shows at every key:
+    a space, a ``!`` not followed by a term yet, a second name (ignored) change nothing."""
+    want = git_selects(glob_repo, "refs/heads/")
+    assert want
+    assert tui_selects(glob_repo, text) == want
+    assert filtering.parse(text).kind == "prefix"

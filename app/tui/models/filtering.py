@@ -64,7 +64,8 @@ class Pattern(NamedTuple):
 def parse(text: str) -> Pattern:
     """The terms of what the user typed, separated by spaces (a ref name holds none), all of which must
     hold: terms on the tip (``condition``) and at most one name pattern (``parse_name``; a second one
-    is ignored)."""
+    is ignored). A ``!`` alone negates nothing yet: it is the start of a term being typed, so
+    ``refs/heads/ !`` on the way to ``refs/heads/ !merged`` shows what ``refs/heads/`` shows."""
     conditions = []
     terms = []
     name = ""
@@ -73,10 +74,10 @@ def parse(text: str) -> Pattern:
         if cond is not None:
             conditions.append(cond)
             terms.append(term)
-        elif not name:
+        elif not name and term != "!":
             name = term
     if not conditions:
-        return parse_name(text)
+        return parse_name(name)._replace(text=name)
     return parse_name(name)._replace(text=text, conditions=tuple(conditions), terms=tuple(terms))
 
 
