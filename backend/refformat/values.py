@@ -101,7 +101,7 @@ class Evaluator:
         self.head = head
         self.worktrees = worktrees
         self.shorten = shorten  # refs_shorten_unambiguous_ref
-        self.abbrev = abbrev  # repo_find_unique_abbrev(oid hex, length or -1)
+        self.abbrev = abbrev  # objects.abbrev.Abbreviator: repo_find_unique_abbrev(oid hex, length or -1)
         self._plain = [
             k
             for k, a in enumerate(atoms)
@@ -159,7 +159,8 @@ class Evaluator:
                     got = self.objects.read(r.oid)
                     if got is not None and got[0] == "tag":
                         peeled.append(r.peeled or self._peel(r.oid, got, r.name))
-            self.objects.prefetch(peeled)
+            if not self._headers[True]:  # (else their headers are all ``table`` reads)
+                self.objects.prefetch(peeled)
 
     def _values_of(self, oids: list[bytes]) -> tuple[list, list] | None:
         """(the ids in pack order, for each object atom (``_plain``) (the texts, the numbers: 0 where
@@ -307,17 +308,18 @@ class Evaluator:
             nums[k] = list(map({o: v[1] or 0 for o, v in per.items()}.__getitem__, keys))
 
     def _peel(self, oid: bytes, got, refname: bytes) -> bytes:
-        hops = 0
-        while got is not None and got[0] == "tag":
-            _, _, target = object_headers("tag", got[1], oid, refname)
-            oid = target
-            got = self.objects.read(oid)
-            hops += 1
-            if hops > TAG_CHAIN_MAX:
+        """The object the tag ``oid`` (read: ``got``) peels to: each target's type is looked up in its
+        header and only a tag is read on, as git's peel does (a target that is not there is git's "bad
+        tag"; one whose body is damaged is no matter here)."""
+        for _ in range(TAG_CHAIN_MAX):
+            _, _, oid = object_headers("tag", got[1], oid, refname)
+            kind = self.objects.info(oid)
+            if kind is None:
                 break
-        if got is None or hops > TAG_CHAIN_MAX:
-            raise RefscopeError(None, "bad tag")
-        return oid
+            if kind[0] != "tag":
+                return oid
+            got = self.objects.read(oid)
+        raise RefscopeError(None, "bad tag")
 
     def _special_fn(self, atom: Atom):
         """The function that makes ``atom``'s value from the ref alone (EMPTY for object atoms, which
@@ -361,12 +363,8 @@ class Evaluator:
         return self.abbrev(oid, _short_len(arg))
 
     def short_ids(self, oids: list[bytes], arg: str) -> list[bytes]:
-        """``_oid`` of each of ``oids`` (``arg``: ``short`` or ``short=N``), made for them all at once
-        when ``abbrev`` can (``objects.abbrev.Abbreviator.many``)."""
-        many = getattr(self.abbrev, "many", None)
-        if many is None:
-            return [self._oid(o, arg) for o in oids]
-        return many(oids, _short_len(arg))
+        """``_oid`` of each of ``oids`` (``arg``: ``short`` or ``short=N``), made for them all at once."""
+        return self.abbrev.many(oids, _short_len(arg))
 
     def _values(self, oid: bytes, got, deref: bool, refname: bytes) -> list[tuple[bytes, int | None]]:
         """(text, number) of each object atom of the object ``got``: its header (type name, size) when

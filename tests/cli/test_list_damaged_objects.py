@@ -90,6 +90,18 @@ def test_header_atoms_do_not_read_a_damaged_body(damaged, fmt, sort) -> None:
     assert tree_bytes(repo) == before
 
 
+@pytest.mark.parametrize("fmt", ["%(*objecttype) %(*objectsize) %(refname)", "%(objecttype) %(*objecttype)"])
+def test_a_tags_damaged_target_is_read_for_its_header(damaged, fmt) -> None:
+    """A ``*`` atom reads the tag whole, and of its target what the atom needs: the header alone."""
+    repo, _ = damaged
+    theirs = run_git(repo, "for-each-ref", f"--format={fmt}", "refs/tags/", env=git_env())
+    assert theirs.returncode == 0 and theirs.stdout.startswith(
+        b"commit " if "size" in fmt else b"tag commit\n"
+    )
+    ours = refscope("list", f"--format={fmt}", "refs/tags/", cwd=repo)
+    assert (ours.returncode, ours.stderr, ours.stdout) == (0, b"", theirs.stdout)
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -133,6 +145,8 @@ def test_streamed_runs_print_the_refs_before_the_damage(damaged) -> None:
         ["--format=%(refname) %(*objectsize)"],
         ["--format=%(objectsize) %(refname)", "--sort=objectsize"],
         ["--format=%(refname) %(authordate:unix)", "--count=1"],
+        ["--format=%(refname) %(*objectsize)", "refs/tags/"],  # a tag of it peels to nothing: "bad tag"
+        ["--format=%(refname) %(*objectname)", "refs/tags/"],
     ],
     ids=lambda a: " ".join(a),
 )
@@ -150,7 +164,10 @@ def test_a_missing_object_fails_as_gits(tmp_path, fmt, args) -> None:
         return
     want = f"refscope: missing object {oid} for refs/heads/b2\n"
     if theirs.returncode == 128:
-        assert theirs.stderr.decode().endswith("fatal: " + want.split(": ", 1)[1])
+        want = "refscope: " + theirs.stderr.decode().rstrip("\n").split("\n")[-1].split(": ", 1)[1] + "\n"
+        # (a tag peels to nothing in git's words, unless its peeled value was recorded: reftable's is)
+        assert want in (f"refscope: missing object {oid} for refs/heads/b2\n", "refscope: bad tag\n",
+                        f"refscope: missing object {oid} for refs/tags/t2\n")  # fmt: skip
     else:  # the double free
         assert b"double free" in theirs.stderr
         theirs = run_git(repo, "for-each-ref", *args, "refs/heads/b1", env=git_env())
