@@ -117,6 +117,21 @@ class Pack:
                 raise CorruptStore(self.path, "delta chain too long", off)
         return kind, size if target is None else target
 
+    def types(self, offsets: list[int], ref_base) -> list[int]:
+        """The types of the objects at ``offsets``: a whole object's is the first byte of its entry;
+        a delta's (or a damaged entry's: the same error) goes through ``info``."""
+        data = self.data
+        end = len(data) - self.rawsz
+        out = []
+        for off in offsets:
+            if 12 <= off < end:
+                kind = (data[off] >> 4) & 7
+                if COMMIT <= kind <= TAG:
+                    out.append(kind)
+                    continue
+            out.append(self.info(off, ref_base)[0])
+        return out
+
     def infos(self, offsets: list[int], ref_base) -> list[tuple[int, int]]:
         """(type, size) of the objects at ``offsets``: a whole object's from its entry's header alone,
         a delta's (or a damaged entry's: the same error) through ``info``. What git's object-info
