@@ -149,9 +149,12 @@ def _run(repo, snap, p: Plan, patterns: list[bytes], *, revs: dict[str, list[str
             if size >= 1 << 16:
                 _write(b"".join(chunk))
                 chunk, size = [], 0
-    finally:  # what was made before a failure is printed before it, as git prints it
+    except RefscopeError:  # what was made before a ref that fails is printed first, as git prints it
         if chunk:
             _write(b"".join(chunk))
+        raise
+    if chunk:
+        _write(b"".join(chunk))
 
 
 def _first_refs(snap, patterns: list[bytes], p: Plan, count: int) -> list:
