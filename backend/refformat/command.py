@@ -184,6 +184,8 @@ def _filtered_over_two(snap, patterns: list[bytes], p: Plan, odb, filters: Filte
 
     if not wants_columns(p.atoms) or not may_fork():
         return None
+    if graph is None and filters == Filters(points_at=filters.points_at):
+        return None  # (--points-at reads every tip the graph does not hold: both halves would read all)
     mid = column_split(snap, patterns)
     if mid is None:
         return None

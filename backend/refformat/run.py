@@ -302,23 +302,59 @@ def points_at_mask(
     GIT_COMMIT_GRAPH_PARANOIA), a blob only has its type looked up, anything else is read and a tag
     followed. The first ref whose object cannot be read fails, naming it, as git dies there."""
     wanted = set(points_at)
-    verdict: dict[bytes, bool | None] = dict.fromkeys(wanted, True)
+    verdict: dict[bytes, bool | str | None] = dict.fromkeys(wanted, True)
     todo = [o for o in dict.fromkeys(oids) if o not in verdict]
     if todo and commit_graph is not None and not parse_bool(os.environ.get("GIT_COMMIT_GRAPH_PARANOIA", "0")):
         positions = Graph(objects, commit_graph).positions(todo)
         verdict.update((o, False) for o, at in zip(todo, positions, strict=True) if at is not None)
         todo = [o for o, at in zip(todo, positions, strict=True) if at is None]
-    if todo:
-        kinds = objects.odb.types(todo)
-        verdict.update((o, False) for o in todo if kinds.get(o) == "blob")
-        todo = [o for o in todo if kinds.get(o) != "blob"]
-        objects.prefetch(todo)  # (one pass over each pack, in offset order)
-        verdict.update((o, _tag_points_at(o, wanted, objects)) for o in todo)
+    from ..parallel import FAILED, Forked, may_fork
+
+    if len(todo) >= tipreads.FORK_MIN and may_fork():  # the ids from 8... read by a second process
+        child = Forked(_read_verdicts, [o for o in todo if o >= b"8"], wanted, objects)
+        try:
+            verdict.update(_read_verdicts([o for o in todo if o < b"8"], wanted, objects))
+        except BaseException:
+            child.abandon()
+            raise
+        theirs = child.result()
+        verdict.update(
+            _read_verdicts([o for o in todo if o >= b"8"], wanted, objects) if theirs is FAILED else theirs
+        )
+    elif todo:
+        verdict.update(_read_verdicts(todo, wanted, objects))
     mask = list(map(verdict.__getitem__, oids))
-    if None in mask:
-        name = names[mask.index(None)]
-        raise RefscopeError(None, f"malformed object at '{name.decode('utf-8', 'replace')}'")
+    failed = {o for o, v in verdict.items() if v is None or isinstance(v, str)}
+    if failed:
+        at = next(i for i, o in enumerate(oids) if o in failed)
+        why = verdict[oids[at]]
+        raise RefscopeError(None, why or f"malformed object at '{names[at].decode('utf-8', 'replace')}'")
     return mask
+
+
+def _read_verdicts(todo: list[bytes], wanted: set[bytes], objects: Objects) -> dict[bytes, bool | str | None]:
+    """``points_at_mask``'s verdict on each of the objects ``todo`` that it reads: a blob's from its
+    type alone, any other's from the object, read in one pass over each pack in offset order; the
+    error's text for one that will not read (a child hands back only what marshal carries)."""
+    verdict: dict[bytes, bool | str | None] = {}
+    try:
+        kinds = objects.odb.types(todo)
+    except (RefscopeError, ValueError):  # one will not read: each looked up alone, to say which
+        kinds = {}
+        for o in todo:
+            try:
+                kinds.update(objects.odb.types([o]))
+            except (RefscopeError, ValueError) as err:
+                verdict[o] = str(err)
+    verdict.update((o, False) for o in todo if kinds.get(o) == "blob")
+    todo = [o for o in todo if o not in verdict]
+    objects.prefetch(todo)
+    for o in todo:
+        try:
+            verdict[o] = _tag_points_at(o, wanted, objects)
+        except (RefscopeError, ValueError) as err:  # it does not read: said for the first ref it is at
+            verdict[o] = str(err)
+    return verdict
 
 
 def _tag_points_at(oid: bytes, wanted: set[bytes], objects: Objects) -> bool | None:

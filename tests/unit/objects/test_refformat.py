@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from itertools import count
 
 import pytest
 from refscope.backend.errors import RefscopeError
@@ -403,6 +404,44 @@ def test_objects_read_over_two_processes_match_git(tmp_path, monkeypatch):
     with pytest.raises(RefscopeError) as e:
         _ours(repo, "%(objecttype) %(refname)", [])
     assert proc.stderr.decode().strip() == f"fatal: {e.value.what}"
+
+
+def test_points_at_over_two_processes_matches_git(tmp_path, monkeypatch):
+    """--points-at without a commit-graph reads every tip, split by id between this process and a
+    forked one (here every run: the threshold is 1): git's refs, and a tip that will not read fails for
+    the first ref that names it, whichever process read it."""
+    from refscope.backend import parallel
+    from refscope.backend.refformat import tipreads
+
+    forks = []
+    real = parallel.Forked
+    monkeypatch.setattr(tipreads, "FORK_MIN", 1)
+    monkeypatch.setattr(parallel, "Forked", lambda *a, **k: forks.append(1) or real(*a, **k))
+    repo = _repo(tmp_path, "files", "sha1", packed_refs=True)
+    git(repo, "tag", "-a", "deep", "-m", "a tag of a tag", "heads/main")
+    rev = lambda name: git(repo, "rev-parse", name).strip()  # noqa: E731
+    for target in ("main", "main~2", "heads/main"):
+        proc = _theirs(repo, "%(refname)", [], [f"--points-at={target}"])
+        assert proc.returncode == 0 and proc.stdout, proc.stderr
+        assert _ours(repo, "%(refname)", [], Filters(points_at=(rev(target),))) == proc.stdout, target
+    assert forks
+    tree = rev("main^{tree}").decode()
+    made: dict[bool, bytes] = {}  # a loose commit whose id is from 8... (the child's share), and one below
+    for i in count():
+        oid = git(repo, "commit-tree", tree, "-m", f"damaged {i}").strip()
+        made.setdefault(oid >= b"8", oid)
+        if len(made) == 2:
+            break
+    git(repo, "update-ref", "refs/heads/zz-a", made[True].decode())  # first in ref order: the child's
+    git(repo, "update-ref", "refs/heads/zz-b", made[False].decode())
+    for oid in made.values():
+        path = repo / ".git" / "objects" / oid[:2].decode() / oid[2:].decode()
+        path.chmod(0o644)
+        path.write_bytes(b"not zlib")
+    with pytest.raises(RefscopeError) as e:
+        _ours(repo, "%(refname)", [], Filters(points_at=(rev("main"),)))
+    assert f"{made[True][:2].decode()}/{made[True][2:].decode()}" in str(e.value)
+    assert _theirs(repo, "%(refname)", [], ["--points-at=main"]).returncode == 128
 
 
 def _ours_columns(repo, fmt, sort, filters=NO_FILTERS, count=None, commit_graph=False):
