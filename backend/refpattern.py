@@ -90,20 +90,24 @@ def wildmatch(pattern: bytes) -> re.Pattern[bytes]:
 
 
 class ForEachRefPatterns:
-    """for-each-ref's pattern list: a name is selected when any pattern matches it."""
+    """for-each-ref's pattern list: a name is selected when any pattern matches it. ``regex``: the
+    whole list as one regex over whole names (a path prefix or a glob each), for a caller that tests a
+    column of names by C-level calls (``map(regex.match, names)``)."""
 
-    __slots__ = ("patterns", "globs")
+    __slots__ = ("patterns", "globs", "regex")
 
     def __init__(self, patterns: list[bytes]) -> None:
+        import re
+
         self.patterns = patterns
         self.globs = [wildmatch(p) for p in patterns if is_glob(p)]
+        prefixes = [re.escape(p) + (rb".*" if p.endswith(b"/") else rb"(?:/.*)?") + rb"\Z" for p in patterns]
+        self.regex = re.compile(
+            b"|".join(b"(?:%s)" % r for r in [*prefixes, *(g.pattern for g in self.globs)]), re.DOTALL
+        )
 
     def match(self, name: bytes) -> bool:
-        for p in self.patterns:
-            plen = len(p)
-            if name.startswith(p) and (len(name) == plen or name[plen] == 0x2F or p.endswith(b"/")):
-                return True
-        return any(g.match(name) for g in self.globs)
+        return self.regex.match(name) is not None
 
     def intervals(self) -> list[tuple[bytes, bytes | None]]:
         """Disjoint sorted name intervals [lo, hi) that contain every match (exact for plain patterns)."""

@@ -51,6 +51,30 @@ def _is_refname(a: Atom) -> bool:
     return a.name == "refname" and a.arg is None and not a.deref
 
 
+def names_only(f: Format, atoms: list[Atom]) -> bool:
+    """Is every atom of the format the refname (no tip is looked up for its lines)?"""
+    return all(isinstance(piece, bytes) or _is_refname(atoms[piece]) for piece in f.pieces)
+
+
+def name_lines(f: Format, atoms: list[Atom]):
+    """(a format ``names_only``) listing text (``oid SP name LF`` lines) -> the format's lines of those
+    names: each chunk of the listing is turned into output as it is made, so neither a million names
+    nor the listing's own text are ever held."""
+    (head,), tails = _affixes(f, atoms, [], 1)
+
+    def lines(data: bytes) -> bytes:
+        parts = data.split()  # (a listed name holds no space; when the spaces say otherwise, line by line)
+        if len(parts) == 2 * data.count(b"\n"):
+            names = parts[1::2]
+        else:
+            names = [line.partition(b" ")[2] for line in data.split(b"\n")[:-1]]
+        if tails is None:
+            return head * len(names)
+        return head + (tails[0] + head).join(names) + tails[0] if names else b""
+
+    return lines
+
+
 def by_name(atoms: list[Atom], keys) -> bool:
     """Is the sort the refname alone (the refs keep the listing's order: no tip is grouped)?"""
     return len(keys) == 1 and _is_refname(atoms[keys[0][0]])
@@ -242,7 +266,7 @@ def _in_name_order(f: Format, atoms: list[Atom], names: list[bytes], oids: list[
         names, oids = (names[:limit], oids[:limit]) if not reverse else (names[-limit:], oids[-limit:])
     if not names:
         return []
-    if all(isinstance(piece, bytes) or _is_refname(atoms[piece]) for piece in f.pieces):
+    if names_only(f, atoms):
         (head,), tails = _affixes(f, atoms, [], 1)  # the name alone: no tip is looked up, nor a line made
         if reverse:
             names = names[::-1]

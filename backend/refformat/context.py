@@ -26,11 +26,12 @@ class Listing(namedtuple("Listing", "snap patterns")):
 
     __slots__ = ()
 
-    def text(self) -> list[bytes]:
-        """The listing's output lines (``oid SP name LF``), in chunks not cut at line ends."""
+    def text(self, transform=None) -> list[bytes]:
+        """The listing's output lines (``oid SP name LF``), in chunks of whole lines; ``transform``:
+        what is kept of each chunk instead (bytes -> bytes), made as the listing makes it."""
         from ..listing import Out, list_refs
 
-        out = Out(keep=True)
+        out = Out(keep=True, transform=transform)
         list_refs(self.snap, self.patterns, False, False, out=out)
         return out.parts
 
@@ -230,14 +231,25 @@ def interval_columns(snap, lo: bytes, hi: bytes | None) -> Columns:
     return columns_of(out.parts)
 
 
+COLUMNS_BATCH = 1 << 20
+
+
 def columns_of(chunks: list[bytes]) -> Columns:
     """The listing's output lines (``chunks``, emptied as they are split: a million refs' text is
-    ~60 MB) split into two columns."""
+    ~60 MB) split into two columns. The chunks are taken from the end of the reversed list (taking
+    the first of a million one-line chunks, as a listing ref by ref makes them, moved all the others
+    each time), small ones joined to about ``COLUMNS_BATCH`` bytes first."""
     names: list[bytes] = []
     oids: list[bytes] = []
     pending = b""
-    while chunks:  # a chunk at a time, each let go once split
-        data = chunks.pop(0) if pending == b"" else pending + chunks.pop(0)
+    chunks.reverse()
+    while chunks:  # about a batch at a time, each let go once split
+        batch = [pending, chunks.pop()]
+        size = len(batch[1])
+        while chunks and size < COLUMNS_BATCH:
+            batch.append(chunks.pop())
+            size += len(batch[-1])
+        data = b"".join(batch)
         if not data.endswith(b"\n"):
             cut = data.rfind(b"\n") + 1
             data, pending = data[:cut], data[cut:]

@@ -132,6 +132,11 @@ def for_each_ref(
                    numbers_only=frozenset(range(len(p.atoms))) - shown)  # fmt: skip
     bulky = bulk.fits(p.format, p.atoms, p.keys, omit_empty, escape is not None)
     finish = None
+    by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]  # the listing's own order
+    whole = isinstance(refs, Listing) and bulky and count is None and filters == NO_FILTERS
+    if whole and by_name and bulk.names_only(p.format, p.atoms):  # each chunk made into lines as it comes
+        yield from refs.text(bulk.name_lines(p.format, p.atoms))
+        return
     if isinstance(refs, Listing):
         text = refs.text()
         if bulky and count is None and filters == NO_FILTERS and not bulk.by_name(p.atoms, p.keys):
@@ -150,7 +155,6 @@ def for_each_ref(
                 return
         refs = refs_of(names, oids)
     selected = _filter(list(refs), objects, filters, commit_graph)
-    by_name = p.keys == [(_index_of(p.atoms, "refname"), False, False)]
     if by_name and count is not None and streamed:
         selected = selected[:count]  # the listing is in name order already and git reads no further
     ev.prefetch(selected)

@@ -744,3 +744,22 @@ def test_version_key_orders_as_versioncmp():
             assert ((c > 0) - (c < 0)) == (version_key(a) > version_key(b)) - (
                 version_key(a) < version_key(b)
             ), (a, b)
+
+
+def test_columns_of_any_chunking(monkeypatch):
+    """The listing's text split into columns whatever its chunks: a line each (a listing ref by ref), cut
+    anywhere (the pending part carried), one chunk, across the batch size."""
+    from refscope.backend.refformat import context
+
+    monkeypatch.setattr(context, "COLUMNS_BATCH", 4096)
+    lines = [b"%040x refs/heads/n%d\n" % (i, i) for i in range(5000)]
+    text = b"".join(lines)
+    for chunks in (
+        list(lines),
+        [text[i : i + 7] for i in range(0, len(text), 7)],
+        [text],
+        [text[:-1], b"\n"],
+    ):
+        got = context.columns_of(list(chunks))
+        assert got.names == [b"refs/heads/n%d" % i for i in range(5000)]
+        assert got.oids == [b"%040x" % i for i in range(5000)]
