@@ -156,3 +156,16 @@ class Forked:
             if fd >= 0:
                 os.close(fd)
         self._r = self._go = -1
+
+
+def both(here, there) -> tuple:
+    """``(here(), there())``, ``there`` run in a forked child meanwhile: a child that fails has its work
+    done here after all, so every error surfaces as in one process; an error here kills the child."""
+    child = Forked(there)
+    try:
+        mine = here()
+    except BaseException:
+        child.abandon()
+        raise
+    theirs = child.result()
+    return mine, there() if theirs is FAILED else theirs

@@ -60,19 +60,17 @@ def name_lines(f: Format, atoms: list[Atom]):
     """(a format ``names_only``) listing text (``oid SP name LF`` lines) -> the format's lines of those
     names: each chunk of the listing is turned into output as it is made, so neither a million names
     nor the listing's own text are ever held."""
+    from .context import columns_of
+
+    return lambda data: _names_text(f, atoms, columns_of([data]).names)
+
+
+def _names_text(f: Format, atoms: list[Atom], names: list[bytes]) -> bytes:
+    """(a format ``names_only``) the lines of the refs ``names``: one join."""
+    if not names:
+        return b""
     (head,), tails = _affixes(f, atoms, [], 1)
-
-    def lines(data: bytes) -> bytes:
-        parts = data.split()  # (a listed name holds no space; when the spaces say otherwise, line by line)
-        if len(parts) == 2 * data.count(b"\n"):
-            names = parts[1::2]
-        else:
-            names = [line.partition(b" ")[2] for line in data.split(b"\n")[:-1]]
-        if tails is None:
-            return head * len(names)
-        return head + (tails[0] + head).join(names) + tails[0] if names else b""
-
-    return lines
+    return head * len(names) if tails is None else head + (tails[0] + head).join(names) + tails[0]
 
 
 def by_name(atoms: list[Atom], keys) -> bool:
@@ -115,15 +113,13 @@ def lines(f: Format, atoms: list[Atom], keys, numeric: list[bool], names: list[b
         keep.append((cols, run))
     if limit is not None or len(names) < _FORK_MIN:
         return [run.text(0, len(order), limit)]
-    from ..parallel import FAILED, Forked, may_fork
+    from ..parallel import both, may_fork
 
     mid = run.boundary(len(order) // 2)
     if not may_fork() or mid >= len(order):
         return [run.text(0, len(order), None)]
-    child = Forked(run.text, mid, len(order), None)  # the second half's lines, made meanwhile
-    first = run.text(0, mid, None)
-    second = child.result()
-    return [first, run.text(mid, len(order), None) if second is FAILED else second]
+    # the second half's lines made by a child meanwhile
+    return list(both(lambda: run.text(0, mid, None), lambda: run.text(mid, len(order), None)))
 
 
 class _Run:
@@ -266,11 +262,8 @@ def _in_name_order(f: Format, atoms: list[Atom], names: list[bytes], oids: list[
         names, oids = (names[:limit], oids[:limit]) if not reverse else (names[-limit:], oids[-limit:])
     if not names:
         return []
-    if names_only(f, atoms):
-        (head,), tails = _affixes(f, atoms, [], 1)  # the name alone: no tip is looked up, nor a line made
-        if reverse:
-            names = names[::-1]
-        return [head * len(names)] if tails is None else [head + (tails[0] + head).join(names) + tails[0]]
+    if names_only(f, atoms):  # the name alone: no tip is looked up, nor a line made per ref
+        return [_names_text(f, atoms, names[::-1] if reverse else names)]
     cols = tipreads.tip_columns(ev, list(dict.fromkeys(oids)))
     if cols is None:
         return None

@@ -178,7 +178,7 @@ def _filtered_over_two(snap, patterns: list[bytes], p: Plan, odb, filters: Filte
     after all, so an error surfaces as in one process (the first half's first). None: no split (a
     format that needs more than the refs' names and ids, a small file, patterns, reftable, one core):
     the caller goes the one-process way."""
-    from ..parallel import FAILED, Forked, may_fork
+    from ..parallel import both, may_fork
     from .context import column_split, interval_columns, wants_columns
     from .run import filter_columns
 
@@ -190,17 +190,10 @@ def _filtered_over_two(snap, patterns: list[bytes], p: Plan, odb, filters: Filte
     if mid is None:
         return None
 
-    def second() -> tuple[list, list]:
-        return tuple(filter_columns(interval_columns(snap, mid, None), odb, filters, graph))
-
-    child = Forked(second)
-    try:
-        first = filter_columns(interval_columns(snap, b"", mid), odb, filters, graph)
-    except BaseException:
-        child.abandon()
-        raise
-    got = child.result()
-    names, oids = second() if got is FAILED else got
+    first, (names, oids) = both(
+        lambda: filter_columns(interval_columns(snap, b"", mid), odb, filters, graph),
+        lambda: tuple(filter_columns(interval_columns(snap, mid, None), odb, filters, graph)),
+    )
     _LEFT.append((first, names, oids))
     return Columns(first.names + names, first.oids + oids)
 

@@ -312,19 +312,14 @@ def points_at_mask(
         positions = Graph(objects, commit_graph).positions(todo)
         verdict.update((o, False) for o, at in zip(todo, positions, strict=True) if at is not None)
         todo = [o for o, at in zip(todo, positions, strict=True) if at is None]
-    from ..parallel import FAILED, Forked, may_fork
+    from ..parallel import both, may_fork
 
     if len(todo) >= tipreads.FORK_MIN and may_fork():  # the ids from 8... read by a second process
-        child = Forked(_read_verdicts, [o for o in todo if o >= b"8"], wanted, objects)
-        try:
-            verdict.update(_read_verdicts([o for o in todo if o < b"8"], wanted, objects))
-        except BaseException:
-            child.abandon()
-            raise
-        theirs = child.result()
-        verdict.update(
-            _read_verdicts([o for o in todo if o >= b"8"], wanted, objects) if theirs is FAILED else theirs
-        )
+        for got in both(
+            lambda: _read_verdicts([o for o in todo if o < b"8"], wanted, objects),
+            lambda: _read_verdicts([o for o in todo if o >= b"8"], wanted, objects),
+        ):
+            verdict.update(got)
     elif todo:
         verdict.update(_read_verdicts(todo, wanted, objects))
     mask = list(map(verdict.__getitem__, oids))
